@@ -1,0 +1,222 @@
+//! The conversation as data: the one piece of state the loop has.
+//!
+//! The shape follows Anthropic's Messages API (content blocks, tool results in
+//! a `user` message) because it is the richer of the two; the OpenAI provider
+//! converts at its edge. Every `tool_use` block in an assistant message is
+//! answered by exactly one `tool_result` block in the user message after it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<ContentBlock>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    /// Extended thinking. Kept verbatim, signature included: the Anthropic API
+    /// rejects a tool-use turn whose thinking blocks were altered or dropped.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+        /// Set when the model's input was not valid JSON (`input` is then `{}`
+        /// so the history stays sendable); the loop answers with this error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_error: Option<String>,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+/// One tool call the model asked for, borrowed from an assistant message.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub input: &'a Value,
+    pub input_error: Option<&'a str>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
+    }
+
+    pub fn assistant(content: Vec<ContentBlock>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content,
+        }
+    }
+
+    /// The concatenated text blocks (thinking excluded).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = ToolCall<'_>> {
+        self.content.iter().filter_map(|block| match block {
+            ContentBlock::ToolUse {
+                id,
+                name,
+                input,
+                input_error,
+            } => Some(ToolCall {
+                id,
+                name,
+                input,
+                input_error: input_error.as_deref(),
+            }),
+            _ => None,
+        })
+    }
+}
+
+impl ContentBlock {
+    pub fn tool_result(tool_use_id: &str, content: impl Into<String>, is_error: bool) -> Self {
+        ContentBlock::ToolResult {
+            tool_use_id: tool_use_id.to_string(),
+            content: content.into(),
+            is_error,
+        }
+    }
+}
+
+/// Appends blocks as user content. When the history already ends with a user
+/// message (tool results, say), the blocks join it instead of starting a second
+/// user turn in a row: both APIs prefer strict alternation, and Anthropic wants
+/// tool results first in their message, which appending preserves.
+pub fn push_user_blocks(messages: &mut Vec<Message>, blocks: Vec<ContentBlock>) {
+    if blocks.is_empty() {
+        return;
+    }
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.extend(blocks),
+        _ => messages.push(Message {
+            role: Role::User,
+            content: blocks,
+        }),
+    }
+}
+
+/// Checks the invariant the APIs enforce: every `tool_use` is answered by
+/// exactly one `tool_result` in the next message, and no result is orphaned.
+/// Returns a description of the first violation.
+pub fn check_history(messages: &[Message]) -> Result<(), String> {
+    for (index, message) in messages.iter().enumerate() {
+        let wanted: Vec<&str> = message.tool_calls().map(|call| call.id).collect();
+        let answered: Vec<&str> = messages
+            .get(index + 1)
+            .map(|next| {
+                next.content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if message.role == Role::Assistant && wanted != answered {
+            return Err(format!(
+                "message {index}: tool_use ids {wanted:?} answered by tool_result ids {answered:?}"
+            ));
+        }
+        let has_results = message
+            .content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolResult { .. }));
+        let follows_assistant =
+            index > 0 && messages[index - 1].role == Role::Assistant && message.role == Role::User;
+        if has_results && !follows_assistant {
+            return Err(format!(
+                "message {index}: tool_result without a preceding tool_use"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool_use(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: "read_file".into(),
+            input: json!({}),
+            input_error: None,
+        }
+    }
+
+    #[test]
+    fn history_check_catches_a_missing_result() {
+        let mut messages = vec![
+            Message::user_text("hi"),
+            Message::assistant(vec![tool_use("a"), tool_use("b")]),
+        ];
+        assert!(check_history(&messages).is_err());
+        push_user_blocks(
+            &mut messages,
+            vec![ContentBlock::tool_result("a", "ok", false)],
+        );
+        assert!(check_history(&messages).is_err());
+        push_user_blocks(
+            &mut messages,
+            vec![ContentBlock::tool_result("b", "ok", false)],
+        );
+        assert_eq!(check_history(&messages), Ok(()));
+        assert_eq!(messages.len(), 3, "results join one user message");
+    }
+
+    #[test]
+    fn blocks_round_trip_through_json() {
+        let message = Message::assistant(vec![
+            ContentBlock::Thinking {
+                thinking: "hmm".into(),
+                signature: "sig".into(),
+            },
+            tool_use("x"),
+        ]);
+        let text = serde_json::to_string(&message).unwrap();
+        assert!(!text.contains("input_error"));
+        let back: Message = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, message);
+    }
+}

@@ -1,0 +1,133 @@
+//! `bareagent run`: one turn in the current directory, on the terminal.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::RunArgs;
+use super::approve::TerminalApprover;
+use super::output::{JsonSink, TerminalSink, TurnSink};
+use crate::agent::{Agent, LoopConfig, Message, NoCompaction, run_loop, system_prompt};
+use crate::permission::PermissionGate;
+use crate::provider::{
+    Anthropic, HttpSettings, OpenAi, Provider, ProviderKind, Recorder, Replay, retry::RetryPolicy,
+};
+use crate::tools::ToolRegistry;
+use crate::workspace::{DiskWorkspace, Workspace};
+
+const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1";
+
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let root = std::env::current_dir().context("cannot read the current directory")?;
+    let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
+    let provider = build_provider(&args)?;
+
+    let sink: Box<dyn TurnSink> = if args.json {
+        Box::new(JsonSink)
+    } else {
+        Box::new(TerminalSink::default())
+    };
+    let approver = TerminalApprover::for_run(args.json, std::io::stdin().is_terminal());
+    let gate = PermissionGate::new(args.permission_mode, Box::new(approver));
+    let tools = ToolRegistry::standard();
+    let config = LoopConfig {
+        system: system_prompt(workspace.paths().root()),
+        max_iterations: args.max_iterations,
+        stream: !args.no_stream,
+        ..LoopConfig::default()
+    };
+    let agent = Agent {
+        provider: provider.as_ref(),
+        tools: &tools,
+        gate: &gate,
+        workspace: &workspace,
+        sink: sink.as_event_sink(),
+        compactor: &NoCompaction,
+        inbox: None,
+        config: &config,
+    };
+    let mut messages = vec![Message::user_text(args.prompt.join(" "))];
+
+    let outcome = tokio::select! {
+        outcome = run_loop(&agent, &mut messages) => outcome,
+        _ = tokio::signal::ctrl_c() => {
+            sink.failed("interrupted");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    match outcome {
+        Ok(outcome) => {
+            sink.finished(&outcome);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            sink.failed(&error.to_string());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn build_provider(args: &RunArgs) -> anyhow::Result<Box<dyn Provider>> {
+    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let kind = match (&args.replay, args.provider) {
+        (Some(_), None | Some(ProviderKind::Replay)) => ProviderKind::Replay,
+        (Some(_), Some(other)) => anyhow::bail!(
+            "--replay answers from a file; it cannot be combined with --provider {other:?}"
+        ),
+        (None, Some(kind)) => kind,
+        (None, None) if env("ANTHROPIC_API_KEY").is_some() => ProviderKind::Anthropic,
+        (None, None) if env("OPENAI_API_KEY").is_some() || env("OPENAI_BASE_URL").is_some() => {
+            ProviderKind::Openai
+        }
+        (None, None) => anyhow::bail!(
+            "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), or try the offline demo with --replay"
+        ),
+    };
+    let settings = HttpSettings {
+        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+        retry: RetryPolicy {
+            max_attempts: args.max_attempts.max(1),
+            ..RetryPolicy::default()
+        },
+        ..HttpSettings::default()
+    };
+    let provider: Box<dyn Provider> = match kind {
+        ProviderKind::Anthropic => {
+            let base = args.base_url.clone().or_else(|| env("ANTHROPIC_BASE_URL"));
+            Box::new(Anthropic::new(
+                base.as_deref()
+                    .unwrap_or(crate::provider::anthropic::DEFAULT_BASE_URL),
+                env("ANTHROPIC_API_KEY").unwrap_or_default(),
+                args.model.as_deref().unwrap_or(DEFAULT_ANTHROPIC_MODEL),
+                settings,
+            )?)
+        }
+        ProviderKind::Openai => {
+            let base = args.base_url.clone().or_else(|| env("OPENAI_BASE_URL"));
+            Box::new(OpenAi::new(
+                base.as_deref()
+                    .unwrap_or(crate::provider::openai::DEFAULT_BASE_URL),
+                env("OPENAI_API_KEY"),
+                args.model.as_deref().unwrap_or(DEFAULT_OPENAI_MODEL),
+                settings,
+            )?)
+        }
+        ProviderKind::Replay => {
+            let path = args
+                .replay
+                .as_deref()
+                .context("--provider replay needs --replay FILE")?;
+            Box::new(Replay::from_file(path)?)
+        }
+    };
+    Ok(match &args.record {
+        Some(path) => Box::new(
+            Recorder::new(provider, path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        None => provider,
+    })
+}

@@ -1,0 +1,50 @@
+//! What the user sees of a turn, as data. The loop emits events; a sink shows
+//! them: a terminal, JSON lines, or (in the language server) the chat file and
+//! `bareagent/event` notifications.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::provider::Usage;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        text: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+    /// Usage of one model call, and the turn's running total.
+    Usage {
+        call: Usage,
+        total: Usage,
+    },
+    /// The provider failed to stream and the call was made again without streaming.
+    StreamFallback {
+        reason: String,
+    },
+}
+
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: AgentEvent);
+}
+
+/// A sink that shows nothing: for sub-agents and tests that only want the result.
+pub struct Discard;
+
+impl EventSink for Discard {
+    fn emit(&self, _event: AgentEvent) {}
+}

@@ -1,0 +1,15 @@
+//! bareagent: a coding agent that runs inside any editor as a language server.
+//!
+//! The heart is [`agent::run_loop`]: call the model, run the tools it asks for,
+//! feed the results back, repeat. Everything else sits around that loop and
+//! reaches it through four small seams: [`provider::Provider`] (the model),
+//! [`workspace::Workspace`] (files), [`permission::Approver`] (the user's yes or
+//! no) and [`events::EventSink`] (what the user sees).
+
+pub mod agent;
+pub mod cli;
+pub mod events;
+pub mod permission;
+pub mod provider;
+pub mod tools;
+pub mod workspace;

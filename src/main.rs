@@ -1,0 +1,44 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use bareagent::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("bareagent: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        None | Some(Command::Lsp) => {
+            eprintln!(
+                "bareagent: the language server is not built yet; use `bareagent run PROMPT` for the headless agent"
+            );
+            ExitCode::from(2)
+        }
+        Some(Command::Run(args)) => match runtime.block_on(bareagent::cli::run(args)) {
+            Ok(code) => code,
+            Err(error) => {
+                eprintln!("bareagent: {error:#}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+/// Logs go to stderr (stdout is the protocol channel or the answer), filtered
+/// by `BAREAGENT_LOG` (e.g. `debug`, `bareagent=trace`); warnings by default.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BAREAGENT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,525 @@
+//! Anthropic's Messages API (`POST {base}/v1/messages`), streamed and not.
+//!
+//! Our history already has Anthropic's shape, so conversion is mostly
+//! renaming. Unknown block and event types are skipped, never fatal: the API
+//! grows new ones, and an old client must keep working.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::http::{HttpClient, HttpSettings, SseDecoder};
+use super::sse::SseEvent;
+use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
+use crate::agent::{ContentBlock, Message};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+const API_VERSION: &str = "2023-06-01";
+
+pub struct Anthropic {
+    http: Arc<HttpClient>,
+    url: String,
+    model: String,
+    api_key: String,
+}
+
+impl Anthropic {
+    pub fn new(
+        base_url: &str,
+        api_key: String,
+        model: &str,
+        settings: HttpSettings,
+    ) -> Result<Self, ProviderError> {
+        if api_key.is_empty() {
+            return Err(ProviderError::Config(
+                "anthropic: ANTHROPIC_API_KEY is not set (or use --provider openai, or --replay FILE)"
+                    .into(),
+            ));
+        }
+        let http = HttpClient::new("anthropic", settings, Some(api_key.clone()))?;
+        Ok(Anthropic {
+            http: Arc::new(http),
+            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
+            model: model.to_string(),
+            api_key,
+        })
+    }
+
+    fn body(&self, request: Request<'_>, stream: bool) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "messages": request.messages.iter().map(wire_message).collect::<Vec<_>>(),
+        });
+        if !request.system.is_empty() {
+            body["system"] = json!(request.system);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = json!(request.tools);
+        }
+        if stream {
+            body["stream"] = json!(true);
+        }
+        body
+    }
+
+    async fn post(&self, body: &Value) -> Result<reqwest::Response, ProviderError> {
+        let headers = [
+            ("x-api-key", self.api_key.as_str()),
+            ("anthropic-version", API_VERSION),
+        ];
+        self.http.post(&self.url, &headers, body).await
+    }
+}
+
+#[async_trait]
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
+        let body = self.body(request, false);
+        // The whole exchange is retried: nothing has been shown before the
+        // body is complete, so a cut body is as retryable as a refused connection.
+        let policy = self.http.settings().retry;
+        let value = policy
+            .run(|| async {
+                let response = self.post(&body).await?;
+                self.http
+                    .read_json(response)
+                    .await
+                    .map_err(|error| match error {
+                        ProviderError::Stream { provider, message } => {
+                            ProviderError::Connect { provider, message }
+                        }
+                        other => other,
+                    })
+            })
+            .await?;
+        parse_message(&value).map_err(|message| self.http.decode(message))
+    }
+
+    async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
+        let body = self.body(request, true);
+        let response = self.post(&body).await?;
+        Ok(self
+            .http
+            .clone()
+            .event_stream(response, StreamDecoder::default()))
+    }
+}
+
+fn wire_message(message: &Message) -> Value {
+    let content: Vec<Value> = message
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolUse {
+                id, name, input, ..
+            } => {
+                // The API insists on an object; invalid input was stored as `{}` already.
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                let mut result =
+                    json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
+                if *is_error {
+                    result["is_error"] = json!(true);
+                }
+                result
+            }
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        })
+        .collect();
+    json!({"role": message.role, "content": content})
+}
+
+/// Parses a non-streamed `message` object.
+fn parse_message(value: &Value) -> Result<Response, String> {
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or("no `content` array in the message")?;
+    let content = blocks.iter().filter_map(parse_block).collect();
+    Ok(Response {
+        content,
+        stop_reason: value
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        usage: parse_usage(value.get("usage")),
+    })
+}
+
+fn parse_block(block: &Value) -> Option<ContentBlock> {
+    let text = |key: &str| {
+        block
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    match block.get("type")?.as_str()? {
+        "text" => Some(ContentBlock::Text { text: text("text") }),
+        "thinking" => Some(ContentBlock::Thinking {
+            thinking: text("thinking"),
+            signature: text("signature"),
+        }),
+        "redacted_thinking" => Some(ContentBlock::RedactedThinking { data: text("data") }),
+        "tool_use" => {
+            let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+            let (input, input_error) = if input.is_object() {
+                (input, None)
+            } else {
+                (
+                    json!({}),
+                    Some(format!("input is not a JSON object: {input}")),
+                )
+            };
+            Some(ContentBlock::ToolUse {
+                id: text("id"),
+                name: text("name"),
+                input,
+                input_error,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn parse_usage(usage: Option<&Value>) -> Usage {
+    let field = |key: &str| {
+        usage
+            .and_then(|u| u.get(key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Usage {
+        input_tokens: field("input_tokens"),
+        output_tokens: field("output_tokens"),
+        cache_creation_input_tokens: field("cache_creation_input_tokens"),
+        cache_read_input_tokens: field("cache_read_input_tokens"),
+    }
+}
+
+/// A content block while its deltas arrive.
+enum Partial {
+    Block(ContentBlock),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// A block type we do not know: its deltas are ignored.
+    Unknown,
+}
+
+/// Builds the response from `message_start`, `content_block_*`,
+/// `message_delta` and `message_stop` events.
+#[derive(Default)]
+struct StreamDecoder {
+    blocks: Vec<Partial>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    stopped: bool,
+}
+
+impl SseDecoder for StreamDecoder {
+    fn on_event(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, String> {
+        let data: Value = serde_json::from_str(&event.data)
+            .map_err(|error| format!("malformed event data ({error}): {}", clip(&event.data)))?;
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "message_start" => self.usage = parse_usage(data.pointer("/message/usage")),
+            "content_block_start" => {
+                let index = index_of(&data)?;
+                let block = data.get("content_block").cloned().unwrap_or(Value::Null);
+                let partial = if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    Partial::ToolUse {
+                        id: block
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
+                        name: block
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
+                        json: String::new(),
+                    }
+                } else {
+                    parse_block(&block).map_or(Partial::Unknown, Partial::Block)
+                };
+                if self.blocks.len() <= index {
+                    self.blocks.resize_with(index + 1, || Partial::Unknown);
+                }
+                self.blocks[index] = partial;
+            }
+            "content_block_delta" => return self.on_delta(index_of(&data)?, &data["delta"]),
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                // message_delta's usage is cumulative: it replaces, not adds.
+                if let Some(output) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    self.usage.output_tokens = output;
+                }
+            }
+            "message_stop" => {
+                self.stopped = true;
+                return Ok(vec![StreamEvent::Done(self.finish())]);
+            }
+            "error" => {
+                let message = data
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error");
+                let kind = data
+                    .pointer("/error/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error");
+                return Err(format!("{kind}: {message}"));
+            }
+            _ => {} // ping, content_block_stop, and types added after this was written
+        }
+        Ok(Vec::new())
+    }
+
+    fn on_end(&mut self) -> Result<Vec<StreamEvent>, String> {
+        if self.stopped {
+            Ok(Vec::new())
+        } else {
+            Err("the stream ended before `message_stop`".into())
+        }
+    }
+}
+
+impl StreamDecoder {
+    fn on_delta(&mut self, index: usize, delta: &Value) -> Result<Vec<StreamEvent>, String> {
+        let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+        let Some(block) = self.blocks.get_mut(index) else {
+            return Err(format!("delta for block {index}, which never started"));
+        };
+        let kind = delta
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut events = Vec::new();
+        match (kind, block) {
+            ("text_delta", Partial::Block(ContentBlock::Text { text })) => {
+                text.push_str(piece("text"));
+                events.push(StreamEvent::TextDelta(piece("text").to_string()));
+            }
+            ("thinking_delta", Partial::Block(ContentBlock::Thinking { thinking, .. })) => {
+                thinking.push_str(piece("thinking"));
+                events.push(StreamEvent::ThinkingDelta(piece("thinking").to_string()));
+            }
+            ("signature_delta", Partial::Block(ContentBlock::Thinking { signature, .. })) => {
+                signature.push_str(piece("signature"));
+            }
+            ("input_json_delta", Partial::ToolUse { json, .. }) => {
+                json.push_str(piece("partial_json"))
+            }
+            _ => {}
+        }
+        Ok(events)
+    }
+
+    fn finish(&mut self) -> Response {
+        let content = std::mem::take(&mut self.blocks)
+            .into_iter()
+            .filter_map(|partial| match partial {
+                Partial::Block(block) => Some(block),
+                Partial::ToolUse { id, name, json } => Some(tool_use_from_json(id, name, &json)),
+                Partial::Unknown => None,
+            })
+            .collect();
+        Response {
+            content,
+            stop_reason: self.stop_reason.take(),
+            usage: self.usage,
+        }
+    }
+}
+
+/// A tool call whose input arrived as JSON text. Empty text means `{}` (a
+/// tool without parameters); text that does not parse to an object is kept
+/// as an error for the loop to report, with `{}` standing in.
+pub(crate) fn tool_use_from_json(id: String, name: String, json: &str) -> ContentBlock {
+    let parsed = if json.trim().is_empty() {
+        Ok(json!({}))
+    } else {
+        serde_json::from_str::<Value>(json)
+    };
+    let (input, input_error) = match parsed {
+        Ok(value) if value.is_object() => (value, None),
+        Ok(value) => (
+            json!({}),
+            Some(format!(
+                "input must be a JSON object, got: {}",
+                clip(&value.to_string())
+            )),
+        ),
+        Err(error) => (
+            json!({}),
+            Some(format!("input is not valid JSON ({error}): {}", clip(json))),
+        ),
+    };
+    ContentBlock::ToolUse {
+        id,
+        name,
+        input,
+        input_error,
+    }
+}
+
+fn index_of(data: &Value) -> Result<usize, String> {
+    data.get("index")
+        .and_then(Value::as_u64)
+        .map(|i| i as usize)
+        .filter(|&i| i < 4096)
+        .ok_or_else(|| format!("event without a valid `index`: {}", clip(&data.to_string())))
+}
+
+pub(crate) fn clip(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(decoder: &mut StreamDecoder, kind: &str, data: Value) -> Vec<StreamEvent> {
+        decoder
+            .on_event(SseEvent {
+                event: Some(kind.into()),
+                data: data.to_string(),
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn thinking_and_tool_use_are_assembled_from_deltas() {
+        let mut d = StreamDecoder::default();
+        feed(
+            &mut d,
+            "message_start",
+            json!({"type":"message_start","message":{"usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":1}}}),
+        );
+        feed(
+            &mut d,
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+        );
+        let shown = feed(
+            &mut d,
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me"}}),
+        );
+        assert_eq!(shown, vec![StreamEvent::ThinkingDelta("Let me".into())]);
+        feed(
+            &mut d,
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}),
+        );
+        feed(
+            &mut d,
+            "content_block_start",
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use_v9"}}),
+        );
+        feed(
+            &mut d,
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"mystery_delta"}}),
+        );
+        feed(
+            &mut d,
+            "content_block_start",
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t1","name":"read_file","input":{}}}),
+        );
+        for part in ["", "{\"pa", "th\": \"a.", "txt\"}"] {
+            feed(
+                &mut d,
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":part}}),
+            );
+        }
+        feed(
+            &mut d,
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":42}}),
+        );
+        let done = feed(&mut d, "message_stop", json!({"type":"message_stop"}));
+        let StreamEvent::Done(response) = &done[0] else {
+            panic!("{done:?}")
+        };
+        assert_eq!(response.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(response.usage.input_tokens, 7);
+        assert_eq!(response.usage.cache_read_input_tokens, 3);
+        assert_eq!(response.usage.output_tokens, 42);
+        assert_eq!(
+            response.content,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "Let me".into(),
+                    signature: "EqQB".into()
+                },
+                ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "read_file".into(),
+                    input: json!({"path":"a.txt"}),
+                    input_error: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn an_error_event_and_an_early_end_are_errors() {
+        let mut d = StreamDecoder::default();
+        let error = d.on_event(SseEvent {
+            event: Some("error".into()),
+            data:
+                json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})
+                    .to_string(),
+        });
+        assert_eq!(error, Err("overloaded_error: Overloaded".into()));
+        assert!(StreamDecoder::default().on_end().is_err());
+    }
+
+    #[test]
+    fn truncated_tool_json_becomes_an_input_error() {
+        let block = tool_use_from_json("t".into(), "read_file".into(), "{\"path\": \"a.t");
+        let ContentBlock::ToolUse {
+            input, input_error, ..
+        } = block
+        else {
+            unreachable!()
+        };
+        assert_eq!(input, json!({}));
+        assert!(input_error.unwrap().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn thinking_blocks_go_back_unchanged() {
+        let message = Message::assistant(vec![ContentBlock::Thinking {
+            thinking: "t".into(),
+            signature: "s".into(),
+        }]);
+        assert_eq!(
+            wire_message(&message),
+            json!({"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]})
+        );
+    }
+}

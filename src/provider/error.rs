@@ -1,0 +1,76 @@
+//! Provider failures. Each names the provider and, where there was one, the
+//! HTTP status and the server's own message. None may carry a secret: the
+//! HTTP layer scrubs the API key from every message it builds.
+
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{provider}: cannot connect: {message}")]
+    Connect { provider: String, message: String },
+
+    #[error("{provider}: HTTP {status}: {message}")]
+    Status {
+        provider: String,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+
+    #[error("{provider}: no data for {} s (idle timeout)", .after.as_secs())]
+    Idle { provider: String, after: Duration },
+
+    /// The stream broke: malformed SSE, a reset connection, an `error` event,
+    /// or an end before the final event.
+    #[error("{provider}: stream failed: {message}")]
+    Stream { provider: String, message: String },
+
+    #[error("{provider}: unexpected response: {message}")]
+    Decode { provider: String, message: String },
+
+    #[error("{provider}: streaming is not supported")]
+    StreamingUnsupported { provider: String },
+
+    /// A stream failed after text had been shown. Never retried silently.
+    #[error("the model's reply was cut off after output began ({0}); nothing was retried")]
+    Interrupted(Box<ProviderError>),
+
+    #[error("{0}")]
+    Config(String),
+
+    #[error("replay: {0}")]
+    Replay(String),
+}
+
+impl ProviderError {
+    /// Worth another attempt of the same request, before any output: the
+    /// failures a busy or flaky server produces.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Connect { .. } | ProviderError::Idle { .. } => true,
+            ProviderError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 429 | 529) || (500..600).contains(status)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a failed stream may be replaced by a plain `create` call: only
+    /// when the server itself was reachable and said nothing final.
+    pub fn allows_fallback(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::StreamingUnsupported { .. }
+                | ProviderError::Stream { .. }
+                | ProviderError::Idle { .. }
+                | ProviderError::Decode { .. }
+        )
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! The HTTP layer both API providers share: one `reqwest` client, retries on
+//! the request, an idle timer on every body read, and error messages that
+//! name the provider and the status but never the key.
+//!
+//! There is deliberately no whole-request timeout: a long answer streams for
+//! minutes. A connect timeout and a per-read idle timeout bound the waiting.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use serde_json::Value;
+
+use super::retry::{RetryPolicy, parse_retry_after};
+use super::sse::{SseEvent, SseParser};
+use super::{EventStream, ProviderError, StreamEvent};
+
+#[derive(Clone, Copy, Debug)]
+pub struct HttpSettings {
+    pub connect_timeout: Duration,
+    /// No bytes for this long, while waiting for headers or body, is an error.
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+pub(crate) struct HttpClient {
+    client: reqwest::Client,
+    provider: &'static str,
+    settings: HttpSettings,
+    /// Scrubbed from every error message: servers sometimes echo a bad key.
+    secret: Option<String>,
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+impl HttpClient {
+    pub fn new(
+        provider: &'static str,
+        settings: HttpSettings,
+        secret: Option<String>,
+    ) -> Result<Self, ProviderError> {
+        // reqwest is built without a default TLS provider (aws-lc takes minutes
+        // to compile on small machines); ring is installed once, here.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .user_agent(concat!("bareagent/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| ProviderError::Config(format!("{provider}: HTTP client: {error}")))?;
+        Ok(HttpClient {
+            client,
+            provider,
+            settings,
+            secret: secret.filter(|s| !s.is_empty()),
+        })
+    }
+
+    pub fn settings(&self) -> &HttpSettings {
+        &self.settings
+    }
+
+    /// POSTs `body`, retrying failures that happen before any response body
+    /// was read. Returns a response with a success status.
+    pub async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|error| ProviderError::Config(format!("cannot encode request: {error}")))?;
+        self.settings
+            .retry
+            .run(|| self.post_once(url, headers, body.clone()))
+            .await
+    }
+
+    async fn post_once(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let mut request = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = tokio::time::timeout(self.settings.idle_timeout, request.send())
+            .await
+            .map_err(|_| self.idle())?
+            .map_err(|error| ProviderError::Connect {
+                provider: self.provider.to_string(),
+                message: self.redact(&error_chain(&error)),
+            })?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status().as_u16();
+        let retry_after = parse_retry_after(response.headers());
+        let text = self.read_to_end(response).await.unwrap_or_default();
+        Err(ProviderError::Status {
+            provider: self.provider.to_string(),
+            status,
+            message: self.redact(&server_message(&text)),
+            retry_after,
+        })
+    }
+
+    /// Reads a whole JSON body under the idle timer.
+    pub async fn read_json(&self, response: reqwest::Response) -> Result<Value, ProviderError> {
+        let bytes = self.read_to_end(response).await?;
+        serde_json::from_slice(&bytes)
+            .map_err(|error| self.decode(format!("invalid JSON body: {error}")))
+    }
+
+    async fn read_to_end(&self, response: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
+        let mut body: ByteStream = Box::pin(response.bytes_stream());
+        let mut bytes = Vec::new();
+        while let Some(chunk) = self.next_chunk(&mut body).await? {
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
+    }
+
+    async fn next_chunk(&self, body: &mut ByteStream) -> Result<Option<Bytes>, ProviderError> {
+        match tokio::time::timeout(self.settings.idle_timeout, body.next()).await {
+            Err(_) => Err(self.idle()),
+            Ok(None) => Ok(None),
+            Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+            Ok(Some(Err(error))) => Err(ProviderError::Stream {
+                provider: self.provider.to_string(),
+                message: self.redact(&format!("connection lost: {}", error_chain(&error))),
+            }),
+        }
+    }
+
+    /// Turns an SSE response into our event stream, with `decoder` mapping
+    /// each wire event to zero or more [`StreamEvent`]s.
+    pub fn event_stream<D: SseDecoder>(
+        self: std::sync::Arc<Self>,
+        response: reqwest::Response,
+        decoder: D,
+    ) -> EventStream {
+        let state = StreamState {
+            http: self,
+            body: Box::pin(response.bytes_stream()),
+            parser: SseParser::new(),
+            wire: VecDeque::new(),
+            ready: VecDeque::new(),
+            decoder,
+            finished: false,
+        };
+        Box::pin(futures_util::stream::unfold(
+            state,
+            |mut state| async move {
+                let item = state.next().await?;
+                Some((item, state))
+            },
+        ))
+    }
+
+    pub fn stream_error(&self, message: impl Into<String>) -> ProviderError {
+        ProviderError::Stream {
+            provider: self.provider.to_string(),
+            message: self.redact(&message.into()),
+        }
+    }
+
+    pub fn decode(&self, message: impl Into<String>) -> ProviderError {
+        ProviderError::Decode {
+            provider: self.provider.to_string(),
+            message: self.redact(&message.into()),
+        }
+    }
+
+    fn idle(&self) -> ProviderError {
+        ProviderError::Idle {
+            provider: self.provider.to_string(),
+            after: self.settings.idle_timeout,
+        }
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        match &self.secret {
+            Some(secret) => text.replace(secret.as_str(), "[redacted]"),
+            None => text.to_string(),
+        }
+    }
+}
+
+/// A provider's streaming state machine: wire events in, stream events out.
+pub(crate) trait SseDecoder: Send + 'static {
+    fn on_event(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, String>;
+    /// The body ended; either produce the final `Done` or say what is missing.
+    fn on_end(&mut self) -> Result<Vec<StreamEvent>, String>;
+}
+
+struct StreamState<D> {
+    http: std::sync::Arc<HttpClient>,
+    body: ByteStream,
+    parser: SseParser,
+    wire: VecDeque<SseEvent>,
+    ready: VecDeque<StreamEvent>,
+    decoder: D,
+    finished: bool,
+}
+
+impl<D: SseDecoder> StreamState<D> {
+    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                if matches!(event, StreamEvent::Done(_)) {
+                    self.finished = true;
+                }
+                return Some(Ok(event));
+            }
+            if self.finished {
+                return None;
+            }
+            if let Some(wire) = self.wire.pop_front() {
+                match self.decoder.on_event(wire) {
+                    Ok(events) => self.ready.extend(events),
+                    Err(message) => return Some(self.fail(self.http.stream_error(message))),
+                }
+                continue;
+            }
+            match self.http.next_chunk(&mut self.body).await {
+                Ok(Some(chunk)) => {
+                    let mut events = Vec::new();
+                    self.parser.feed(&chunk, &mut events);
+                    self.wire.extend(events);
+                }
+                Ok(None) => match self.decoder.on_end() {
+                    Ok(events) if !events.is_empty() => self.ready.extend(events),
+                    Ok(_) => return Some(self.fail(self.http.stream_error("stream ended early"))),
+                    Err(message) => return Some(self.fail(self.http.stream_error(message))),
+                },
+                Err(error) => return Some(self.fail(error)),
+            }
+        }
+    }
+
+    fn fail(&mut self, error: ProviderError) -> Result<StreamEvent, ProviderError> {
+        self.finished = true;
+        self.ready.clear();
+        Err(error)
+    }
+}
+
+/// The server's own words from an error body: `error.message` in both APIs'
+/// shapes, else the raw text, shortened.
+fn server_message(body: &[u8]) -> String {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let from_json = parsed.as_ref().and_then(|value| {
+        value
+            .pointer("/error/message")
+            .or_else(|| value.get("error"))
+            .or_else(|| value.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let text = from_json.unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_string());
+    if text.is_empty() {
+        return "(no message)".to_string();
+    }
+    let mut short: String = text.chars().take(500).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
+}
+
+/// reqwest's top-level message is vague ("error sending request"); the cause
+/// chain says what happened (refused, reset, DNS).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,119 @@
+//! Model providers: one model call, as a single response (`create`) or as a
+//! stream of events whose last item carries the complete response (`stream`),
+//! the Rust form of the seed article's generator-with-return-value.
+//!
+//! Providers convert between our [`Message`] history and their wire format at
+//! their edge; nothing outside this module knows a wire format.
+
+pub mod anthropic;
+mod error;
+mod http;
+pub mod openai;
+mod record;
+mod replay;
+pub mod retry;
+pub mod sse;
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::{ContentBlock, Message};
+
+pub use anthropic::Anthropic;
+pub use error::ProviderError;
+pub use http::HttpSettings;
+pub use openai::OpenAi;
+pub use record::Recorder;
+pub use replay::Replay;
+
+/// What the model is told about one tool.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// One model call's input. Borrowed: the history can be long, and a call
+/// never needs to own it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Request<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+    pub max_tokens: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+}
+
+/// One complete model response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub content: Vec<ContentBlock>,
+    /// `end_turn`, `tool_use`, `max_tokens`, … (OpenAI's reasons are mapped to these).
+    pub stop_reason: Option<String>,
+    pub usage: Usage,
+}
+
+impl Response {
+    pub fn into_message(self) -> Message {
+        Message::assistant(self.content)
+    }
+}
+
+/// What a stream yields: deltas to show while the response grows, then the
+/// complete response as the last item.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ThinkingDelta(String),
+    Done(Response),
+}
+
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// A short name for messages and logs (`anthropic`, `openai`, `replay`).
+    fn name(&self) -> &str;
+
+    async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError>;
+
+    /// Opens a streamed call. The default says streaming is unsupported, which
+    /// makes the caller fall back to [`Provider::create`].
+    async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
+        let _ = request;
+        Err(ProviderError::StreamingUnsupported {
+            provider: self.name().to_string(),
+        })
+    }
+}
+
+/// Which wire protocol to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    Anthropic,
+    Openai,
+    Replay,
+}

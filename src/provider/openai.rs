@@ -1,0 +1,441 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`), the dialect that
+//! OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and OpenRouter share.
+//!
+//! Parsing is lenient on purpose: compatible servers differ in small ways
+//! (missing ids, `null` where OpenAI sends `""`, no `[DONE]`), and a field we
+//! do not need must never fail a call.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::anthropic::{clip, tool_use_from_json};
+use super::http::{HttpClient, HttpSettings, SseDecoder};
+use super::sse::SseEvent;
+use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
+use crate::agent::{ContentBlock, Message, Role};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+pub struct OpenAi {
+    http: Arc<HttpClient>,
+    url: String,
+    model: String,
+    authorization: Option<String>,
+}
+
+impl OpenAi {
+    /// `api_key` is optional: local servers need none.
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        model: &str,
+        settings: HttpSettings,
+    ) -> Result<Self, ProviderError> {
+        let api_key = api_key.filter(|key| !key.is_empty());
+        let http = HttpClient::new("openai", settings, api_key.clone())?;
+        Ok(OpenAi {
+            http: Arc::new(http),
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            model: model.to_string(),
+            authorization: api_key.map(|key| format!("Bearer {key}")),
+        })
+    }
+
+    fn body(&self, request: Request<'_>, stream: bool) -> Value {
+        let mut messages = Vec::new();
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
+        }
+        for message in request.messages {
+            push_wire_messages(message, &mut messages);
+        }
+        let mut body = json!({"model": self.model, "messages": messages});
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| json!({"type": "function", "function": {
+                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema,
+                }}))
+                .collect();
+            body["tools"] = json!(tools);
+        }
+        if stream {
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body
+    }
+
+    async fn post(&self, body: &Value) -> Result<reqwest::Response, ProviderError> {
+        let headers: Vec<(&str, &str)> = self
+            .authorization
+            .iter()
+            .map(|value| ("authorization", value.as_str()))
+            .collect();
+        self.http.post(&self.url, &headers, body).await
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
+        let body = self.body(request, false);
+        let policy = self.http.settings().retry;
+        let value = policy
+            .run(|| async {
+                let response = self.post(&body).await?;
+                self.http
+                    .read_json(response)
+                    .await
+                    .map_err(|error| match error {
+                        ProviderError::Stream { provider, message } => {
+                            ProviderError::Connect { provider, message }
+                        }
+                        other => other,
+                    })
+            })
+            .await?;
+        parse_completion(&value).map_err(|message| self.http.decode(message))
+    }
+
+    async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
+        let body = self.body(request, true);
+        let response = self.post(&body).await?;
+        Ok(self
+            .http
+            .clone()
+            .event_stream(response, StreamDecoder::default()))
+    }
+}
+
+/// One of our messages becomes one or more chat messages: tool results each
+/// become a `role: tool` message, and other user text follows them.
+fn push_wire_messages(message: &Message, out: &mut Vec<Value>) {
+    let text = message.text();
+    match message.role {
+        Role::Assistant => {
+            let calls: Vec<Value> = message
+                .tool_calls()
+                .map(|call| {
+                    json!({"id": call.id, "type": "function", "function": {
+                        "name": call.name, "arguments": call.input.to_string(),
+                    }})
+                })
+                .collect();
+            let mut wire = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            if !calls.is_empty() {
+                wire["tool_calls"] = json!(calls);
+            }
+            out.push(wire);
+        }
+        Role::User => {
+            for block in &message.content {
+                if let ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } = block
+                {
+                    // Chat Completions has no error flag; say it in the text.
+                    let content = if *is_error && !content.starts_with("Error") {
+                        format!("Error: {content}")
+                    } else {
+                        content.clone()
+                    };
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
+                    );
+                }
+            }
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": text}));
+            }
+        }
+    }
+}
+
+fn stop_reason(finish_reason: &str) -> String {
+    match finish_reason {
+        "tool_calls" | "function_call" => "tool_use",
+        "stop" => "end_turn",
+        "length" => "max_tokens",
+        other => other,
+    }
+    .to_string()
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    let field = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let cached = field("/prompt_tokens_details/cached_tokens");
+    Usage {
+        // OpenAI counts cached tokens inside prompt_tokens; we keep them apart
+        // as Anthropic does, so totals and costs add up the same way.
+        input_tokens: field("/prompt_tokens").saturating_sub(cached),
+        output_tokens: field("/completion_tokens"),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: cached,
+    }
+}
+
+fn parse_completion(value: &Value) -> Result<Response, String> {
+    let choice = value
+        .pointer("/choices/0")
+        .ok_or_else(|| format!("no choices in the completion: {}", clip(&value.to_string())))?;
+    let message = &choice["message"];
+    let mut content = Vec::new();
+    if let Some(text) = message
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        content.push(ContentBlock::Text {
+            text: text.to_string(),
+        });
+    }
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        for (index, call) in calls.iter().enumerate() {
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("call_{index}"), str::to_string);
+            let name = call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let arguments = call.pointer("/function/arguments");
+            let json = match arguments {
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(), // some servers send an object
+                None => String::new(),
+            };
+            content.push(tool_use_from_json(id, name, &json));
+        }
+    }
+    Ok(Response {
+        content,
+        stop_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(stop_reason),
+        usage: parse_usage(value.get("usage").unwrap_or(&Value::Null)),
+    })
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Accumulates `chat.completion.chunk`s: text deltas, tool calls by `index`,
+/// the finish reason and the trailing usage chunk.
+#[derive(Default)]
+struct StreamDecoder {
+    text: String,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+    done: bool,
+}
+
+impl SseDecoder for StreamDecoder {
+    fn on_event(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, String> {
+        if event.data.trim() == "[DONE]" {
+            return Ok(vec![StreamEvent::Done(self.finish())]);
+        }
+        let chunk: Value = serde_json::from_str(&event.data)
+            .map_err(|error| format!("malformed chunk ({error}): {}", clip(&event.data)))?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string);
+            return Err(message);
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = parse_usage(usage);
+        }
+        let mut events = Vec::new();
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return Ok(events);
+        };
+        let delta = &choice["delta"];
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            self.text.push_str(text);
+            events.push(StreamEvent::TextDelta(text.to_string()));
+        }
+        // Reasoning servers (vLLM, Ollama, DeepSeek) stream thoughts under
+        // one of these names; shown, but not kept: the API takes none back.
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                events.push(StreamEvent::ThinkingDelta(text.to_string()));
+            }
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index =
+                call.get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(self.calls.len().saturating_sub(1) as u64) as usize;
+            if index >= 1024 {
+                return Err(format!("tool call index {index} is out of range"));
+            }
+            if self.calls.len() <= index {
+                self.calls.resize_with(index + 1, PartialCall::default);
+            }
+            let partial = &mut self.calls[index];
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                partial.id = id.to_string();
+            }
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                partial.name.push_str(name);
+            }
+            if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                partial.arguments.push_str(arguments);
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        Ok(events)
+    }
+
+    fn on_end(&mut self) -> Result<Vec<StreamEvent>, String> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        // Some servers close without `[DONE]`; a finish reason says the answer is whole.
+        match self.finish_reason {
+            Some(_) => Ok(vec![StreamEvent::Done(self.finish())]),
+            None => Err("the stream ended before a finish_reason or [DONE]".into()),
+        }
+    }
+}
+
+impl StreamDecoder {
+    fn finish(&mut self) -> Response {
+        self.done = true;
+        let mut content = Vec::new();
+        let text = std::mem::take(&mut self.text);
+        if !text.is_empty() {
+            content.push(ContentBlock::Text { text });
+        }
+        for (index, call) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+            if call.name.is_empty() && call.arguments.is_empty() {
+                continue;
+            }
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            content.push(tool_use_from_json(id, call.name, &call.arguments));
+        }
+        Response {
+            content,
+            stop_reason: self.finish_reason.as_deref().map(stop_reason),
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_become_tool_messages_and_text_follows() {
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::tool_result("c1", "fine", false),
+                ContentBlock::tool_result("c2", "boom", true),
+                ContentBlock::Text {
+                    text: "and also".into(),
+                },
+            ],
+        };
+        let mut out = Vec::new();
+        push_wire_messages(&message, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                json!({"role":"tool","tool_call_id":"c1","content":"fine"}),
+                json!({"role":"tool","tool_call_id":"c2","content":"Error: boom"}),
+                json!({"role":"user","content":"and also"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn streamed_tool_calls_accumulate_by_index() {
+        let mut d = StreamDecoder::default();
+        let chunks = [
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":""}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"glob","arguments":"{}"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"x\"}"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":6}}}),
+        ];
+        for chunk in chunks {
+            d.on_event(SseEvent {
+                event: None,
+                data: chunk.to_string(),
+            })
+            .unwrap();
+        }
+        let done = d
+            .on_event(SseEvent {
+                event: None,
+                data: "[DONE]".into(),
+            })
+            .unwrap();
+        let StreamEvent::Done(response) = &done[0] else {
+            panic!()
+        };
+        assert_eq!(response.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(
+            response.usage,
+            Usage {
+                input_tokens: 4,
+                output_tokens: 4,
+                cache_creation_input_tokens: 0,
+                cache_read_input_tokens: 6
+            }
+        );
+        let calls: Vec<_> = Message::assistant(response.content.clone())
+            .tool_calls()
+            .map(|c| (c.id.to_string(), c.input.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("a".to_string(), json!({"path":"x"})),
+                ("b".to_string(), json!({}))
+            ]
+        );
+    }
+}

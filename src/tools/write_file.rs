@@ -1,0 +1,53 @@
+//! `write_file`: a whole file's new content, parents created as needed.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Tool, ToolContext, ToolError};
+use crate::permission::ActionKind;
+use crate::workspace::WorkspaceError;
+
+pub struct WriteFile;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// File path, relative to the workspace root (or absolute inside it).
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+#[async_trait]
+impl Tool for WriteFile {
+    type Input = Input;
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create a file, or replace a whole file, with `content`; missing parent directories are created. \
+        Prefer edit_file to change part of an existing file. Returns what was written.";
+    const KIND: ActionKind = ActionKind::Edit;
+
+    fn summary(input: &Input) -> String {
+        format!("{} ({} lines)", input.path, input.content.lines().count())
+    }
+
+    async fn run(&self, input: Input, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let path = cx.workspace.paths().resolve(&input.path)?;
+        let previous = match cx.workspace.read_text(&path).await {
+            Ok(file) => Some(file),
+            Err(WorkspaceError::NotFound(_)) => None,
+            Err(WorkspaceError::Binary(_)) => None, // replacing a binary file is allowed
+            Err(error) => return Err(error.into()),
+        };
+        let version = previous.as_ref().and_then(|file| file.version);
+        cx.workspace
+            .write_text(&path, &input.content, version)
+            .await?;
+        let lines = input.content.lines().count();
+        let shown = cx.workspace.paths().display(&path);
+        Ok(match previous {
+            Some(_) => format!("Replaced {shown} ({lines} lines)."),
+            None => format!("Created {shown} ({lines} lines)."),
+        })
+    }
+}
