@@ -1,0 +1,204 @@
+//! Shared pieces of the integration tests: a workspace in a temp dir, the
+//! real providers pointed at the scripted model server, and a sink that
+//! remembers what the loop showed.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bareagent::agent::{
+    Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop,
+};
+use bareagent::events::{AgentEvent, EventSink};
+use bareagent::permission::{Approver, DenyAll, PermissionGate, PermissionMode};
+use bareagent::provider::retry::RetryPolicy;
+use bareagent::provider::{Anthropic, HttpSettings, OpenAi, Provider};
+use bareagent::tools::ToolRegistry;
+use bareagent::workspace::DiskWorkspace;
+
+use crate::support::model_server::ModelServer;
+
+pub const TEST_KEY: &str = "sk-test-secret-0123456789";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+/// Every combination a turn must work in.
+pub const ALL: [(Api, bool); 4] = [
+    (Api::Anthropic, true),
+    (Api::Anthropic, false),
+    (Api::OpenAi, true),
+    (Api::OpenAi, false),
+];
+
+pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    dir
+}
+
+/// Fast retries and a short idle timeout, so fault tests run in seconds.
+pub fn test_settings() -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(1),
+        retry: RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(200),
+        },
+    }
+}
+
+pub fn provider(api: Api, server: &ModelServer) -> Box<dyn Provider> {
+    match api {
+        Api::Anthropic => Box::new(
+            Anthropic::new(
+                &server.anthropic_base(),
+                TEST_KEY.into(),
+                "claude-test",
+                test_settings(),
+            )
+            .expect("provider"),
+        ),
+        Api::OpenAi => Box::new(
+            OpenAi::new(
+                &server.openai_base(),
+                Some(TEST_KEY.into()),
+                "gpt-test",
+                test_settings(),
+            )
+            .expect("provider"),
+        ),
+    }
+}
+
+#[derive(Default)]
+pub struct Recorded(Mutex<Vec<AgentEvent>>);
+
+impl EventSink for Recorded {
+    fn emit(&self, event: AgentEvent) {
+        self.0.lock().expect("lock").push(event);
+    }
+}
+
+impl Recorded {
+    pub fn events(&self) -> Vec<AgentEvent> {
+        self.0.lock().expect("lock").clone()
+    }
+
+    pub fn tool_results(&self) -> Vec<(String, bool)> {
+        self.events()
+            .into_iter()
+            .filter_map(|event| match event {
+                AgentEvent::ToolResult {
+                    content, is_error, ..
+                } => Some((content, is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn streamed_text(&self) -> String {
+        self.events()
+            .into_iter()
+            .filter_map(|event| match event {
+                AgentEvent::TextDelta { text } => Some(text),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// One turn of the real loop against `provider`, in `root`.
+pub struct Turn {
+    pub result: Result<TurnOutcome, LoopError>,
+    pub messages: Vec<Message>,
+    pub sink: Recorded,
+}
+
+pub struct TurnOptions {
+    pub stream: bool,
+    pub max_iterations: usize,
+    pub mode: PermissionMode,
+    pub approver: Box<dyn Approver>,
+    pub inbox: Option<bareagent::agent::Inbox>,
+}
+
+impl Default for TurnOptions {
+    fn default() -> Self {
+        TurnOptions {
+            stream: true,
+            max_iterations: 200,
+            mode: PermissionMode::Bypass,
+            approver: Box::new(DenyAll("Denied by user".into())),
+            inbox: None,
+        }
+    }
+}
+
+pub async fn run_turn(
+    provider: &dyn Provider,
+    root: &Path,
+    prompt: &str,
+    options: TurnOptions,
+) -> Turn {
+    let workspace = DiskWorkspace::new(root).expect("workspace");
+    let tools = ToolRegistry::standard();
+    let gate = PermissionGate::new(options.mode, options.approver);
+    let config = LoopConfig {
+        system: "You are a test.".into(),
+        max_iterations: options.max_iterations,
+        stream: options.stream,
+        ..LoopConfig::default()
+    };
+    let sink = Recorded::default();
+    let mut messages = vec![Message::user_text(prompt)];
+    let agent = Agent {
+        provider,
+        tools: &tools,
+        gate: &gate,
+        workspace: &workspace,
+        sink: &sink,
+        compactor: &NoCompaction,
+        inbox: options.inbox.as_ref(),
+        config: &config,
+    };
+    let result = run_loop(&agent, &mut messages).await;
+    Turn {
+        result,
+        messages,
+        sink,
+    }
+}
+
+/// The tool results in a request body, as (content, is_error), read from
+/// the wire format of either API.
+pub fn sent_tool_results(body: &serde_json::Value) -> Vec<(String, bool)> {
+    let messages = body["messages"].as_array().expect("messages array");
+    let mut results = Vec::new();
+    for message in messages {
+        if message["role"] == "tool" {
+            let content = message["content"].as_str().unwrap_or_default().to_string();
+            // Chat Completions has no error flag: the provider says it in the text.
+            let is_error = content.starts_with("Error");
+            results.push((content, is_error));
+        }
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                results.push((
+                    block["content"].as_str().unwrap_or_default().to_string(),
+                    block["is_error"] == true,
+                ));
+            }
+        }
+    }
+    results
+}

@@ -1,0 +1,7 @@
+#[path = "../support/mod.rs"]
+mod support;
+
+mod common;
+mod faults;
+mod model_server_smoke;
+mod turns;

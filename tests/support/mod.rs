@@ -1,0 +1,4 @@
+//! Shared test infrastructure, included by each test binary with
+//! `#[path = "../support/mod.rs"] mod support;`.
+
+pub mod model_server;

@@ -1,0 +1,1369 @@
+//! A scripted LLM server for tests: a real HTTP/1.1 server on 127.0.0.1 that
+//! speaks the Anthropic Messages API and the OpenAI Chat Completions API,
+//! streaming (SSE) and not.
+//!
+//! Each request consumes the next [`Step`] of a per-test script: either a
+//! [`Reply`] rendered in the wire format of the path it arrived on, or a
+//! [`Fault`] (error status, connection reset, malformed SSE, stall, error
+//! event). Every request is recorded for later assertions.
+//!
+//! The server is hand-rolled on a tokio `TcpListener` so faults can be exact
+//! down to the byte (a chunked body cut short by a TCP RST, a stall between
+//! two SSE events). It runs on its own thread with its own current-thread
+//! runtime, so sync tests, async tests and benches can all use it, and every
+//! public method is sync.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+// ---------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------
+
+/// A running scripted model server. Dropping it stops the server.
+pub struct ModelServer {
+    addr: SocketAddr,
+    state: Shared,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ModelServer {
+    /// Binds 127.0.0.1 on a random port and starts serving `script`.
+    pub fn start(script: Vec<Step>) -> ModelServer {
+        // Bind here, not on the server thread, so the port is known (and
+        // already accepting) when `start` returns.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("model server: bind");
+        listener
+            .set_nonblocking(true)
+            .expect("model server: set_nonblocking");
+        let addr = listener.local_addr().expect("model server: local_addr");
+        let state: Shared = Arc::new(Mutex::new(State {
+            script: script.into(),
+            requests: Vec::new(),
+        }));
+        let (stop, stop_rx) = oneshot::channel();
+        let thread_state = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("model-server".into())
+            .spawn(move || serve(listener, thread_state, stop_rx))
+            .expect("model server: spawn thread");
+        ModelServer {
+            addr,
+            state,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Base URL for an Anthropic client, which POSTs `{base}/v1/messages`.
+    pub fn anthropic_base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Base URL for an OpenAI client, which POSTs `{base}/chat/completions`.
+    pub fn openai_base(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Appends a step to the script.
+    pub fn push(&self, step: Step) {
+        lock(&self.state).script.push_back(step);
+    }
+
+    /// Every request received so far, in arrival order, including those
+    /// answered with faults or with "no scripted response left".
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state).requests.clone()
+    }
+
+    /// Script steps not yet consumed.
+    pub fn remaining(&self) -> usize {
+        lock(&self.state).script.len()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        // The accept loop ends on this signal; dropping the runtime then
+        // cancels every connection task, including stalled ones, so the join
+        // cannot hang.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One request as the server received it.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    /// The request target as sent, e.g. `/v1/messages`.
+    pub path: String,
+    /// Header names are lowercased; values are trimmed.
+    pub headers: Vec<(String, String)>,
+    /// The parsed JSON body; a body that is not JSON is kept as a
+    /// `Value::String` of its (lossy UTF-8) text, an empty one as `Null`.
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the body asks for a streamed response (`"stream": true`).
+    pub fn is_stream(&self) -> bool {
+        self.body.get("stream") == Some(&Value::Bool(true))
+    }
+
+    /// Whether an OpenAI request asks for the trailing usage chunk.
+    fn wants_usage_chunk(&self) -> bool {
+        self.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true))
+    }
+}
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum Step {
+    Reply(Reply),
+    Fault(Fault),
+}
+
+impl From<Reply> for Step {
+    fn from(reply: Reply) -> Step {
+        Step::Reply(reply)
+    }
+}
+
+impl From<Fault> for Step {
+    fn from(fault: Fault) -> Step {
+        Step::Fault(fault)
+    }
+}
+
+/// A successful model answer, rendered per provider.
+#[derive(Clone, Debug, Default)]
+pub struct Reply {
+    pub blocks: Vec<Block>,
+    /// `None` derives it: `"tool_use"` if any block is a tool use, else `"end_turn"`.
+    pub stop_reason: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+#[derive(Clone, Debug)]
+pub enum Block {
+    Text(String),
+    /// Anthropic only; skipped in OpenAI responses.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// `input_json` is raw JSON text and may be deliberately invalid or truncated.
+    ToolUse {
+        id: String,
+        name: String,
+        input_json: String,
+    },
+}
+
+impl Reply {
+    /// One text block.
+    pub fn text(t: &str) -> Reply {
+        Reply::with_blocks(vec![Block::Text(t.to_string())])
+    }
+
+    /// One tool use with a process-unique id `toolu_<n>`.
+    pub fn tool(name: &str, input: Value) -> Reply {
+        Reply::tools(vec![(name, input)])
+    }
+
+    /// Several tool uses in one response.
+    pub fn tools(calls: Vec<(&str, Value)>) -> Reply {
+        let blocks = calls
+            .into_iter()
+            .map(|(name, input)| tool_block(name, input.to_string()))
+            .collect();
+        Reply::with_blocks(blocks)
+    }
+
+    /// One tool use whose input is `input_json` verbatim (possibly invalid JSON).
+    pub fn raw_tool(name: &str, input_json: &str) -> Reply {
+        Reply::with_blocks(vec![tool_block(name, input_json.to_string())])
+    }
+
+    /// Prepends a text block.
+    pub fn with_text_first(mut self, t: &str) -> Reply {
+        self.blocks.insert(0, Block::Text(t.to_string()));
+        self
+    }
+
+    /// Prepends a thinking block.
+    pub fn with_thinking(mut self, thinking: &str, signature: &str) -> Reply {
+        let block = Block::Thinking {
+            thinking: thinking.to_string(),
+            signature: signature.to_string(),
+        };
+        self.blocks.insert(0, block);
+        self
+    }
+
+    fn with_blocks(blocks: Vec<Block>) -> Reply {
+        Reply {
+            blocks,
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Reply::default()
+        }
+    }
+
+    fn effective_stop_reason(&self) -> String {
+        if let Some(reason) = &self.stop_reason {
+            return reason.clone();
+        }
+        let uses_tool = self
+            .blocks
+            .iter()
+            .any(|b| matches!(b, Block::ToolUse { .. }));
+        if uses_tool { "tool_use" } else { "end_turn" }.to_string()
+    }
+}
+
+fn tool_block(name: &str, input_json: String) -> Block {
+    static NEXT_TOOL_ID: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT_TOOL_ID.fetch_add(1, Ordering::Relaxed);
+    Block::ToolUse {
+        id: format!("toolu_{n}"),
+        name: name.to_string(),
+        input_json,
+    }
+}
+
+/// A scripted failure. `after_text` chooses where a mid-stream fault strikes:
+/// `false` right after the opening events (before any content delta), `true`
+/// right after the first text delta (or the first delta of any kind if the
+/// reply has no text).
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// HTTP 429 with a `retry-after` header and an error body.
+    RateLimited { retry_after_secs: u64 },
+    /// HTTP 500 with an error body.
+    ServerError,
+    /// HTTP 529 with an `overloaded_error` body (OpenAI-shaped on the OpenAI path).
+    Overloaded,
+    /// Stream: the opening events (and first text delta), then a TCP RST.
+    /// Non-stream: a 200 head and half the JSON body, then a TCP RST.
+    ResetMidStream { reply: Reply, after_text: bool },
+    /// Stream: a `data: {not json` event at the cut point, then the rest of
+    /// the reply as usual. Non-stream: a 200 whose body is `{not json`.
+    MalformedSse { reply: Reply, after_text: bool },
+    /// Stream: silence for `secs` at the cut point, then the rest of the
+    /// reply. Non-stream: the 200 head, silence, then the body.
+    Stall {
+        reply: Reply,
+        after_text: bool,
+        secs: u64,
+    },
+    /// Stream: a 200 stream that carries an error event at the cut point of a
+    /// short text reply, then ends. Non-stream: the same as `Overloaded`.
+    ErrorEvent { after_text: bool },
+}
+
+// ---------------------------------------------------------------------------
+// Server loop
+// ---------------------------------------------------------------------------
+
+/// Longest a client may take to send its request; stops idle sockets from
+/// pinning a task forever.
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_LINE_BYTES: u64 = 64 * 1024;
+const MAX_HEADERS: usize = 200;
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// Pause before a scripted RST so the client has read what was sent:
+/// `SO_LINGER(0)` discards unsent data, and the test wants the partial
+/// stream to arrive before the reset does.
+const RESET_GRACE: Duration = Duration::from_millis(50);
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Step>,
+    requests: Vec<RecordedRequest>,
+}
+
+type Shared = Arc<Mutex<State>>;
+
+/// Locks the state even if a panicking test thread poisoned it: the data is
+/// plain lists, always consistent.
+fn lock(state: &Shared) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The server thread: a current-thread runtime running the accept loop until
+/// `stop` fires (or its sender is dropped).
+fn serve(listener: std::net::TcpListener, state: Shared, stop: oneshot::Receiver<()>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("model_server: cannot build runtime: {e}");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match TcpListener::from_std(listener) {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("model_server: cannot register listener: {e}");
+                return;
+            }
+        };
+        tokio::select! {
+            _ = stop => {}
+            _ = accept_loop(listener, state) => {}
+        }
+    });
+    // Dropping the runtime here cancels all connection tasks.
+}
+
+async fn accept_loop(listener: TcpListener, state: Shared) {
+    loop {
+        match listener.accept().await {
+            // One task per connection so a stalled response does not block others.
+            Ok((stream, _)) => drop(tokio::spawn(handle_connection(stream, state.clone()))),
+            Err(e) => {
+                // E.g. EMFILE: back off instead of spinning.
+                eprintln!("model_server: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Reads one request, records it, answers it with the next script step and
+/// closes the connection. Errors are logged; the server carries on.
+async fn handle_connection(mut stream: TcpStream, state: Shared) {
+    let _ = stream.set_nodelay(true);
+    let request = match tokio::time::timeout(REQUEST_READ_TIMEOUT, read_request(&mut stream)).await
+    {
+        Ok(Ok(Some(request))) => request,
+        Ok(Ok(None)) => return, // connected and closed without a request
+        Ok(Err(e)) => {
+            eprintln!("model_server: dropping connection, bad request: {e}");
+            return;
+        }
+        Err(_) => {
+            eprintln!("model_server: dropping connection, request not received in time");
+            return;
+        }
+    };
+    let provider = Provider::for_path(&request.path);
+    let stream_wanted = request.is_stream();
+    let include_usage = request.wants_usage_chunk();
+    let path = request.path.clone();
+    let (number, step) = record(&state, request, provider.is_some());
+
+    let Some(provider) = provider else {
+        let out = Responder::new(stream, Provider::Anthropic, number);
+        let message = format!("scripted model server: unknown path {path}");
+        log_write_error(
+            number,
+            send_error(out, 404, ErrorKind::NotFound, &message, &[]).await,
+        );
+        return;
+    };
+    let out = Responder::new(stream, provider, number);
+    let Some(step) = step else {
+        let message =
+            format!("scripted model server: no scripted response left (request {number})");
+        log_write_error(
+            number,
+            send_error(out, 400, ErrorKind::InvalidRequest, &message, &[]).await,
+        );
+        return;
+    };
+    let call = Call {
+        provider,
+        number,
+        stream: stream_wanted,
+        include_usage,
+    };
+    log_write_error(number, respond(out, &call, step).await);
+}
+
+/// Records the request and, for a known route, takes the next step, both
+/// under one lock so request N always gets step N.
+fn record(state: &Shared, request: RecordedRequest, takes_step: bool) -> (usize, Option<Step>) {
+    let mut state = lock(state);
+    state.requests.push(request);
+    let number = state.requests.len();
+    let step = if takes_step {
+        state.script.pop_front()
+    } else {
+        None
+    };
+    (number, step)
+}
+
+fn log_write_error(number: usize, result: io::Result<()>) {
+    if let Err(e) = result {
+        eprintln!("model_server: request {number}: writing the response failed: {e}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reading requests
+// ---------------------------------------------------------------------------
+
+/// Reads the request line, headers and body. `Ok(None)` if the client closed
+/// before sending anything.
+async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedRequest>> {
+    let mut reader = BufReader::new(stream);
+    let Some(request_line) = read_line(&mut reader).await? else {
+        return Ok(None);
+    };
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .ok_or_else(|| invalid(format!("malformed request line {request_line:?}")))?
+        .to_string();
+    let headers = read_headers(&mut reader).await?;
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+        reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await?;
+    }
+    let chunked =
+        header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let body = if chunked {
+        read_chunked_body(&mut reader).await?
+    } else {
+        let length = match header("content-length") {
+            Some(v) => v
+                .parse::<usize>()
+                .map_err(|_| invalid(format!("bad content-length {v:?}")))?,
+            None => 0,
+        };
+        read_exact_body(&mut reader, length).await?
+    };
+    Ok(Some(RecordedRequest {
+        path,
+        headers,
+        body: parse_body(&body),
+    }))
+}
+
+type Reader<'a> = BufReader<&'a mut TcpStream>;
+
+/// One line without its line end; `None` at a clean end of stream.
+async fn read_line(reader: &mut Reader<'_>) -> io::Result<Option<String>> {
+    let mut line = Vec::new();
+    let n = (&mut *reader)
+        .take(MAX_LINE_BYTES)
+        .read_until(b'\n', &mut line)
+        .await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if line.last() != Some(&b'\n') {
+        return Err(invalid("line too long or connection closed mid-line"));
+    }
+    line.pop();
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
+}
+
+async fn read_headers(reader: &mut Reader<'_>) -> io::Result<Vec<(String, String)>> {
+    let mut headers = Vec::new();
+    loop {
+        let line = read_line(reader)
+            .await?
+            .ok_or_else(|| invalid("connection closed inside the headers"))?;
+        if line.is_empty() {
+            return Ok(headers);
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| invalid(format!("malformed header line {line:?}")))?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        if headers.len() > MAX_HEADERS {
+            return Err(invalid("too many headers"));
+        }
+    }
+}
+
+async fn read_exact_body(reader: &mut Reader<'_>, length: usize) -> io::Result<Vec<u8>> {
+    if length > MAX_BODY_BYTES {
+        return Err(invalid(format!("body of {length} bytes is too large")));
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await?;
+    Ok(body)
+}
+
+/// Decodes a `Transfer-Encoding: chunked` body, discarding any trailers.
+async fn read_chunked_body(reader: &mut Reader<'_>) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let size_line = read_line(reader)
+            .await?
+            .ok_or_else(|| invalid("connection closed inside a chunked body"))?;
+        let size_hex = size_line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_hex, 16)
+            .map_err(|_| invalid(format!("bad chunk size {size_line:?}")))?;
+        if size == 0 {
+            while read_line(reader).await?.is_some_and(|l| !l.is_empty()) {}
+            return Ok(body);
+        }
+        if body.len() + size > MAX_BODY_BYTES {
+            return Err(invalid("chunked body is too large"));
+        }
+        let mut chunk = read_exact_body(reader, size).await?;
+        body.append(&mut chunk);
+        read_line(reader).await?; // the CRLF closing the chunk
+    }
+}
+
+fn parse_body(body: &[u8]) -> Value {
+    if body.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
+
+fn invalid(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.into())
+}
+
+// ---------------------------------------------------------------------------
+// Writing responses
+// ---------------------------------------------------------------------------
+
+const SSE: &str = "text/event-stream";
+const JSON: &str = "application/json";
+
+/// Writes one chunked HTTP response and then closes the connection, either
+/// gracefully (`finish`) or with an RST (`reset`). Every body is chunked so a
+/// reset is visible to the client as an incomplete body.
+struct Responder {
+    stream: TcpStream,
+    provider: Provider,
+    number: usize,
+}
+
+impl Responder {
+    fn new(stream: TcpStream, provider: Provider, number: usize) -> Responder {
+        Responder {
+            stream,
+            provider,
+            number,
+        }
+    }
+
+    async fn head(
+        &mut self,
+        status: u16,
+        content_type: &str,
+        extra: &[(&str, String)],
+    ) -> io::Result<()> {
+        let mut head = format!(
+            "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\n",
+            reason_phrase(status)
+        );
+        if content_type == SSE {
+            head.push_str("cache-control: no-cache\r\n");
+        }
+        let (id_name, id_value) = self.provider.request_id_header(self.number);
+        head.push_str(&format!("{id_name}: {id_value}\r\n"));
+        for (name, value) in extra {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+        self.write(head.as_bytes()).await
+    }
+
+    /// Sends `data` as one chunk. Empty data is skipped: a zero-size chunk
+    /// would end the body.
+    async fn chunk(&mut self, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut frame = format!("{:x}\r\n", data.len()).into_bytes();
+        frame.extend_from_slice(data);
+        frame.extend_from_slice(b"\r\n");
+        self.write(&frame).await
+    }
+
+    async fn events(&mut self, events: &[Event]) -> io::Result<()> {
+        for event in events {
+            self.chunk(event.wire.as_bytes()).await?;
+        }
+        Ok(())
+    }
+
+    /// Ends the body and closes the connection with a FIN.
+    async fn finish(mut self) -> io::Result<()> {
+        self.write(b"0\r\n\r\n").await?;
+        self.stream.shutdown().await
+    }
+
+    /// Aborts the connection with a TCP RST: zero linger, then close.
+    async fn reset(self) -> io::Result<()> {
+        tokio::time::sleep(RESET_GRACE).await;
+        self.stream.set_zero_linger()?;
+        drop(self.stream);
+        Ok(())
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes).await?;
+        self.stream.flush().await
+    }
+}
+
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        529 => "Overloaded",
+        _ => "Unknown",
+    }
+}
+
+/// A complete JSON response.
+async fn send_json(
+    mut out: Responder,
+    status: u16,
+    body: &str,
+    extra: &[(&str, String)],
+) -> io::Result<()> {
+    out.head(status, JSON, extra).await?;
+    out.chunk(body.as_bytes()).await?;
+    out.finish().await
+}
+
+/// An error status with the provider's error body.
+async fn send_error(
+    out: Responder,
+    status: u16,
+    kind: ErrorKind,
+    message: &str,
+    extra: &[(&str, String)],
+) -> io::Result<()> {
+    let body = out.provider.error_body(kind, message);
+    send_json(out, status, &body, extra).await
+}
+
+/// What the response depends on besides the step.
+struct Call {
+    provider: Provider,
+    number: usize,
+    stream: bool,
+    include_usage: bool,
+}
+
+impl Call {
+    fn events(&self, reply: &Reply) -> Vec<Event> {
+        match self.provider {
+            Provider::Anthropic => anthropic::stream(reply, self.number),
+            Provider::OpenAi => openai::stream(reply, self.number, self.include_usage),
+        }
+    }
+
+    fn body(&self, reply: &Reply) -> Json {
+        match self.provider {
+            Provider::Anthropic => anthropic::message(reply, self.number),
+            Provider::OpenAi => openai::completion(reply, self.number),
+        }
+    }
+}
+
+async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
+    match step {
+        Step::Reply(reply) if call.stream => {
+            let mut out = out;
+            out.head(200, SSE, &[]).await?;
+            out.events(&call.events(&reply)).await?;
+            out.finish().await
+        }
+        Step::Reply(reply) => send_json(out, 200, &call.body(&reply), &[]).await,
+        Step::Fault(fault) => respond_fault(out, call, fault).await,
+    }
+}
+
+async fn respond_fault(mut out: Responder, call: &Call, fault: Fault) -> io::Result<()> {
+    match fault {
+        Fault::RateLimited { retry_after_secs } => {
+            let retry_after = [("retry-after", retry_after_secs.to_string())];
+            let message = "Rate limit exceeded; please retry later";
+            send_error(out, 429, ErrorKind::RateLimit, message, &retry_after).await
+        }
+        Fault::ServerError => {
+            send_error(out, 500, ErrorKind::Server, "Internal server error", &[]).await
+        }
+        Fault::Overloaded => send_error(out, 529, ErrorKind::Overloaded, "Overloaded", &[]).await,
+        Fault::ResetMidStream { reply, after_text } => {
+            if call.stream {
+                let events = call.events(&reply);
+                let cut = cut_point(&events, after_text);
+                out.head(200, SSE, &[]).await?;
+                out.events(&events[..cut]).await?;
+            } else {
+                let body = call.body(&reply);
+                out.head(200, JSON, &[]).await?;
+                out.chunk(&body.as_bytes()[..body.len() / 2]).await?;
+            }
+            out.reset().await
+        }
+        Fault::MalformedSse { reply, after_text } => {
+            if call.stream {
+                let events = call.events(&reply);
+                let cut = cut_point(&events, after_text);
+                out.head(200, SSE, &[]).await?;
+                out.events(&events[..cut]).await?;
+                out.chunk(b"data: {not json\n\n").await?;
+                out.events(&events[cut..]).await?;
+                out.finish().await
+            } else {
+                send_json(out, 200, "{not json", &[]).await
+            }
+        }
+        Fault::Stall {
+            reply,
+            after_text,
+            secs,
+        } => {
+            let stall = tokio::time::sleep(Duration::from_secs(secs));
+            if call.stream {
+                let events = call.events(&reply);
+                let cut = cut_point(&events, after_text);
+                out.head(200, SSE, &[]).await?;
+                out.events(&events[..cut]).await?;
+                stall.await;
+                out.events(&events[cut..]).await?;
+            } else {
+                out.head(200, JSON, &[]).await?;
+                stall.await;
+                out.chunk(call.body(&reply).as_bytes()).await?;
+            }
+            out.finish().await
+        }
+        Fault::ErrorEvent { after_text } => {
+            if !call.stream {
+                return send_error(out, 529, ErrorKind::Overloaded, "Overloaded", &[]).await;
+            }
+            let events = call.events(&Reply::text("Partial answer before the error."));
+            let cut = cut_point(&events, after_text);
+            out.head(200, SSE, &[]).await?;
+            out.events(&events[..cut]).await?;
+            out.chunk(call.provider.error_event().as_bytes()).await?;
+            out.finish().await
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Rendering shared by both providers
+// ---------------------------------------------------------------------------
+
+/// One SSE event, ready to send, tagged so faults know where to strike.
+struct Event {
+    wire: String,
+    kind: EventKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EventKind {
+    /// Framing: message start, block start/stop, ping, role chunk.
+    Frame,
+    TextDelta,
+    /// Thinking, signature or tool-call delta.
+    OtherDelta,
+    /// Stop reason, usage, end of stream.
+    End,
+}
+
+impl Event {
+    /// Anthropic style: a named event.
+    fn named(name: &str, data: Json, kind: EventKind) -> Event {
+        Event {
+            wire: format!("event: {name}\ndata: {data}\n\n"),
+            kind,
+        }
+    }
+
+    /// OpenAI style: data only.
+    fn data(data: Json, kind: EventKind) -> Event {
+        Event {
+            wire: format!("data: {data}\n\n"),
+            kind,
+        }
+    }
+}
+
+/// Where a mid-stream fault strikes: after the opening frames (before the
+/// first delta or, with no deltas, before the end), or with `after_text`
+/// after the first text delta (falling back to the first delta of any kind).
+fn cut_point(events: &[Event], after_text: bool) -> usize {
+    let first = |wanted: &dyn Fn(EventKind) -> bool| events.iter().position(|e| wanted(e.kind));
+    let opening = first(&|k| k != EventKind::Frame).unwrap_or(events.len());
+    if !after_text {
+        return opening;
+    }
+    first(&|k| k == EventKind::TextDelta)
+        .or_else(|| first(&|k| k == EventKind::OtherDelta))
+        .map_or(opening, |i| i + 1)
+}
+
+/// Splits `s` into up to three non-empty pieces at byte positions a third of
+/// the way apart (moved forward to char boundaries), so clients must join
+/// deltas cut mid-word and mid-JSON.
+fn pieces(s: &str) -> Vec<&str> {
+    let parts = s.len().min(3);
+    let mut cuts = vec![0];
+    for k in 1..parts {
+        let mut at = s.len() * k / parts;
+        while !s.is_char_boundary(at) {
+            at += 1;
+        }
+        cuts.push(at);
+    }
+    cuts.push(s.len());
+    cuts.windows(2)
+        .map(|w| &s[w[0]..w[1]])
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Serialized JSON text. Objects are built with [`obj`] rather than
+/// `serde_json::json!` so keys keep the order of the providers' published
+/// examples (serde_json's map sorts them).
+type Json = String;
+
+fn obj(fields: &[(&str, Json)]) -> Json {
+    let fields: Vec<String> = fields
+        .iter()
+        .map(|(key, value)| format!("{}:{value}", string(key)))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+fn arr(items: &[Json]) -> Json {
+    format!("[{}]", items.join(","))
+}
+
+fn string(s: &str) -> Json {
+    Value::from(s).to_string()
+}
+
+fn null() -> Json {
+    "null".to_string()
+}
+
+#[derive(Clone, Copy)]
+enum Provider {
+    Anthropic,
+    OpenAi,
+}
+
+#[derive(Clone, Copy)]
+enum ErrorKind {
+    RateLimit,
+    Server,
+    Overloaded,
+    InvalidRequest,
+    NotFound,
+}
+
+impl Provider {
+    /// Routes on the path without its query string.
+    fn for_path(path: &str) -> Option<Provider> {
+        let path = path.split('?').next().unwrap_or(path);
+        if path.ends_with("/v1/messages") {
+            Some(Provider::Anthropic)
+        } else if path.ends_with("/chat/completions") {
+            Some(Provider::OpenAi)
+        } else {
+            None
+        }
+    }
+
+    fn request_id_header(self, number: usize) -> (&'static str, String) {
+        match self {
+            Provider::Anthropic => ("request-id", format!("req_01TEST{number:014}")),
+            Provider::OpenAi => ("x-request-id", format!("req_test{number:014}")),
+        }
+    }
+
+    fn error_body(self, kind: ErrorKind, message: &str) -> Json {
+        match self {
+            Provider::Anthropic => anthropic::error(kind, message),
+            Provider::OpenAi => openai::error(kind, message),
+        }
+    }
+
+    /// The in-stream error event of `Fault::ErrorEvent`.
+    fn error_event(self) -> String {
+        match self {
+            Provider::Anthropic => {
+                let data = anthropic::error(ErrorKind::Overloaded, "Overloaded");
+                Event::named("error", data, EventKind::End).wire
+            }
+            Provider::OpenAi => {
+                let error = obj(&[
+                    ("message", string("Overloaded")),
+                    ("type", string("server_error")),
+                ]);
+                Event::data(obj(&[("error", error)]), EventKind::End).wire
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Anthropic Messages API
+// ---------------------------------------------------------------------------
+
+mod anthropic {
+    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, arr, null, obj, pieces, string};
+
+    const MODEL: &str = "claude-sonnet-4-5";
+
+    fn message_id(number: usize) -> Json {
+        string(&format!("msg_01TEST{number:016}"))
+    }
+
+    /// The non-stream response body.
+    pub fn message(reply: &Reply, number: usize) -> Json {
+        let content: Vec<Json> = reply.blocks.iter().map(block).collect();
+        obj(&[
+            ("id", message_id(number)),
+            ("type", string("message")),
+            ("role", string("assistant")),
+            ("model", string(MODEL)),
+            ("content", arr(&content)),
+            ("stop_reason", string(&reply.effective_stop_reason())),
+            ("stop_sequence", null()),
+            ("usage", usage(reply, reply.output_tokens)),
+        ])
+    }
+
+    fn block(block: &Block) -> Json {
+        match block {
+            Block::Text(text) => obj(&[("type", string("text")), ("text", string(text))]),
+            Block::Thinking {
+                thinking,
+                signature,
+            } => obj(&[
+                ("type", string("thinking")),
+                ("thinking", string(thinking)),
+                ("signature", string(signature)),
+            ]),
+            Block::ToolUse {
+                id,
+                name,
+                input_json,
+            } => {
+                // Valid JSON goes in verbatim (keeping its key order); invalid
+                // text degenerates to a string, as documented.
+                let input = match serde_json::from_str::<serde_json::Value>(input_json) {
+                    Ok(_) => input_json.trim().to_string(),
+                    Err(_) => string(input_json),
+                };
+                obj(&[
+                    ("type", string("tool_use")),
+                    ("id", string(id)),
+                    ("name", string(name)),
+                    ("input", input),
+                ])
+            }
+        }
+    }
+
+    fn usage(reply: &Reply, output_tokens: u64) -> Json {
+        obj(&[
+            ("input_tokens", reply.input_tokens.to_string()),
+            (
+                "cache_creation_input_tokens",
+                reply.cache_creation_input_tokens.to_string(),
+            ),
+            (
+                "cache_read_input_tokens",
+                reply.cache_read_input_tokens.to_string(),
+            ),
+            ("output_tokens", output_tokens.to_string()),
+        ])
+    }
+
+    /// The stream: message_start, per block start/deltas/stop (a ping after
+    /// the first start), message_delta, message_stop.
+    pub fn stream(reply: &Reply, number: usize) -> Vec<Event> {
+        let start = obj(&[
+            ("id", message_id(number)),
+            ("type", string("message")),
+            ("role", string("assistant")),
+            ("content", arr(&[])),
+            ("model", string(MODEL)),
+            ("stop_reason", null()),
+            ("stop_sequence", null()),
+            ("usage", usage(reply, 1)),
+        ]);
+        let mut events = vec![frame(
+            "message_start",
+            obj(&[("type", string("message_start")), ("message", start)]),
+        )];
+        for (index, block) in reply.blocks.iter().enumerate() {
+            events.push(frame(
+                "content_block_start",
+                obj(&[
+                    ("type", string("content_block_start")),
+                    ("index", index.to_string()),
+                    ("content_block", empty_block(block)),
+                ]),
+            ));
+            if index == 0 {
+                events.push(frame("ping", r#"{"type": "ping"}"#.to_string()));
+            }
+            events.extend(block_deltas(index, block));
+            events.push(frame(
+                "content_block_stop",
+                obj(&[
+                    ("type", string("content_block_stop")),
+                    ("index", index.to_string()),
+                ]),
+            ));
+        }
+        let stop = obj(&[
+            ("stop_reason", string(&reply.effective_stop_reason())),
+            ("stop_sequence", null()),
+        ]);
+        events.push(Event::named(
+            "message_delta",
+            obj(&[
+                ("type", string("message_delta")),
+                ("delta", stop),
+                (
+                    "usage",
+                    obj(&[("output_tokens", reply.output_tokens.to_string())]),
+                ),
+            ]),
+            EventKind::End,
+        ));
+        events.push(Event::named(
+            "message_stop",
+            obj(&[("type", string("message_stop"))]),
+            EventKind::End,
+        ));
+        events
+    }
+
+    fn frame(name: &str, data: Json) -> Event {
+        Event::named(name, data, EventKind::Frame)
+    }
+
+    /// The `content_block` of a content_block_start: the block with empty content.
+    fn empty_block(block: &Block) -> Json {
+        match block {
+            Block::Text(_) => obj(&[("type", string("text")), ("text", string(""))]),
+            Block::Thinking { .. } => {
+                obj(&[("type", string("thinking")), ("thinking", string(""))])
+            }
+            Block::ToolUse { id, name, .. } => obj(&[
+                ("type", string("tool_use")),
+                ("id", string(id)),
+                ("name", string(name)),
+                ("input", obj(&[])),
+            ]),
+        }
+    }
+
+    fn block_deltas(index: usize, block: &Block) -> Vec<Event> {
+        let delta = |kind: EventKind, fields: &[(&str, Json)]| {
+            let data = obj(&[
+                ("type", string("content_block_delta")),
+                ("index", index.to_string()),
+                ("delta", obj(fields)),
+            ]);
+            Event::named("content_block_delta", data, kind)
+        };
+        match block {
+            Block::Text(text) => pieces(text)
+                .into_iter()
+                .map(|p| {
+                    delta(
+                        EventKind::TextDelta,
+                        &[("type", string("text_delta")), ("text", string(p))],
+                    )
+                })
+                .collect(),
+            Block::Thinking {
+                thinking,
+                signature,
+            } => {
+                let mut events: Vec<Event> = pieces(thinking)
+                    .into_iter()
+                    .map(|p| {
+                        delta(
+                            EventKind::OtherDelta,
+                            &[("type", string("thinking_delta")), ("thinking", string(p))],
+                        )
+                    })
+                    .collect();
+                events.push(delta(
+                    EventKind::OtherDelta,
+                    &[
+                        ("type", string("signature_delta")),
+                        ("signature", string(signature)),
+                    ],
+                ));
+                events
+            }
+            Block::ToolUse { input_json, .. } => {
+                // The API opens every tool input with an empty partial_json.
+                std::iter::once("")
+                    .chain(pieces(input_json))
+                    .map(|p| {
+                        delta(
+                            EventKind::OtherDelta,
+                            &[
+                                ("type", string("input_json_delta")),
+                                ("partial_json", string(p)),
+                            ],
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    pub fn error(kind: ErrorKind, message: &str) -> Json {
+        let kind = match kind {
+            ErrorKind::RateLimit => "rate_limit_error",
+            ErrorKind::Server => "api_error",
+            ErrorKind::Overloaded => "overloaded_error",
+            ErrorKind::InvalidRequest => "invalid_request_error",
+            ErrorKind::NotFound => "not_found_error",
+        };
+        let error = obj(&[("type", string(kind)), ("message", string(message))]);
+        obj(&[("type", string("error")), ("error", error)])
+    }
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI Chat Completions API
+// ---------------------------------------------------------------------------
+
+mod openai {
+    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, arr, null, obj, pieces, string};
+
+    const MODEL: &str = "gpt-4o-mini";
+    const CREATED: &str = "1700000000";
+
+    fn completion_id(number: usize) -> Json {
+        string(&format!("chatcmpl-test{number:014}"))
+    }
+
+    /// Text blocks (thinking is Anthropic-only and skipped).
+    fn texts(reply: &Reply) -> impl Iterator<Item = &str> {
+        reply.blocks.iter().filter_map(|b| match b {
+            Block::Text(text) => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Tool uses as (id, name, raw arguments).
+    fn tool_calls(reply: &Reply) -> impl Iterator<Item = (&str, &str, &str)> {
+        reply.blocks.iter().filter_map(|b| match b {
+            Block::ToolUse {
+                id,
+                name,
+                input_json,
+            } => Some((id.as_str(), name.as_str(), input_json.as_str())),
+            _ => None,
+        })
+    }
+
+    fn finish_reason(reply: &Reply) -> Json {
+        let reason = reply.effective_stop_reason();
+        string(match reason.as_str() {
+            "end_turn" | "stop_sequence" => "stop",
+            "tool_use" => "tool_calls",
+            "max_tokens" => "length",
+            other => other,
+        })
+    }
+
+    /// `input_tokens` maps to `prompt_tokens` as is (not summed with cache tokens).
+    fn usage(reply: &Reply) -> Json {
+        obj(&[
+            ("prompt_tokens", reply.input_tokens.to_string()),
+            ("completion_tokens", reply.output_tokens.to_string()),
+            (
+                "total_tokens",
+                (reply.input_tokens + reply.output_tokens).to_string(),
+            ),
+            (
+                "prompt_tokens_details",
+                obj(&[("cached_tokens", reply.cache_read_input_tokens.to_string())]),
+            ),
+        ])
+    }
+
+    /// The non-stream response body.
+    pub fn completion(reply: &Reply, number: usize) -> Json {
+        let text: Vec<&str> = texts(reply).collect();
+        let content = if text.is_empty() {
+            null()
+        } else {
+            string(&text.concat())
+        };
+        let calls: Vec<Json> = tool_calls(reply)
+            .map(|(id, name, arguments)| {
+                obj(&[
+                    ("id", string(id)),
+                    ("type", string("function")),
+                    (
+                        "function",
+                        obj(&[("name", string(name)), ("arguments", string(arguments))]),
+                    ),
+                ])
+            })
+            .collect();
+        let mut message = vec![("role", string("assistant")), ("content", content)];
+        if !calls.is_empty() {
+            message.push(("tool_calls", arr(&calls)));
+        }
+        message.push(("refusal", null()));
+        let choice = obj(&[
+            ("index", "0".to_string()),
+            ("message", obj(&message)),
+            ("logprobs", null()),
+            ("finish_reason", finish_reason(reply)),
+        ]);
+        obj(&[
+            ("id", completion_id(number)),
+            ("object", string("chat.completion")),
+            ("created", CREATED.to_string()),
+            ("model", string(MODEL)),
+            ("choices", arr(&[choice])),
+            ("usage", usage(reply)),
+        ])
+    }
+
+    /// The stream: role chunk, text pieces, per tool call a header chunk and
+    /// argument pieces, the finish chunk, the usage chunk if asked, `[DONE]`.
+    pub fn stream(reply: &Reply, number: usize, include_usage: bool) -> Vec<Event> {
+        let chunk = |choices: Json, extra: Option<(&str, Json)>| {
+            let mut fields = vec![
+                ("id", completion_id(number)),
+                ("object", string("chat.completion.chunk")),
+                ("created", CREATED.to_string()),
+                ("model", string(MODEL)),
+                ("system_fingerprint", string("fp_test")),
+                ("choices", choices),
+            ];
+            fields.extend(extra);
+            obj(&fields)
+        };
+        let choice = |delta: Json, finish: Json| {
+            arr(&[obj(&[
+                ("index", "0".to_string()),
+                ("delta", delta),
+                ("logprobs", null()),
+                ("finish_reason", finish),
+            ])])
+        };
+        let delta =
+            |kind: EventKind, delta: Json| Event::data(chunk(choice(delta, null()), None), kind);
+
+        let role = obj(&[("role", string("assistant")), ("content", string(""))]);
+        let mut events = vec![delta(EventKind::Frame, role)];
+        for piece in texts(reply).flat_map(pieces) {
+            events.push(delta(
+                EventKind::TextDelta,
+                obj(&[("content", string(piece))]),
+            ));
+        }
+        for (index, (id, name, arguments)) in tool_calls(reply).enumerate() {
+            let function = obj(&[("name", string(name)), ("arguments", string(""))]);
+            let header = obj(&[
+                ("index", index.to_string()),
+                ("id", string(id)),
+                ("type", string("function")),
+                ("function", function),
+            ]);
+            events.push(delta(
+                EventKind::OtherDelta,
+                obj(&[("tool_calls", arr(&[header]))]),
+            ));
+            for piece in pieces(arguments) {
+                let call = obj(&[
+                    ("index", index.to_string()),
+                    ("function", obj(&[("arguments", string(piece))])),
+                ]);
+                events.push(delta(
+                    EventKind::OtherDelta,
+                    obj(&[("tool_calls", arr(&[call]))]),
+                ));
+            }
+        }
+        let finish = chunk(choice(obj(&[]), finish_reason(reply)), None);
+        events.push(Event::data(finish, EventKind::End));
+        if include_usage {
+            let usage_chunk = chunk(arr(&[]), Some(("usage", usage(reply))));
+            events.push(Event::data(usage_chunk, EventKind::End));
+        }
+        events.push(Event::data("[DONE]".to_string(), EventKind::End));
+        events
+    }
+
+    pub fn error(kind: ErrorKind, message: &str) -> Json {
+        let kind = match kind {
+            ErrorKind::RateLimit => "rate_limit_error",
+            ErrorKind::Server | ErrorKind::Overloaded => "server_error",
+            ErrorKind::InvalidRequest | ErrorKind::NotFound => "invalid_request_error",
+        };
+        let error = obj(&[
+            ("message", string(message)),
+            ("type", string(kind)),
+            ("param", null()),
+            ("code", null()),
+        ]);
+        obj(&[("error", error)])
+    }
+}
