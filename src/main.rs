@@ -7,7 +7,10 @@ use bareagent::cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("bareagent: cannot start the async runtime: {error}");

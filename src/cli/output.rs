@@ -62,15 +62,14 @@ impl EventSink for TerminalSink {
             AgentEvent::ToolResult {
                 content, is_error, ..
             } => {
-                let first = content.lines().next().unwrap_or_default();
-                let mark = if is_error { "✗" } else { "✓" };
-                let more = content.lines().count().saturating_sub(1);
-                let more = if more > 0 {
-                    format!(" (+{more} lines)")
-                } else {
-                    String::new()
+                // One line: an error's first line, a one-line result whole,
+                // else just its size (the model has the rest).
+                let count = content.lines().count();
+                let shown = match (is_error, count) {
+                    (false, 2..) => format!("{count} lines"),
+                    _ => clip(content.lines().next().unwrap_or_default(), 160),
                 };
-                eprintln!("  {mark} {}{more}", clip(first, 160));
+                eprintln!("  {} {shown}", if is_error { "✗" } else { "✓" });
             }
             AgentEvent::StreamFallback { reason } => {
                 Self::end_line(&mut state);

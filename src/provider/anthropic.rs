@@ -7,12 +7,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
-use crate::agent::{ContentBlock, Message};
+use crate::agent::{ContentBlock, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -46,25 +48,19 @@ impl Anthropic {
         })
     }
 
-    fn body(&self, request: Request<'_>, stream: bool) -> Value {
-        let mut body = json!({
-            "model": self.model,
-            "max_tokens": request.max_tokens,
-            "messages": request.messages.iter().map(wire_message).collect::<Vec<_>>(),
-        });
-        if !request.system.is_empty() {
-            body["system"] = json!(request.system);
-        }
-        if !request.tools.is_empty() {
-            body["tools"] = json!(request.tools);
-        }
-        if stream {
-            body["stream"] = json!(true);
-        }
-        body
+    fn body(&self, request: Request<'_>, stream: bool) -> Result<Bytes, ProviderError> {
+        let body = WireRequest {
+            model: &self.model,
+            max_tokens: request.max_tokens,
+            system: request.system,
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            tools: request.tools,
+            stream,
+        };
+        encode(&body)
     }
 
-    async fn post(&self, body: &Value) -> Result<reqwest::Response, ProviderError> {
+    async fn post(&self, body: &Bytes) -> Result<reqwest::Response, ProviderError> {
         let headers = [
             ("x-api-key", self.api_key.as_str()),
             ("anthropic-version", API_VERSION),
@@ -80,7 +76,7 @@ impl Provider for Anthropic {
     }
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
-        let body = self.body(request, false);
+        let body = self.body(request, false)?;
         // The whole exchange is retried: nothing has been shown before the
         // body is complete, so a cut body is as retryable as a refused connection.
         let policy = self.http.settings().retry;
@@ -102,7 +98,7 @@ impl Provider for Anthropic {
     }
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
-        let body = self.body(request, true);
+        let body = self.body(request, true)?;
         let response = self.post(&body).await?;
         Ok(self
             .http
@@ -111,33 +107,95 @@ impl Provider for Anthropic {
     }
 }
 
-fn wire_message(message: &Message) -> Value {
-    let content: Vec<Value> = message
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::ToolUse {
-                id, name, input, ..
-            } => {
-                // The API insists on an object; invalid input was stored as `{}` already.
-                json!({"type": "tool_use", "id": id, "name": name, "input": input})
-            }
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } => {
-                let mut result =
-                    json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
-                if *is_error {
-                    result["is_error"] = json!(true);
-                }
-                result
-            }
-            other => serde_json::to_value(other).unwrap_or(Value::Null),
-        })
-        .collect();
-    json!({"role": message.role, "content": content})
+/// The request body, borrowed from the history: built afresh for every call,
+/// so it must not copy the history into a `Value` tree first.
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    system: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: &'a [super::ToolSpec],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: Role,
+    content: Vec<WireBlock<'a>>,
+}
+
+/// Our blocks minus what the API must not see (`input_error`).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        /// Always an object: invalid input was stored as `{}`.
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        let content = message
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text { text } => WireBlock::Text { text },
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                } => WireBlock::Thinking {
+                    thinking,
+                    signature,
+                },
+                ContentBlock::RedactedThinking { data } => WireBlock::RedactedThinking { data },
+                ContentBlock::ToolUse {
+                    id, name, input, ..
+                } => WireBlock::ToolUse { id, name, input },
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => WireBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error: *is_error,
+                },
+            })
+            .collect();
+        WireMessage {
+            role: message.role,
+            content,
+        }
+    }
+}
+
+pub(crate) fn encode(body: &impl Serialize) -> Result<Bytes, ProviderError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
 
 /// Parses a non-streamed `message` object.
@@ -518,7 +576,7 @@ mod tests {
             signature: "s".into(),
         }]);
         assert_eq!(
-            wire_message(&message),
+            serde_json::to_value(WireMessage::from(&message)).unwrap(),
             json!({"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]})
         );
     }

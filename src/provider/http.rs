@@ -77,10 +77,8 @@ impl HttpClient {
         &self,
         url: &str,
         headers: &[(&str, &str)],
-        body: &Value,
+        body: &Bytes,
     ) -> Result<reqwest::Response, ProviderError> {
-        let body = serde_json::to_vec(body)
-            .map_err(|error| ProviderError::Config(format!("cannot encode request: {error}")))?;
         self.settings
             .retry
             .run(|| self.post_once(url, headers, body.clone()))
@@ -91,7 +89,7 @@ impl HttpClient {
         &self,
         url: &str,
         headers: &[(&str, &str)],
-        body: Vec<u8>,
+        body: Bytes,
     ) -> Result<reqwest::Response, ProviderError> {
         let mut request = self
             .client

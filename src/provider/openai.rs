@@ -5,12 +5,15 @@
 //! (missing ids, `null` where OpenAI sends `""`, no `[DONE]`), and a field we
 //! do not need must never fail a call.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
 
-use super::anthropic::{clip, tool_use_from_json};
+use super::anthropic::{clip, encode, tool_use_from_json};
 use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
@@ -43,33 +46,40 @@ impl OpenAi {
         })
     }
 
-    fn body(&self, request: Request<'_>, stream: bool) -> Value {
-        let mut messages = Vec::new();
+    fn body(&self, request: Request<'_>, stream: bool) -> Result<Bytes, ProviderError> {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
+            messages.push(ChatMessage::System {
+                content: request.system,
+            });
         }
         for message in request.messages {
             push_wire_messages(message, &mut messages);
         }
-        let mut body = json!({"model": self.model, "messages": messages});
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
+        let body = ChatRequest {
+            model: &self.model,
+            messages,
+            tools: request
                 .tools
                 .iter()
-                .map(|tool| json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema,
-                }}))
-                .collect();
-            body["tools"] = json!(tools);
-        }
-        if stream {
-            body["stream"] = json!(true);
-            body["stream_options"] = json!({"include_usage": true});
-        }
-        body
+                .map(|tool| ChatTool {
+                    kind: "function",
+                    function: ChatFunction {
+                        name: &tool.name,
+                        description: &tool.description,
+                        parameters: &tool.input_schema,
+                    },
+                })
+                .collect(),
+            stream,
+            stream_options: stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        };
+        encode(&body)
     }
 
-    async fn post(&self, body: &Value) -> Result<reqwest::Response, ProviderError> {
+    async fn post(&self, body: &Bytes) -> Result<reqwest::Response, ProviderError> {
         let headers: Vec<(&str, &str)> = self
             .authorization
             .iter()
@@ -86,7 +96,7 @@ impl Provider for OpenAi {
     }
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
-        let body = self.body(request, false);
+        let body = self.body(request, false)?;
         let policy = self.http.settings().retry;
         let value = policy
             .run(|| async {
@@ -106,7 +116,7 @@ impl Provider for OpenAi {
     }
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
-        let body = self.body(request, true);
+        let body = self.body(request, true)?;
         let response = self.post(&body).await?;
         Ok(self
             .http
@@ -115,26 +125,91 @@ impl Provider for OpenAi {
     }
 }
 
+#[derive(Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ChatTool<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct ChatTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ChatFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct ChatFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum ChatMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ChatToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct ChatToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ChatCall<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatCall<'a> {
+    name: &'a str,
+    /// Chat Completions carries arguments as JSON text.
+    arguments: String,
+}
+
 /// One of our messages becomes one or more chat messages: tool results each
 /// become a `role: tool` message, and other user text follows them.
-fn push_wire_messages(message: &Message, out: &mut Vec<Value>) {
+fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) {
     let text = message.text();
     match message.role {
-        Role::Assistant => {
-            let calls: Vec<Value> = message
+        Role::Assistant => out.push(ChatMessage::Assistant {
+            content: (!text.is_empty()).then_some(text),
+            tool_calls: message
                 .tool_calls()
-                .map(|call| {
-                    json!({"id": call.id, "type": "function", "function": {
-                        "name": call.name, "arguments": call.input.to_string(),
-                    }})
+                .map(|call| ChatToolCall {
+                    id: call.id,
+                    kind: "function",
+                    function: ChatCall {
+                        name: call.name,
+                        arguments: call.input.to_string(),
+                    },
                 })
-                .collect();
-            let mut wire = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-            if !calls.is_empty() {
-                wire["tool_calls"] = json!(calls);
-            }
-            out.push(wire);
-        }
+                .collect(),
+        }),
         Role::User => {
             for block in &message.content {
                 if let ContentBlock::ToolResult {
@@ -145,17 +220,18 @@ fn push_wire_messages(message: &Message, out: &mut Vec<Value>) {
                 {
                     // Chat Completions has no error flag; say it in the text.
                     let content = if *is_error && !content.starts_with("Error") {
-                        format!("Error: {content}")
+                        Cow::Owned(format!("Error: {content}"))
                     } else {
-                        content.clone()
+                        Cow::Borrowed(content.as_str())
                     };
-                    out.push(
-                        json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
-                    );
+                    out.push(ChatMessage::Tool {
+                        tool_call_id: tool_use_id,
+                        content,
+                    });
                 }
             }
             if !text.is_empty() {
-                out.push(json!({"role": "user", "content": text}));
+                out.push(ChatMessage::User { content: text });
             }
         }
     }
@@ -363,6 +439,7 @@ impl StreamDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn tool_results_become_tool_messages_and_text_follows() {
@@ -379,12 +456,12 @@ mod tests {
         let mut out = Vec::new();
         push_wire_messages(&message, &mut out);
         assert_eq!(
-            out,
-            vec![
+            serde_json::to_value(&out).unwrap(),
+            json!(vec![
                 json!({"role":"tool","tool_call_id":"c1","content":"fine"}),
                 json!({"role":"tool","tool_call_id":"c2","content":"Error: boom"}),
                 json!({"role":"user","content":"and also"}),
-            ]
+            ])
         );
     }
 

@@ -1,0 +1,392 @@
+//! `bareagent run` end to end: the built binary, a real workspace directory,
+//! real HTTP to the scripted model server.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{TEST_KEY, workspace};
+use crate::support::model_server::{Fault, ModelServer, Reply, Step};
+
+const DEMO_PROMPT: &str = "Fix the bug in greet.py";
+
+fn bareagent(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
+    command.current_dir(dir).stdin(Stdio::null());
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "BAREAGENT_PROVIDER",
+        "BAREAGENT_MODEL",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn demo_script() -> Vec<Step> {
+    vec![
+        Reply::tool("read_file", json!({"path": "greet.py"})).with_text_first("I'll read greet.py first.").into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": "return \"Hello, \" + nme + \"!\"", "new_string": "return f\"Hello, {name}!\""}),
+        )
+        .with_text_first("`greet` uses `nme`, a typo for its parameter `name`. Fixing it.")
+        .into(),
+        Reply::text("Fixed: `greet` referred to an undefined `nme`; it now formats `name` with an f-string, so `python3 greet.py` prints `Hello, world!`.").into(),
+    ]
+}
+
+fn demo_dir() -> tempfile::TempDir {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/greet.py");
+    workspace(&[("greet.py", &std::fs::read_to_string(source).unwrap())])
+}
+
+const FIXED: &str = "return f\"Hello, {name}!\"";
+
+fn run_against(server: &ModelServer, dir: &Path, extra: &[&str]) -> Output {
+    bareagent(dir)
+        .args([
+            "run",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.anthropic_base(),
+            "--idle-timeout",
+            "2",
+        ])
+        .args(extra)
+        .arg(DEMO_PROMPT)
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_streams_text_to_stdout_and_tool_activity_to_stderr() {
+    let dir = demo_dir();
+    let server = ModelServer::start(demo_script());
+    let out = run_against(&server, dir.path(), &["--permission-mode", "accept-edits"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with("I'll read greet.py first.\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.trim_end().ends_with("prints `Hello, world!`."),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("read_file"),
+        "tool activity stays off stdout: {stdout}"
+    );
+    assert!(stderr.contains("→ read_file greet.py"), "{stderr}");
+    assert!(stderr.contains("✓ Edited greet.py"), "{stderr}");
+    assert!(
+        std::fs::read_to_string(dir.path().join("greet.py"))
+            .unwrap()
+            .contains(FIXED)
+    );
+}
+
+#[test]
+fn json_mode_prints_one_event_per_line() {
+    let dir = demo_dir();
+    let server = ModelServer::start(demo_script());
+    let out = run_against(
+        &server,
+        dir.path(),
+        &["--json", "--permission-mode", "bypass", "--no-stream"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "usage",
+            "tool_call",
+            "tool_result",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "usage",
+            "final"
+        ]
+    );
+    assert_eq!(events[1]["name"], "read_file");
+    assert_eq!(events[5]["is_error"], false);
+    assert!(events[7]["text"].as_str().unwrap().starts_with("Fixed:"));
+    assert_eq!(events[7]["usage"]["output_tokens"], 15);
+    assert!(server.requests().iter().all(|r| !r.is_stream()));
+}
+
+#[test]
+fn without_a_terminal_the_default_mode_denies_edits() {
+    let dir = demo_dir();
+    let mut script = demo_script();
+    script.truncate(2);
+    script.push(Reply::text("I was not allowed to edit.").into());
+    let server = ModelServer::start(script);
+    let out = run_against(&server, dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("✗ Denied: `edit_file` needs approval"),
+        "{stderr}"
+    );
+    assert!(
+        !std::fs::read_to_string(dir.path().join("greet.py"))
+            .unwrap()
+            .contains(FIXED)
+    );
+    let sent = &server.requests()[2].body["messages"][4]["content"][0];
+    assert_eq!(sent["is_error"], true);
+}
+
+#[test]
+fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
+    let dir = demo_dir();
+    let server = ModelServer::start(demo_script());
+    let mut child = bareagent(dir.path())
+        .args([
+            "run",
+            "--json",
+            "--provider",
+            "openai",
+            "--base-url",
+            &server.openai_base(),
+            DEMO_PROMPT,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"decision\": \"allow\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    let request: Value = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "approval_request")
+        .expect("an approval request");
+    assert_eq!(request["tool"], "edit_file");
+    assert_eq!(request["summary"], "greet.py (+1 -1)");
+    assert!(
+        std::fs::read_to_string(dir.path().join("greet.py"))
+            .unwrap()
+            .contains(FIXED)
+    );
+    assert!(
+        server.requests()[0].header("authorization").is_none(),
+        "no key, no header"
+    );
+}
+
+#[test]
+fn a_recording_replays_offline_and_holds_no_secret() {
+    let recording = tempfile::NamedTempFile::new().unwrap();
+    let record_path = recording.path().to_str().unwrap();
+    let first = demo_dir();
+    let server = ModelServer::start(demo_script());
+    let out = run_against(
+        &server,
+        first.path(),
+        &["--permission-mode", "accept-edits", "--record", record_path],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    drop(server);
+    let recorded = std::fs::read_to_string(recording.path()).unwrap();
+    assert_eq!(recorded.lines().count(), 3);
+    assert!(!recorded.contains(TEST_KEY));
+
+    let second = demo_dir();
+    let out = bareagent(second.path())
+        .args([
+            "run",
+            "--replay",
+            record_path,
+            "--permission-mode",
+            "accept-edits",
+            DEMO_PROMPT,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(second.path().join("greet.py")).unwrap(),
+        std::fs::read_to_string(first.path().join("greet.py")).unwrap()
+    );
+}
+
+#[test]
+fn the_offline_demo_fixes_the_example() {
+    let dir = demo_dir();
+    let recording = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.jsonl");
+    let out = bareagent(dir.path())
+        .args(["run", "--replay"])
+        .arg(&recording)
+        .args(["--permission-mode", "accept-edits", DEMO_PROMPT])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read_to_string(dir.path().join("greet.py"))
+            .unwrap()
+            .contains(FIXED)
+    );
+    assert!(text(&out.stdout).contains("Hello, world!"));
+
+    // The README's script, with the binary under test.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/run-demo.sh");
+    let out = Command::new(script)
+        .env("BAREAGENT", env!("CARGO_BIN_EXE_bareagent"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(&format!("+    {FIXED}")),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// Regenerates `examples/demo.jsonl` from the demo script, through the real
+/// recorder: `cargo test --test it -- --ignored regenerate_the_demo_recording`.
+#[test]
+#[ignore]
+fn regenerate_the_demo_recording() {
+    let dir = demo_dir();
+    let server = ModelServer::start(demo_script());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.jsonl");
+    let out = run_against(
+        &server,
+        dir.path(),
+        &[
+            "--permission-mode",
+            "accept-edits",
+            "--record",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_failed_turn_exits_non_zero_with_a_one_line_reason() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![Fault::ServerError.into(), Fault::ServerError.into()]);
+    let out = run_against(&server, dir.path(), &["--max-attempts", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("bareagent: anthropic: HTTP 500: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(TEST_KEY));
+}
+
+#[test]
+fn the_iteration_cap_is_a_failed_turn() {
+    let dir = workspace(&[("a.txt", "x")]);
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+    ]);
+    let out = run_against(&server, dir.path(), &["--max-iterations", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("cap of 2 iterations"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn configuration_errors_are_clear() {
+    let dir = workspace(&[]);
+    let out = bareagent(dir.path())
+        .args(["run", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no model provider configured"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = bareagent(dir.path())
+        .args(["run", "--provider", "anthropic", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("ANTHROPIC_API_KEY is not set"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = bareagent(dir.path())
+        .args(["run", "--replay", "no-such-file.jsonl", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read no-such-file.jsonl"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn provider_and_model_come_from_the_environment() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![Reply::text("hi").into()]);
+    let out = bareagent(dir.path())
+        .args(["run", "hello"])
+        .env("BAREAGENT_PROVIDER", "openai")
+        .env("BAREAGENT_MODEL", "llama3.2")
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "hi");
+    assert_eq!(server.requests()[0].body["model"], "llama3.2");
+}
+
+#[test]
+fn version_and_the_language_server_placeholder() {
+    let dir = workspace(&[]);
+    let out = bareagent(dir.path()).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("bareagent {}", env!("CARGO_PKG_VERSION"))
+    );
+    for args in [&[][..], &["lsp"][..]] {
+        let out = bareagent(dir.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty(), "stdout belongs to the protocol");
+        assert!(text(&out.stderr).contains("language server"));
+    }
+}
