@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
+use super::wire::{clip, encode, tool_use_from_json};
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
 use crate::agent::{ContentBlock, Message, Role};
 
@@ -60,12 +61,11 @@ impl Anthropic {
         encode(&body)
     }
 
-    async fn post(&self, body: &Bytes) -> Result<reqwest::Response, ProviderError> {
-        let headers = [
+    fn headers(&self) -> [(&str, &str); 2] {
+        [
             ("x-api-key", self.api_key.as_str()),
             ("anthropic-version", API_VERSION),
-        ];
-        self.http.post(&self.url, &headers, body).await
+        ]
     }
 }
 
@@ -77,29 +77,16 @@ impl Provider for Anthropic {
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
         let body = self.body(request, false)?;
-        // The whole exchange is retried: nothing has been shown before the
-        // body is complete, so a cut body is as retryable as a refused connection.
-        let policy = self.http.settings().retry;
-        let value = policy
-            .run(|| async {
-                let response = self.post(&body).await?;
-                self.http
-                    .read_json(response)
-                    .await
-                    .map_err(|error| match error {
-                        ProviderError::Stream { provider, message } => {
-                            ProviderError::Connect { provider, message }
-                        }
-                        other => other,
-                    })
-            })
+        let value = self
+            .http
+            .post_for_json(&self.url, &self.headers(), &body)
             .await?;
         parse_message(&value).map_err(|message| self.http.decode(message))
     }
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
         let body = self.body(request, true)?;
-        let response = self.post(&body).await?;
+        let response = self.http.post(&self.url, &self.headers(), &body).await?;
         Ok(self
             .http
             .clone()
@@ -190,12 +177,6 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             content,
         }
     }
-}
-
-pub(crate) fn encode(body: &impl Serialize) -> Result<Bytes, ProviderError> {
-    serde_json::to_vec(body)
-        .map(Bytes::from)
-        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
 
 /// Parses a non-streamed `message` object.
@@ -407,51 +388,12 @@ impl StreamDecoder {
     }
 }
 
-/// A tool call whose input arrived as JSON text. Empty text means `{}` (a
-/// tool without parameters); text that does not parse to an object is kept
-/// as an error for the loop to report, with `{}` standing in.
-pub(crate) fn tool_use_from_json(id: String, name: String, json: &str) -> ContentBlock {
-    let parsed = if json.trim().is_empty() {
-        Ok(json!({}))
-    } else {
-        serde_json::from_str::<Value>(json)
-    };
-    let (input, input_error) = match parsed {
-        Ok(value) if value.is_object() => (value, None),
-        Ok(value) => (
-            json!({}),
-            Some(format!(
-                "input must be a JSON object, got: {}",
-                clip(&value.to_string())
-            )),
-        ),
-        Err(error) => (
-            json!({}),
-            Some(format!("input is not valid JSON ({error}): {}", clip(json))),
-        ),
-    };
-    ContentBlock::ToolUse {
-        id,
-        name,
-        input,
-        input_error,
-    }
-}
-
 fn index_of(data: &Value) -> Result<usize, String> {
     data.get("index")
         .and_then(Value::as_u64)
         .map(|i| i as usize)
         .filter(|&i| i < 4096)
         .ok_or_else(|| format!("event without a valid `index`: {}", clip(&data.to_string())))
-}
-
-pub(crate) fn clip(text: &str) -> String {
-    const MAX: usize = 200;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

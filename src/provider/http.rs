@@ -67,10 +67,6 @@ impl HttpClient {
         })
     }
 
-    pub fn settings(&self) -> &HttpSettings {
-        &self.settings
-    }
-
     /// POSTs `body`, retrying failures that happen before any response body
     /// was read. Returns a response with a success status.
     pub async fn post(
@@ -120,8 +116,31 @@ impl HttpClient {
         })
     }
 
+    /// POSTs and reads a whole JSON body. The whole exchange is retried:
+    /// nothing is shown before the body is complete, so a body cut short is
+    /// as retryable as a refused connection.
+    pub async fn post_for_json(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &Bytes,
+    ) -> Result<Value, ProviderError> {
+        self.settings
+            .retry
+            .run(|| async {
+                let response = self.post_once(url, headers, body.clone()).await?;
+                self.read_json(response).await.map_err(|error| match error {
+                    ProviderError::Stream { provider, message } => {
+                        ProviderError::Connect { provider, message }
+                    }
+                    other => other,
+                })
+            })
+            .await
+    }
+
     /// Reads a whole JSON body under the idle timer.
-    pub async fn read_json(&self, response: reqwest::Response) -> Result<Value, ProviderError> {
+    async fn read_json(&self, response: reqwest::Response) -> Result<Value, ProviderError> {
         let bytes = self.read_to_end(response).await?;
         serde_json::from_slice(&bytes)
             .map_err(|error| self.decode(format!("invalid JSON body: {error}")))

@@ -13,6 +13,7 @@ mod record;
 mod replay;
 pub mod retry;
 pub mod sse;
+mod wire;
 
 use std::pin::Pin;
 

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::anthropic::{clip, encode, tool_use_from_json};
 use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
+use super::wire::{clip, encode, tool_use_from_json};
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
 use crate::agent::{ContentBlock, Message, Role};
 
@@ -79,13 +79,11 @@ impl OpenAi {
         encode(&body)
     }
 
-    async fn post(&self, body: &Bytes) -> Result<reqwest::Response, ProviderError> {
-        let headers: Vec<(&str, &str)> = self
-            .authorization
+    fn headers(&self) -> Vec<(&str, &str)> {
+        self.authorization
             .iter()
             .map(|value| ("authorization", value.as_str()))
-            .collect();
-        self.http.post(&self.url, &headers, body).await
+            .collect()
     }
 }
 
@@ -97,27 +95,16 @@ impl Provider for OpenAi {
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
         let body = self.body(request, false)?;
-        let policy = self.http.settings().retry;
-        let value = policy
-            .run(|| async {
-                let response = self.post(&body).await?;
-                self.http
-                    .read_json(response)
-                    .await
-                    .map_err(|error| match error {
-                        ProviderError::Stream { provider, message } => {
-                            ProviderError::Connect { provider, message }
-                        }
-                        other => other,
-                    })
-            })
+        let value = self
+            .http
+            .post_for_json(&self.url, &self.headers(), &body)
             .await?;
         parse_completion(&value).map_err(|message| self.http.decode(message))
     }
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
         let body = self.body(request, true)?;
-        let response = self.post(&body).await?;
+        let response = self.http.post(&self.url, &self.headers(), &body).await?;
         Ok(self
             .http
             .clone()

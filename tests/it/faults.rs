@@ -91,6 +91,27 @@ async fn retries_are_bounded_and_the_error_names_provider_status_and_message() {
 }
 
 #[tokio::test]
+async fn non_streamed_calls_are_bounded_by_the_same_attempts() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let dir = workspace(&[]);
+        let server = ModelServer::start((0..6).map(|_| Fault::Overloaded.into()).collect());
+        let provider = provider(api, &server);
+        let options = TurnOptions {
+            stream: false,
+            ..Default::default()
+        };
+        let turn = run_turn(provider.as_ref(), dir.path(), "q", options).await;
+        let error = turn.result.expect_err("529s all the way");
+        assert!(error.to_string().contains("HTTP 529"), "{error}");
+        assert_eq!(
+            server.requests().len(),
+            4,
+            "{api:?}: 4 attempts, not retries of retries"
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_unretryable_status_fails_at_once() {
     // An empty script makes the server answer 400.
     let (turn, server) = turn_with(Api::Anthropic, vec![]).await;
