@@ -36,6 +36,10 @@ pub enum AgentEvent {
     StreamFallback {
         reason: String,
     },
+    /// The model's plan, as it just wrote it.
+    Todos {
+        todos: Vec<crate::tools::TodoItem>,
+    },
 }
 
 pub trait EventSink: Send + Sync {

@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod config;
 pub mod events;
 pub mod permission;
 pub mod provider;

@@ -13,15 +13,17 @@
 //! turns, or through the [`Inbox`] during one; the loop holds nothing else.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
 
 use futures_util::{FutureExt, StreamExt};
+use tokio_util::sync::CancellationToken;
 
 use super::Inbox;
 use super::message::{ContentBlock, Message, ToolCall, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
-use crate::permission::{Decision, PermissionGate};
+use crate::permission::{ActionKind, Decision, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{BackgroundTasks, ToolContext, ToolRegistry};
 use crate::workspace::Workspace;
 
 #[derive(Clone, Debug)]
@@ -66,6 +68,13 @@ pub struct Agent<'a> {
     pub compactor: &'a dyn Compactor,
     pub inbox: Option<&'a Inbox>,
     pub config: &'a LoopConfig,
+    /// Cancels the model call and every running tool; the turn then ends
+    /// with [`LoopError::Cancelled`] and a valid history.
+    pub cancel: CancellationToken,
+    /// Commands started with `run_in_background`, if this agent may start any.
+    pub background: Option<&'a BackgroundTasks>,
+    /// 0 for the user's agent, 1 for its sub-agents.
+    pub depth: usize,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -82,9 +91,17 @@ pub enum LoopError {
         "the turn reached its cap of {cap} iterations without a final answer; the history is intact, so a new message can let the agent go on"
     )]
     IterationCap { cap: usize },
+    #[error("the turn was cancelled; the history is intact")]
+    Cancelled,
     #[error(transparent)]
     Provider(#[from] ProviderError),
 }
+
+/// The result every unanswered tool call gets when the turn is cancelled.
+pub const CANCELLED: &str = "Cancelled by user";
+
+/// Read-only calls of one response that may run at the same time.
+const MAX_PARALLEL_TOOLS: usize = 8;
 
 /// Runs one turn: the model and its tools until the model answers without
 /// asking for a tool. `messages` must end with the user's message (or tool
@@ -111,7 +128,11 @@ pub async fn run_loop(
             tools: agent.tools.specs(),
             max_tokens: agent.config.max_tokens,
         };
-        let response = call_model(agent, request).await?;
+        let response = tokio::select! {
+            biased;
+            _ = agent.cancel.cancelled() => return Err(LoopError::Cancelled),
+            response = call_model(agent, request) => response?,
+        };
         usage += response.usage;
         agent.sink.emit(AgentEvent::Usage {
             call: response.usage,
@@ -137,14 +158,25 @@ pub async fn run_loop(
             });
         }
 
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            results.push(run_tool_call(agent, call).await);
-        }
+        let spent_by_tools = Mutex::new(Usage::default());
+        let results = run_tool_calls(agent, &calls, &spent_by_tools).await;
         messages.push(Message {
             role: super::Role::User,
             content: results,
         });
+        let spent = spent_by_tools
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        if spent != Usage::default() {
+            usage += spent;
+            agent.sink.emit(AgentEvent::Usage {
+                call: spent,
+                total: usage,
+            });
+        }
+        if agent.cancel.is_cancelled() {
+            return Err(LoopError::Cancelled);
+        }
     }
     Err(LoopError::IterationCap {
         cap: agent.config.max_iterations,
@@ -198,14 +230,65 @@ async fn call_model(agent: &Agent<'_>, request: Request<'_>) -> Result<Response,
     }
 }
 
+/// Runs one response's tool calls and returns one result per call, in the
+/// calls' order. Consecutive read-only calls run at the same time; any other
+/// call runs alone, after the ones before it and before the ones after it.
+async fn run_tool_calls(
+    agent: &Agent<'_>,
+    calls: &[ToolCall<'_>],
+    spent: &Mutex<Usage>,
+) -> Vec<ContentBlock> {
+    let read_only = |call: &ToolCall<'_>| {
+        agent
+            .tools
+            .get(call.name)
+            .filter(|_| call.input_error.is_none())
+            .and_then(|tool| tool.action(call.input, agent.workspace.paths()).ok())
+            .is_some_and(|action| action.kind == ActionKind::Read)
+    };
+    let mut results = Vec::with_capacity(calls.len());
+    let mut rest = calls;
+    while let Some(first) = rest.first() {
+        let batch = if read_only(first) {
+            rest.iter().take_while(|c| read_only(c)).count()
+        } else {
+            1
+        };
+        let (now, later) = rest.split_at(batch);
+        for chunk in now.chunks(MAX_PARALLEL_TOOLS) {
+            // A plain loop, not a closure: closures here trip the compiler's
+            // higher-ranked lifetime check once sub-agents recurse into the loop.
+            let mut running = Vec::with_capacity(chunk.len());
+            for call in chunk {
+                running.push(run_tool_call(agent, *call, spent));
+            }
+            results.extend(futures_util::future::join_all(running).await);
+        }
+        rest = later;
+    }
+    results
+}
+
 /// Runs one tool call and always returns its `tool_result`.
-async fn run_tool_call(agent: &Agent<'_>, call: ToolCall<'_>) -> ContentBlock {
+async fn run_tool_call(
+    agent: &Agent<'_>,
+    call: ToolCall<'_>,
+    spent: &Mutex<Usage>,
+) -> ContentBlock {
+    if agent.cancel.is_cancelled() {
+        return ContentBlock::tool_result(call.id, CANCELLED, true);
+    }
     agent.sink.emit(AgentEvent::ToolCall {
         id: call.id.to_string(),
         name: call.name.to_string(),
         input: call.input.clone(),
     });
-    let (content, is_error) = match execute(agent, call).await {
+    let outcome = tokio::select! {
+        biased;
+        _ = agent.cancel.cancelled() => Err(CANCELLED.to_string()),
+        outcome = execute(agent, call, spent) => outcome,
+    };
+    let (content, is_error) = match outcome {
         Ok(output) => (output, false),
         Err(message) => (message, true),
     };
@@ -219,7 +302,11 @@ async fn run_tool_call(agent: &Agent<'_>, call: ToolCall<'_>) -> ContentBlock {
 }
 
 /// The steps of one call, each able to end it with an error text.
-async fn execute(agent: &Agent<'_>, call: ToolCall<'_>) -> Result<String, String> {
+async fn execute(
+    agent: &Agent<'_>,
+    call: ToolCall<'_>,
+    spent: &Mutex<Usage>,
+) -> Result<String, String> {
     let tool = agent
         .tools
         .get(call.name)
@@ -227,13 +314,11 @@ async fn execute(agent: &Agent<'_>, call: ToolCall<'_>) -> Result<String, String
     if let Some(error) = call.input_error {
         return Err(format!("Invalid input for {}: {error}", call.name));
     }
-    let action = tool.action(call.input)?;
+    let action = tool.action(call.input, agent.workspace.paths())?;
     if let Decision::Deny(reason) = agent.gate.check(&action).await {
         return Err(reason);
     }
-    let cx = ToolContext {
-        workspace: agent.workspace,
-    };
+    let cx = ToolContext { agent, spent };
     // A panicking tool is a bug, but it must not take the conversation down.
     match AssertUnwindSafe(tool.call(call.input.clone(), &cx))
         .catch_unwind()

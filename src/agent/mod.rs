@@ -9,6 +9,8 @@ pub mod message;
 mod prompt;
 
 pub use inbox::Inbox;
-pub use r#loop::{Agent, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop};
+pub use r#loop::{
+    Agent, CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
+};
 pub use message::{ContentBlock, Message, Role};
 pub use prompt::system_prompt;

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::output::print_json_line;
-use crate::permission::{Action, Approval, Approver, DENIED_BY_USER};
+use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
 
 pub enum TerminalApprover {
     /// Prompt on stderr, answer on stdin.
@@ -28,17 +28,18 @@ impl TerminalApprover {
 
 #[async_trait]
 impl Approver for TerminalApprover {
-    async fn ask(&self, action: &Action) -> Approval {
+    async fn ask(&self, question: &Question<'_>) -> Approval {
+        let action = question.action;
         match self {
             TerminalApprover::Nobody => Approval::Reject(format!(
-                "Denied: `{}` needs approval and there is no terminal to ask on. \
-                 (The user can rerun with --permission-mode accept-edits or bypass.)",
-                action.tool
+                "Denied: `{}` needs approval ({}) and there is no terminal to ask on. \
+                 (The user can rerun with --permission-mode accept-edits or bypass, or add an allow rule.)",
+                action.tool, question.reason
             )),
             TerminalApprover::Tty => {
                 eprint!(
-                    "Allow {} {}? [y] once, [a] for this session, [N] no: ",
-                    action.tool, action.summary
+                    "Allow {} {}? ({})\n  [y] once  [s] allow {} for this session  [a] always (saved in .bareagent/config.toml)  [N] no: ",
+                    action.tool, action.summary, question.reason, question.rule
                 );
                 parse_answer(&read_line().await)
             }
@@ -46,6 +47,7 @@ impl Approver for TerminalApprover {
                 print_json_line(&json!({
                     "type": "approval_request", "tool": action.tool,
                     "kind": format!("{:?}", action.kind).to_lowercase(), "summary": action.summary,
+                    "reason": question.reason, "rule": question.rule,
                 }));
                 parse_answer(&read_line().await)
             }
@@ -64,8 +66,8 @@ async fn read_line() -> String {
     .unwrap_or_default()
 }
 
-/// `y`, `a`, or a JSON `{"decision": "allow" | "allow_session" | "reject"}`;
-/// anything else, end of input included, is no.
+/// `y`, `s`, `a`, or a JSON `{"decision": "allow" | "allow_session" |
+/// "allow_always" | "reject"}`; anything else, end of input included, is no.
 fn parse_answer(line: &str) -> Approval {
     let line = line.trim();
     let word = serde_json::from_str::<Value>(line)
@@ -79,7 +81,8 @@ fn parse_answer(line: &str) -> Approval {
         .unwrap_or_else(|| line.to_lowercase());
     match word.as_str() {
         "y" | "yes" | "allow" | "once" => Approval::AllowOnce,
-        "a" | "always" | "session" | "allow_session" => Approval::AllowForSession,
+        "s" | "session" | "allow_session" => Approval::AllowForSession,
+        "a" | "always" | "allow_always" => Approval::AllowAlways,
         _ => Approval::Reject(DENIED_BY_USER.to_string()),
     }
 }
@@ -91,7 +94,8 @@ mod tests {
     #[test]
     fn answers_parse() {
         assert_eq!(parse_answer("y\n"), Approval::AllowOnce);
-        assert_eq!(parse_answer("A"), Approval::AllowForSession);
+        assert_eq!(parse_answer("S"), Approval::AllowForSession);
+        assert_eq!(parse_answer("a"), Approval::AllowAlways);
         assert_eq!(
             parse_answer(r#"{"decision":"allow_session"}"#),
             Approval::AllowForSession

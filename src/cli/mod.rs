@@ -52,9 +52,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Who decides about edits and commands.
-    #[arg(long, value_enum, default_value_t = PermissionMode::Default)]
-    pub permission_mode: PermissionMode,
+    /// Who decides about edits and commands (default: the config file's, else `default`).
+    #[arg(long, value_enum)]
+    pub permission_mode: Option<PermissionMode>,
 
     /// Model calls per turn before giving up.
     #[arg(long, default_value_t = 200, value_name = "N")]

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::agent::TurnOutcome;
 use crate::events::{AgentEvent, EventSink};
+use crate::tools::TodoStatus;
 
 /// An event sink that can also say how the turn ended.
 pub trait TurnSink: EventSink {
@@ -70,6 +71,17 @@ impl EventSink for TerminalSink {
                     _ => clip(content.lines().next().unwrap_or_default(), 160),
                 };
                 eprintln!("  {} {shown}", if is_error { "✗" } else { "✓" });
+            }
+            AgentEvent::Todos { todos } => {
+                Self::end_line(&mut state);
+                for todo in todos {
+                    let mark = match todo.status {
+                        TodoStatus::Pending => "☐",
+                        TodoStatus::InProgress => "▶",
+                        TodoStatus::Completed => "☑",
+                    };
+                    eprintln!("  {mark} {}", todo.content);
+                }
             }
             AgentEvent::StreamFallback { reason } => {
                 Self::end_line(&mut state);

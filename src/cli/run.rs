@@ -9,12 +9,17 @@ use anyhow::Context;
 use super::RunArgs;
 use super::approve::TerminalApprover;
 use super::output::{JsonSink, TerminalSink, TurnSink};
-use crate::agent::{Agent, LoopConfig, Message, NoCompaction, run_loop, system_prompt};
-use crate::permission::PermissionGate;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{
+    Agent, Inbox, LoopConfig, LoopError, Message, NoCompaction, run_loop, system_prompt,
+};
+use crate::config::{Config, project_config_path};
+use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{
     Anthropic, HttpSettings, OpenAi, Provider, ProviderKind, Recorder, Replay, retry::RetryPolicy,
 };
-use crate::tools::ToolRegistry;
+use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
 const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -23,7 +28,8 @@ const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1";
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let root = std::env::current_dir().context("cannot read the current directory")?;
     let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
-    let provider = build_provider(&args)?;
+    let settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
+    let provider = build_provider(&args, &settings)?;
 
     let sink: Box<dyn TurnSink> = if args.json {
         Box::new(JsonSink)
@@ -31,7 +37,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Box::new(TerminalSink::default())
     };
     let approver = TerminalApprover::for_run(args.json, std::io::stdin().is_terminal());
-    let gate = PermissionGate::new(args.permission_mode, Box::new(approver));
+    let mode = args
+        .permission_mode
+        .or(settings.permissions.mode)
+        .unwrap_or_default();
+    let rules = RuleSet::from_lists(&settings.permissions.rules).map_err(anyhow::Error::msg)?;
+    let gate = PermissionGate::new(mode, Box::new(approver))
+        .with_rules(rules)
+        .saving_to(project_config_path(workspace.paths().root()));
     let tools = ToolRegistry::standard();
     let config = LoopConfig {
         system: system_prompt(workspace.paths().root()),
@@ -39,6 +52,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         stream: !args.no_stream,
         ..LoopConfig::default()
     };
+    let inbox = Inbox::new();
+    let background = BackgroundTasks::new(inbox.clone());
+    let cancel = CancellationToken::new();
+    tokio::spawn(cancel_on_ctrl_c(cancel.clone()));
     let agent = Agent {
         provider: provider.as_ref(),
         tools: &tools,
@@ -46,22 +63,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         workspace: &workspace,
         sink: sink.as_event_sink(),
         compactor: &NoCompaction,
-        inbox: None,
+        inbox: Some(&inbox),
         config: &config,
+        cancel,
+        background: Some(&background),
+        depth: 0,
     };
     let mut messages = vec![Message::user_text(args.prompt.join(" "))];
-
-    let outcome = tokio::select! {
-        outcome = run_loop(&agent, &mut messages) => outcome,
-        _ = tokio::signal::ctrl_c() => {
-            sink.failed("interrupted");
-            return Ok(ExitCode::from(130));
-        }
-    };
+    let outcome = run_loop(&agent, &mut messages).await;
+    background.kill_all();
     match outcome {
         Ok(outcome) => {
             sink.finished(&outcome);
             Ok(ExitCode::SUCCESS)
+        }
+        Err(LoopError::Cancelled) => {
+            sink.failed("cancelled");
+            Ok(ExitCode::from(130))
         }
         Err(error) => {
             sink.failed(&error.to_string());
@@ -70,9 +88,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn build_provider(args: &RunArgs) -> anyhow::Result<Box<dyn Provider>> {
+/// The first Ctrl-C cancels the turn (running commands are killed, the
+/// history stays valid); a second one quits at once.
+async fn cancel_on_ctrl_c(cancel: CancellationToken) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    eprintln!("\nbareagent: cancelling (Ctrl-C again to quit now)");
+    cancel.cancel();
+    if tokio::signal::ctrl_c().await.is_ok() {
+        std::process::exit(130);
+    }
+}
+
+fn build_provider(args: &RunArgs, config: &Config) -> anyhow::Result<Box<dyn Provider>> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    let kind = match (&args.replay, args.provider) {
+    let kind = match (&args.replay, args.provider.or(config.provider)) {
         (Some(_), None | Some(ProviderKind::Replay)) => ProviderKind::Replay,
         (Some(_), Some(other)) => anyhow::bail!(
             "--replay answers from a file; it cannot be combined with --provider {other:?}"
@@ -101,7 +132,10 @@ fn build_provider(args: &RunArgs) -> anyhow::Result<Box<dyn Provider>> {
                 base.as_deref()
                     .unwrap_or(crate::provider::anthropic::DEFAULT_BASE_URL),
                 env("ANTHROPIC_API_KEY").unwrap_or_default(),
-                args.model.as_deref().unwrap_or(DEFAULT_ANTHROPIC_MODEL),
+                args.model
+                    .as_deref()
+                    .or(config.model.as_deref())
+                    .unwrap_or(DEFAULT_ANTHROPIC_MODEL),
                 settings,
             )?)
         }
@@ -111,7 +145,10 @@ fn build_provider(args: &RunArgs) -> anyhow::Result<Box<dyn Provider>> {
                 base.as_deref()
                     .unwrap_or(crate::provider::openai::DEFAULT_BASE_URL),
                 env("OPENAI_API_KEY"),
-                args.model.as_deref().unwrap_or(DEFAULT_OPENAI_MODEL),
+                args.model
+                    .as_deref()
+                    .or(config.model.as_deref())
+                    .unwrap_or(DEFAULT_OPENAI_MODEL),
                 settings,
             )?)
         }

@@ -112,7 +112,8 @@ pub trait Provider: Send + Sync {
 }
 
 /// Which wire protocol to speak.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     Anthropic,
     Openai,

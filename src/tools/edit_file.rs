@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError};
-use crate::permission::ActionKind;
+use super::{Tool, ToolContext, ToolError, file_action};
+use crate::permission::{Action, ActionKind};
+use crate::workspace::PathResolver;
 
 pub struct EditFile;
 
@@ -37,17 +38,23 @@ impl Tool for EditFile {
     const DESCRIPTION: &'static str = "Replace `old_string` with `new_string` in a file. Read the file first: `old_string` must match \
         the file exactly (whitespace and indentation included) and occur once, unless `replace_all` is true; include \
         surrounding lines to make it unique. Returns a summary with +/- line counts, or an error showing the nearest lines.";
-    const KIND: ActionKind = ActionKind::Edit;
 
-    fn summary(input: &Input) -> String {
+    fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
         let (added, removed) = line_delta(&input.old_string, &input.new_string);
-        format!("{} (+{added} -{removed})", input.path)
+        file_action(
+            Self::NAME,
+            ActionKind::Edit,
+            &input.path,
+            Some(format!("(+{added} -{removed})")),
+            paths,
+        )
     }
 
-    async fn run(&self, input: Input, cx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let path = cx.workspace.paths().resolve(&input.path)?;
-        let shown = cx.workspace.paths().display(&path);
-        let file = cx.workspace.read_text(&path).await?;
+    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        let workspace = cx.workspace();
+        let path = workspace.paths().resolve(&input.path)?;
+        let shown = workspace.paths().display(&path);
+        let file = workspace.read_text(&path).await?;
         let edited = apply_edit(
             &file.text,
             &input.old_string,
@@ -55,7 +62,7 @@ impl Tool for EditFile {
             input.replace_all,
         )
         .map_err(|error| ToolError(format!("{shown}: {error}")))?;
-        cx.workspace
+        workspace
             .write_text(&path, &edited.text, file.version)
             .await?;
         let (added, removed) = line_delta(&input.old_string, &input.new_string);
@@ -133,7 +140,7 @@ fn is_all_crlf(text: &str) -> bool {
 }
 
 /// Added and removed line counts of replacing `old` by `new`.
-fn line_delta(old: &str, new: &str) -> (usize, usize) {
+pub(crate) fn line_delta(old: &str, new: &str) -> (usize, usize) {
     (new.lines().count(), old.lines().count())
 }
 

@@ -2,30 +2,57 @@
 //! codex-rs keeps them: what it *is* (name, description, input schema — all
 //! derived from one input type, so the schema the model sees and the
 //! validation we apply cannot drift), what it *does* for the permission gate
-//! (an [`Action`]), and how it *runs*.
+//! (an [`Action`], with its paths already confined), and how it *runs*.
 
+mod background;
+mod bash;
 mod edit_file;
+mod glob;
+mod grep;
+mod multi_edit;
+mod output;
+mod process;
 mod read_file;
+mod task;
+mod todo;
 mod write_file;
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::permission::{Action, ActionKind};
-use crate::provider::ToolSpec;
-use crate::workspace::{Workspace, WorkspaceError};
+use crate::agent::Agent;
+use crate::permission::{Action, ActionKind, Target};
+use crate::provider::{ToolSpec, Usage};
+use crate::workspace::{PathResolver, Workspace, WorkspaceError};
 
+pub use background::{BackgroundTasks, BashOutput, KillBash};
+pub use bash::Bash;
 pub use edit_file::EditFile;
+pub use glob::Glob;
+pub use grep::{Grep, GrepQuery, OutputMode, search};
+pub use multi_edit::MultiEdit;
 pub use read_file::ReadFile;
+pub use task::Task;
+pub use todo::{TodoItem, TodoStatus, TodoWrite};
 pub use write_file::WriteFile;
 
-/// What a running tool may use.
-pub struct ToolContext<'a> {
-    pub workspace: &'a dyn Workspace,
+/// What a running tool may use: the agent that called it (its workspace,
+/// provider, gate, cancellation, background tasks), and a meter for model
+/// usage spent inside the tool (by sub-agents).
+pub struct ToolContext<'a, 'b> {
+    pub agent: &'a Agent<'b>,
+    pub spent: &'a Mutex<Usage>,
+}
+
+impl ToolContext<'_, '_> {
+    pub fn workspace(&self) -> &dyn Workspace {
+        self.agent.workspace
+    }
 }
 
 /// A tool's failure, as the model will read it (after `Error: `).
@@ -47,21 +74,22 @@ pub trait Tool: Send + Sync + 'static {
     const NAME: &'static str;
     /// When to use the tool and what it returns, for the model.
     const DESCRIPTION: &'static str;
-    const KIND: ActionKind;
 
-    /// One line for the user to judge the call by: the path, the command.
-    fn summary(input: &Self::Input) -> String;
+    /// What a call would do. Resolve paths here (with [`file_action`]) so an
+    /// escape is refused before anyone is asked about it.
+    fn action(&self, input: &Self::Input, paths: &PathResolver) -> Result<Action, ToolError>;
 
-    async fn run(&self, input: Self::Input, cx: &ToolContext<'_>) -> Result<String, ToolError>;
+    async fn run(&self, input: Self::Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
 
 /// The object-safe face of a [`Tool`], for the registry and the loop.
 #[async_trait]
 pub trait AnyTool: Send + Sync {
     fn spec(&self) -> ToolSpec;
-    /// Validates the input against the tool's type and says what the call would do.
-    fn action(&self, input: &Value) -> Result<Action, String>;
-    async fn call(&self, input: Value, cx: &ToolContext<'_>) -> Result<String, ToolError>;
+    /// Validates the input and says what the call would do. The error is
+    /// the complete text for the model.
+    fn action(&self, input: &Value, paths: &PathResolver) -> Result<Action, String>;
+    async fn call(&self, input: Value, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
 
 fn parse<T: Tool>(input: &Value) -> Result<T::Input, String> {
@@ -80,18 +108,45 @@ impl<T: Tool> AnyTool for T {
         }
     }
 
-    fn action(&self, input: &Value) -> Result<Action, String> {
+    fn action(&self, input: &Value, paths: &PathResolver) -> Result<Action, String> {
         let parsed = parse::<T>(input)?;
-        Ok(Action {
-            tool: T::NAME.to_string(),
-            kind: T::KIND,
-            summary: T::summary(&parsed),
-        })
+        Tool::action(self, &parsed, paths).map_err(|error| format!("Error: {error}"))
     }
 
-    async fn call(&self, input: Value, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+    async fn call(&self, input: Value, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let parsed = parse::<T>(&input).map_err(ToolError)?;
         self.run(parsed, cx).await
+    }
+}
+
+/// An action on one file: the path is confined and shown relative to the root.
+pub fn file_action(
+    tool: &str,
+    kind: ActionKind,
+    path: &str,
+    detail: Option<String>,
+    paths: &PathResolver,
+) -> Result<Action, ToolError> {
+    let resolved = paths.resolve(path)?;
+    let shown = paths.display(&resolved);
+    Ok(Action {
+        tool: tool.to_string(),
+        kind,
+        summary: match detail {
+            Some(detail) => format!("{shown} {detail}"),
+            None => shown.clone(),
+        },
+        target: Target::Path(shown),
+    })
+}
+
+/// An action with nothing for rules to match but the tool's name.
+pub fn plain_action(tool: &str, kind: ActionKind, summary: String) -> Action {
+    Action {
+        tool: tool.to_string(),
+        kind,
+        summary,
+        target: Target::None,
     }
 }
 
@@ -105,7 +160,7 @@ fn input_schema<I: JsonSchema>() -> Value {
     schema
 }
 
-/// The tools of a session, by name.
+/// The tools of an agent, by name.
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<&'static str, Box<dyn AnyTool>>,
@@ -117,8 +172,37 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// The file tools.
+    /// Everything: the user's agent.
     pub fn standard() -> Self {
+        let mut registry = ToolRegistry::general();
+        registry.register(Task);
+        registry
+    }
+
+    /// Everything but `task`: a general sub-agent, which may not nest.
+    pub fn general() -> Self {
+        let mut registry = ToolRegistry::explore();
+        registry.register(WriteFile);
+        registry.register(EditFile);
+        registry.register(MultiEdit);
+        registry.register(Bash);
+        registry.register(BashOutput);
+        registry.register(KillBash);
+        registry.register(TodoWrite);
+        registry
+    }
+
+    /// Read-only: an explore sub-agent.
+    pub fn explore() -> Self {
+        let mut registry = ToolRegistry::new();
+        registry.register(ReadFile);
+        registry.register(Glob);
+        registry.register(Grep);
+        registry
+    }
+
+    /// Only the file tools (`read_file`, `write_file`, `edit_file`).
+    pub fn file_tools() -> Self {
         let mut registry = ToolRegistry::new();
         registry.register(ReadFile);
         registry.register(WriteFile);
@@ -158,26 +242,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn schemas_are_objects_with_required_fields() {
+    fn schemas_are_objects_and_name_their_required_fields() {
         let registry = ToolRegistry::standard();
         let names: Vec<_> = registry.specs().iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["read_file", "write_file", "edit_file"]);
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "multi_edit",
+                "bash",
+                "bash_output",
+                "kill_bash",
+                "todo_write",
+                "task"
+            ]
+        );
         for spec in registry.specs() {
             assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
             assert!(spec.input_schema.get("$schema").is_none());
-            let required = spec.input_schema["required"].as_array().unwrap();
-            assert!(required.contains(&Value::from("path")), "{}", spec.name);
+            assert!(
+                spec.input_schema["required"]
+                    .as_array()
+                    .is_some_and(|r| !r.is_empty()),
+                "{}",
+                spec.name
+            );
         }
     }
 
     #[test]
     fn invalid_input_says_what_is_wrong() {
         let registry = ToolRegistry::standard();
+        let root = tempfile::tempdir().unwrap();
+        let paths = PathResolver::new(root.path()).unwrap();
         let tool = registry.get("read_file").unwrap();
-        let error = tool.action(&serde_json::json!({"pth": "x"})).unwrap_err();
-        assert!(error.contains("Invalid input for read_file"), "{error}");
+        let error = tool
+            .action(&serde_json::json!({"pth": "x"}), &paths)
+            .unwrap_err();
+        assert!(error.starts_with("Invalid input for read_file"), "{error}");
         assert!(error.contains("pth") || error.contains("path"), "{error}");
-        let error = tool.action(&serde_json::json!({"path": 7})).unwrap_err();
+        let error = tool
+            .action(&serde_json::json!({"path": 7}), &paths)
+            .unwrap_err();
         assert!(error.contains("invalid type"), "{error}");
+        let error = tool
+            .action(&serde_json::json!({"path": "../x"}), &paths)
+            .unwrap_err();
+        assert!(
+            error.starts_with("Error: path `../x` is outside the workspace"),
+            "{error}"
+        );
     }
 }

@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError, truncate_chars};
-use crate::permission::ActionKind;
+use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
+use crate::permission::{Action, ActionKind};
+use crate::workspace::PathResolver;
 
 pub struct ReadFile;
 
@@ -35,15 +36,14 @@ impl Tool for ReadFile {
     const DESCRIPTION: &'static str = "Read a text file of the workspace. Use it before editing a file, and to study code. \
         Returns the lines numbered like `cat -n` (number, tab, line), up to 2000 lines from `offset`; \
         lines over 2000 characters are cut, and a note at the end says how to read further.";
-    const KIND: ActionKind = ActionKind::Read;
 
-    fn summary(input: &Input) -> String {
-        input.path.clone()
+    fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
+        file_action(Self::NAME, ActionKind::Read, &input.path, None, paths)
     }
 
-    async fn run(&self, input: Input, cx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let path = cx.workspace.paths().resolve(&input.path)?;
-        let file = cx.workspace.read_text(&path).await?;
+    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        let path = cx.workspace().paths().resolve(&input.path)?;
+        let file = cx.workspace().read_text(&path).await?;
         number_lines(
             &file.text,
             input.offset.unwrap_or(1),

@@ -4,9 +4,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError};
-use crate::permission::ActionKind;
-use crate::workspace::WorkspaceError;
+use super::{Tool, ToolContext, ToolError, file_action};
+use crate::permission::{Action, ActionKind};
+use crate::workspace::{PathResolver, WorkspaceError};
 
 pub struct WriteFile;
 
@@ -25,26 +25,31 @@ impl Tool for WriteFile {
     const NAME: &'static str = "write_file";
     const DESCRIPTION: &'static str = "Create a file, or replace a whole file, with `content`; missing parent directories are created. \
         Prefer edit_file to change part of an existing file. Returns what was written.";
-    const KIND: ActionKind = ActionKind::Edit;
 
-    fn summary(input: &Input) -> String {
-        format!("{} ({} lines)", input.path, input.content.lines().count())
+    fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
+        let detail = format!("({} lines)", input.content.lines().count());
+        file_action(
+            Self::NAME,
+            ActionKind::Edit,
+            &input.path,
+            Some(detail),
+            paths,
+        )
     }
 
-    async fn run(&self, input: Input, cx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let path = cx.workspace.paths().resolve(&input.path)?;
-        let previous = match cx.workspace.read_text(&path).await {
+    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        let workspace = cx.workspace();
+        let path = workspace.paths().resolve(&input.path)?;
+        let previous = match workspace.read_text(&path).await {
             Ok(file) => Some(file),
             Err(WorkspaceError::NotFound(_)) => None,
             Err(WorkspaceError::Binary(_)) => None, // replacing a binary file is allowed
             Err(error) => return Err(error.into()),
         };
         let version = previous.as_ref().and_then(|file| file.version);
-        cx.workspace
-            .write_text(&path, &input.content, version)
-            .await?;
+        workspace.write_text(&path, &input.content, version).await?;
         let lines = input.content.lines().count();
-        let shown = cx.workspace.paths().display(&path);
+        let shown = workspace.paths().display(&path);
         Ok(match previous {
             Some(_) => format!("Replaced {shown} ({lines} lines)."),
             None => format!("Created {shown} ({lines} lines)."),

@@ -13,8 +13,9 @@ use bareagent::events::{AgentEvent, EventSink};
 use bareagent::permission::{Approver, DenyAll, PermissionGate, PermissionMode};
 use bareagent::provider::retry::RetryPolicy;
 use bareagent::provider::{Anthropic, HttpSettings, OpenAi, Provider};
-use bareagent::tools::ToolRegistry;
+use bareagent::tools::{BackgroundTasks, ToolRegistry};
 use bareagent::workspace::DiskWorkspace;
+use tokio_util::sync::CancellationToken;
 
 use crate::support::model_server::ModelServer;
 
@@ -126,6 +127,8 @@ pub struct Turn {
 
 pub struct TurnOptions {
     pub stream: bool,
+    pub cancel: CancellationToken,
+    pub background: Option<BackgroundTasks>,
     pub max_iterations: usize,
     pub mode: PermissionMode,
     pub approver: Box<dyn Approver>,
@@ -136,6 +139,8 @@ impl Default for TurnOptions {
     fn default() -> Self {
         TurnOptions {
             stream: true,
+            cancel: CancellationToken::new(),
+            background: None,
             max_iterations: 200,
             mode: PermissionMode::Bypass,
             approver: Box::new(DenyAll("Denied by user".into())),
@@ -150,6 +155,16 @@ pub async fn run_turn(
     prompt: &str,
     options: TurnOptions,
 ) -> Turn {
+    continue_turn(provider, root, vec![Message::user_text(prompt)], options).await
+}
+
+/// A turn on an existing history (which must end with the user's message).
+pub async fn continue_turn(
+    provider: &dyn Provider,
+    root: &Path,
+    mut messages: Vec<Message>,
+    options: TurnOptions,
+) -> Turn {
     let workspace = DiskWorkspace::new(root).expect("workspace");
     let tools = ToolRegistry::standard();
     let gate = PermissionGate::new(options.mode, options.approver);
@@ -160,7 +175,6 @@ pub async fn run_turn(
         ..LoopConfig::default()
     };
     let sink = Recorded::default();
-    let mut messages = vec![Message::user_text(prompt)];
     let agent = Agent {
         provider,
         tools: &tools,
@@ -170,6 +184,9 @@ pub async fn run_turn(
         compactor: &NoCompaction,
         inbox: options.inbox.as_ref(),
         config: &config,
+        cancel: options.cancel,
+        background: options.background.as_ref(),
+        depth: 0,
     };
     let result = run_loop(&agent, &mut messages).await;
     Turn {

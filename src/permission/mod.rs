@@ -1,0 +1,533 @@
+//! Who may run a tool call: rules, the permission mode, then the user.
+//!
+//! A tool says *what* a call does (an [`Action`]); this module decides
+//! *whether* it may, asking the user through an [`Approver`] when it must.
+//! How the question is shown (a terminal prompt, an editor dialog, a code
+//! action) is the approver's business, not the gate's.
+//!
+//! The order of the decision: a `deny` rule refuses; plan mode refuses
+//! anything but reads; an `ask` rule, a dangerous command or the mode's
+//! default asks (a dangerous command asks even when an `allow` rule
+//! matches); an `allow` rule allows; bypass mode never asks.
+
+pub mod dangerous;
+pub mod rules;
+pub mod shell;
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use globset::{GlobSet, GlobSetBuilder};
+
+pub use rules::{Rule, RuleLists, RuleSet, Verdict};
+
+/// What a tool call would do, for deciding and for showing the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActionKind {
+    /// Reads inside the workspace.
+    Read,
+    /// Changes files inside the workspace.
+    Edit,
+    /// Runs a program.
+    Execute,
+    /// Acts only on the agent's own state: its plan, its background
+    /// commands, a sub-agent whose every call is gated itself. Never asks.
+    Internal,
+}
+
+/// What rules are matched against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A workspace-relative path.
+    Path(String),
+    /// A shell command line.
+    Command(String),
+    None,
+}
+
+#[derive(Clone, Debug)]
+pub struct Action {
+    pub tool: String,
+    pub kind: ActionKind,
+    /// One line the user can judge: the path, the command, the +/- counts.
+    pub summary: String,
+    pub target: Target,
+}
+
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Deserialize,
+    serde::Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Reads are allowed; edits and commands ask.
+    #[default]
+    Default,
+    /// Reads and edits are allowed; commands ask.
+    AcceptEdits,
+    /// Read-only: everything else is denied.
+    Plan,
+    /// Nothing asks (still confined to the workspace; deny rules still hold).
+    Bypass,
+}
+
+/// One question to the user.
+#[derive(Clone, Debug)]
+pub struct Question<'a> {
+    pub action: &'a Action,
+    /// Why this asks (a rule, a danger, the mode).
+    pub reason: &'a str,
+    /// The rule "allow always" would add.
+    pub rule: &'a str,
+}
+
+/// The user's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Approval {
+    AllowOnce,
+    /// Add the question's rule for the rest of the session.
+    AllowForSession,
+    /// Add the question's rule to the project's `.bareagent/config.toml`.
+    AllowAlways,
+    /// No, with the reason the model should read.
+    Reject(String),
+}
+
+#[async_trait]
+pub trait Approver: Send + Sync {
+    async fn ask(&self, question: &Question<'_>) -> Approval;
+}
+
+/// An approver that says no: for contexts where nobody can be asked.
+pub struct DenyAll(pub String);
+
+#[async_trait]
+impl Approver for DenyAll {
+    async fn ask(&self, _question: &Question<'_>) -> Approval {
+        Approval::Reject(self.0.clone())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// The text becomes the tool call's error result.
+    Deny(String),
+}
+
+pub const DENIED_BY_USER: &str = "Denied by user";
+
+/// Files whose reading asks by default: they usually hold secrets.
+const SENSITIVE_FILES: [&str; 3] = ["**/.env*", "**/*.pem", "**/id_rsa*"];
+
+#[derive(Clone)]
+pub struct PermissionGate {
+    mode: PermissionMode,
+    /// Config rules plus those added by "allow" answers, shared with sub-agents.
+    rules: Arc<RwLock<RuleSet>>,
+    approver: Arc<dyn Approver>,
+    sensitive: Arc<GlobSet>,
+    /// Where "allow always" answers are saved.
+    project_config: Option<PathBuf>,
+}
+
+impl PermissionGate {
+    pub fn new(mode: PermissionMode, approver: Box<dyn Approver>) -> Self {
+        let mut sensitive = GlobSetBuilder::new();
+        for pattern in SENSITIVE_FILES {
+            if let Ok(glob) = globset::Glob::new(pattern) {
+                sensitive.add(glob);
+            }
+        }
+        PermissionGate {
+            mode,
+            rules: Arc::new(RwLock::new(RuleSet::default())),
+            approver: Arc::from(approver),
+            sensitive: Arc::new(sensitive.build().unwrap_or_else(|_| GlobSet::empty())),
+            project_config: None,
+        }
+    }
+
+    pub fn with_rules(self, rules: RuleSet) -> Self {
+        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = rules;
+        self
+    }
+
+    /// Saves "allow always" answers to this config file.
+    pub fn saving_to(mut self, project_config: PathBuf) -> Self {
+        self.project_config = Some(project_config);
+        self
+    }
+
+    pub fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
+    /// The same rules and mode, but whatever would ask is denied: for
+    /// sub-agents and background work, which have nobody to ask.
+    pub fn without_prompts(&self) -> PermissionGate {
+        PermissionGate {
+            approver: Arc::new(DenyAll(
+                "Denied: this needs the user's approval, and a sub-agent cannot ask. Report what you would do instead."
+                    .into(),
+            )),
+            ..self.clone()
+        }
+    }
+
+    pub async fn check(&self, action: &Action) -> Decision {
+        let verdict = self
+            .rules
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .evaluate(action);
+        if let Verdict::Deny(rule) = &verdict {
+            return Decision::Deny(format!("Denied by the permission rule `{rule}`."));
+        }
+        if self.mode == PermissionMode::Plan
+            && !matches!(action.kind, ActionKind::Read | ActionKind::Internal)
+        {
+            return Decision::Deny(format!(
+                "Denied: plan mode is read-only, so `{}` may not run. Describe the change you would make instead.",
+                action.tool
+            ));
+        }
+        if self.mode == PermissionMode::Bypass {
+            return Decision::Allow;
+        }
+        let danger = match &action.target {
+            Target::Command(line) => dangerous::dangerous_reason(line),
+            _ => None,
+        };
+        let reason = match verdict {
+            Verdict::Ask(rule) => Some(format!("the rule `{rule}` asks")),
+            Verdict::Allow(_) => danger.map(|d| format!("dangerous: {d}")),
+            _ => danger
+                .map(|d| format!("dangerous: {d}"))
+                .or_else(|| self.default_reason(action)),
+        };
+        let Some(reason) = reason else {
+            return Decision::Allow;
+        };
+        let rule = rules::suggested_rule(action);
+        let question = Question {
+            action,
+            reason: &reason,
+            rule: &rule,
+        };
+        match self.approver.ask(&question).await {
+            Approval::AllowOnce => Decision::Allow,
+            Approval::AllowForSession => {
+                self.add_session_rule(&rule);
+                Decision::Allow
+            }
+            Approval::AllowAlways => {
+                self.add_session_rule(&rule);
+                if let Some(path) = &self.project_config {
+                    if let Err(error) = crate::config::add_allow_rule(path, &rule) {
+                        tracing::warn!(%error, "cannot save the permission rule");
+                    }
+                }
+                Decision::Allow
+            }
+            Approval::Reject(reason) => Decision::Deny(reason),
+        }
+    }
+
+    /// The mode's own reason to ask, if it has one.
+    fn default_reason(&self, action: &Action) -> Option<String> {
+        let asks = match (self.mode, action.kind) {
+            (_, ActionKind::Read | ActionKind::Internal) => false,
+            (PermissionMode::AcceptEdits, ActionKind::Edit) => false,
+            (PermissionMode::Default | PermissionMode::AcceptEdits, _) => true,
+            (PermissionMode::Plan | PermissionMode::Bypass, _) => false,
+        };
+        if asks {
+            return Some(match action.kind {
+                ActionKind::Edit => "it changes files".into(),
+                _ => "it runs a command".into(),
+            });
+        }
+        match &action.target {
+            Target::Path(path)
+                if action.kind == ActionKind::Read && self.sensitive.is_match(path) =>
+            {
+                Some("the file may hold secrets".into())
+            }
+            _ => None,
+        }
+    }
+
+    fn add_session_rule(&self, text: &str) {
+        match Rule::parse(text) {
+            Ok(rule) => self
+                .rules
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .allow
+                .push(rule),
+            Err(error) => tracing::warn!(%error, "cannot add the session rule"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Answers from a list and remembers the questions.
+    struct Scripted(Mutex<Vec<Approval>>, Arc<Mutex<Vec<String>>>);
+
+    #[async_trait]
+    impl Approver for Scripted {
+        async fn ask(&self, question: &Question<'_>) -> Approval {
+            self.1.lock().unwrap().push(format!(
+                "{} [{}] {}",
+                question.action.tool, question.reason, question.rule
+            ));
+            self.0
+                .lock()
+                .unwrap()
+                .pop()
+                .unwrap_or(Approval::Reject(DENIED_BY_USER.into()))
+        }
+    }
+
+    fn gate(
+        mode: PermissionMode,
+        answers: Vec<Approval>,
+        lists: RuleLists,
+    ) -> (PermissionGate, Arc<Mutex<Vec<String>>>) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let gate =
+            PermissionGate::new(mode, Box::new(Scripted(Mutex::new(answers), asked.clone())))
+                .with_rules(RuleSet::from_lists(&lists).unwrap());
+        (gate, asked)
+    }
+
+    fn action(tool: &str, kind: ActionKind, target: Target) -> Action {
+        Action {
+            tool: tool.into(),
+            kind,
+            summary: String::new(),
+            target,
+        }
+    }
+
+    fn bash(line: &str) -> Action {
+        action("bash", ActionKind::Execute, Target::Command(line.into()))
+    }
+
+    fn edit(path: &str) -> Action {
+        action("edit_file", ActionKind::Edit, Target::Path(path.into()))
+    }
+
+    fn read(path: &str) -> Action {
+        action("read_file", ActionKind::Read, Target::Path(path.into()))
+    }
+
+    fn lists(allow: &[&str], ask: &[&str], deny: &[&str]) -> RuleLists {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        RuleLists {
+            allow: l(allow),
+            ask: l(ask),
+            deny: l(deny),
+        }
+    }
+
+    /// (mode, rules, action) → (asked?, allowed?), answering "no" to every question.
+    #[tokio::test]
+    async fn every_precedence_case() {
+        use PermissionMode::*;
+        let none = || lists(&[], &[], &[]);
+        let cases: Vec<(PermissionMode, RuleLists, Action, bool, bool)> = vec![
+            // mode defaults
+            (Default, none(), read("src/a.rs"), false, true),
+            (Default, none(), edit("src/a.rs"), true, false),
+            (Default, none(), bash("ls"), true, false),
+            (AcceptEdits, none(), edit("src/a.rs"), false, true),
+            (AcceptEdits, none(), bash("ls"), true, false),
+            (Plan, none(), read("a"), false, true),
+            (Plan, none(), edit("a"), false, false),
+            (Plan, none(), bash("ls"), false, false),
+            (Bypass, none(), bash("rm -rf /"), false, true),
+            // allow beats the mode default
+            (
+                Default,
+                lists(&["bash(cargo test:*)"], &[], &[]),
+                bash("cargo test"),
+                false,
+                true,
+            ),
+            (
+                Default,
+                lists(&["edit_file(src/**)"], &[], &[]),
+                edit("src/a.rs"),
+                false,
+                true,
+            ),
+            (
+                Default,
+                lists(&["edit_file(src/**)"], &[], &[]),
+                edit("docs/a.md"),
+                true,
+                false,
+            ),
+            // ask beats allow and the mode
+            (
+                Default,
+                lists(&["bash"], &["bash(git:*)"], &[]),
+                bash("git status"),
+                true,
+                false,
+            ),
+            (
+                AcceptEdits,
+                lists(&[], &["edit_file(*.lock)"], &[]),
+                edit("Cargo.lock"),
+                true,
+                false,
+            ),
+            (
+                Default,
+                lists(&[], &["read_file(docs/**)"], &[]),
+                read("docs/x.md"),
+                true,
+                false,
+            ),
+            // deny beats everything, bypass and plan included
+            (
+                Default,
+                lists(&["bash"], &["bash"], &["bash(curl:*)"]),
+                bash("curl x"),
+                false,
+                false,
+            ),
+            (
+                Bypass,
+                lists(&[], &[], &["edit_file(secrets/**)"]),
+                edit("secrets/k"),
+                false,
+                false,
+            ),
+            (
+                AcceptEdits,
+                lists(&["edit_file"], &[], &["edit_file(*.pem)"]),
+                edit("k.pem"),
+                false,
+                false,
+            ),
+            // plan mode is read-only even under allow rules
+            (
+                Plan,
+                lists(&["edit_file"], &[], &[]),
+                edit("a"),
+                false,
+                false,
+            ),
+            // dangerous commands ask even under an allow rule
+            (
+                Default,
+                lists(&["bash(git:*)"], &[], &[]),
+                bash("git push --force"),
+                true,
+                false,
+            ),
+            (
+                Default,
+                lists(&["bash"], &[], &[]),
+                bash("cargo build && sudo make install"),
+                true,
+                false,
+            ),
+            (
+                AcceptEdits,
+                lists(&["bash"], &[], &[]),
+                bash("ls"),
+                false,
+                true,
+            ),
+            // sensitive files ask by default, but an explicit allow wins
+            (Default, none(), read(".env"), true, false),
+            (Default, none(), read("config/server.pem"), true, false),
+            (Bypass, none(), read(".env.local"), false, true),
+            (
+                Default,
+                lists(&["read_file(.env)"], &[], &[]),
+                read(".env"),
+                false,
+                true,
+            ),
+        ];
+        for (index, (mode, rules, action, asks, allowed)) in cases.into_iter().enumerate() {
+            let (gate, asked) = gate(mode, vec![], rules);
+            let decision = gate.check(&action).await;
+            assert_eq!(
+                asked.lock().unwrap().len() == 1,
+                asks,
+                "case {index}: {mode:?} {action:?}"
+            );
+            assert_eq!(
+                decision == Decision::Allow,
+                allowed,
+                "case {index}: {mode:?} {action:?} {decision:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn allow_for_session_adds_a_rule_that_later_calls_use() {
+        let (gate, asked) = gate(
+            PermissionMode::Default,
+            vec![Approval::AllowForSession],
+            lists(&[], &[], &[]),
+        );
+        assert_eq!(gate.check(&bash("cargo test -p a")).await, Decision::Allow);
+        assert_eq!(gate.check(&bash("cargo test -p b")).await, Decision::Allow);
+        assert_eq!(asked.lock().unwrap().len(), 1);
+        assert!(asked.lock().unwrap()[0].ends_with("bash(cargo test:*)"));
+        // The rule does not cover other commands, nor dangerous ones.
+        assert!(matches!(
+            gate.check(&bash("cargo build")).await,
+            Decision::Deny(_)
+        ));
+        // Sub-agents share the rule but never ask.
+        let quiet = gate.without_prompts();
+        assert_eq!(quiet.check(&bash("cargo test -p c")).await, Decision::Allow);
+        assert!(
+            matches!(quiet.check(&edit("a.rs")).await, Decision::Deny(reason) if reason.contains("sub-agent"))
+        );
+        assert_eq!(
+            asked.lock().unwrap().len(),
+            2,
+            "only the parent's own question was asked"
+        );
+    }
+
+    #[tokio::test]
+    async fn allow_always_saves_the_rule_to_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".bareagent/config.toml");
+        let (gate, _) = gate(
+            PermissionMode::Default,
+            vec![Approval::AllowAlways],
+            lists(&[], &[], &[]),
+        );
+        let gate = gate.saving_to(path.clone());
+        assert_eq!(gate.check(&bash("npm run lint")).await, Decision::Allow);
+        let saved = crate::config::Config::load_file(&path).unwrap();
+        assert_eq!(
+            saved.permissions.rules.allow,
+            vec!["bash(npm run:*)".to_string()]
+        );
+    }
+}

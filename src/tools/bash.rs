@@ -1,0 +1,89 @@
+//! `bash`: a shell command in the workspace root, in its own process group,
+//! with a timeout; or started in the background (see `background.rs`).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::output::MAX_OUTPUT_CHARS;
+use super::process::{Ending, GroupProcess};
+use super::{Tool, ToolContext, ToolError};
+use crate::permission::{Action, ActionKind, Target};
+use crate::workspace::PathResolver;
+
+pub struct Bash;
+
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// The command line, run with `bash -c` in the workspace root.
+    pub command: String,
+    /// Milliseconds before the command is killed. Default 120000, at most 600000.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Start it and return at once with an id for bash_output and kill_bash (servers, watchers, long builds).
+    #[serde(default)]
+    pub run_in_background: bool,
+}
+
+#[async_trait]
+impl Tool for Bash {
+    type Input = Input;
+    const NAME: &'static str = "bash";
+    const DESCRIPTION: &'static str = "Run a shell command in the workspace root (builds, tests, git, package managers). \
+        stdin is closed; prefer read_file/grep/glob for reading and searching. Returns stdout and stderr together (long \
+        output keeps its head and tail) and the exit code.";
+
+    fn action(&self, input: &Input, _paths: &PathResolver) -> Result<Action, ToolError> {
+        if input.command.trim().is_empty() {
+            return Err(ToolError("the command is empty".into()));
+        }
+        Ok(Action {
+            tool: Self::NAME.to_string(),
+            kind: ActionKind::Execute,
+            summary: input.command.clone(),
+            target: Target::Command(input.command.clone()),
+        })
+    }
+
+    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        let root = cx.workspace().paths().root().to_path_buf();
+        if input.run_in_background {
+            let background = cx.agent.background.ok_or_else(|| {
+                ToolError(
+                    "background commands are not available here; run it in the foreground".into(),
+                )
+            })?;
+            let id = background.start(&input.command, &root)?;
+            return Ok(format!(
+                "Started in the background as {id}. Its output arrives when it ends; read it sooner with bash_output, stop it with kill_bash."
+            ));
+        }
+        let timeout = input
+            .timeout_ms
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+            .min(MAX_TIMEOUT);
+        let mut process = GroupProcess::spawn(&input.command, &root)
+            .map_err(|error| ToolError(format!("cannot start bash: {error}")))?;
+        let ending = process.wait(Some(timeout), &cx.agent.cancel).await;
+        let output = process
+            .output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .render(MAX_OUTPUT_CHARS);
+        let output = if output.trim().is_empty() {
+            "(no output)".to_string()
+        } else {
+            output
+        };
+        match ending {
+            Ending::Exited(0) => Ok(output),
+            other => Err(ToolError(format!("{other}\n{output}"))),
+        }
+    }
+}

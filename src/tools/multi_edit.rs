@@ -1,0 +1,78 @@
+//! `multi_edit`: several `edit_file` edits to one file, all or none.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::edit_file::{apply_edit, line_delta};
+use super::{Tool, ToolContext, ToolError, file_action};
+use crate::permission::{Action, ActionKind};
+use crate::workspace::PathResolver;
+
+pub struct MultiEdit;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    /// The exact text to replace; unique in the file as it is after the edits before this one.
+    pub old_string: String,
+    pub new_string: String,
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// Edits applied in order, each to the result of the one before.
+    pub edits: Vec<Edit>,
+}
+
+#[async_trait]
+impl Tool for MultiEdit {
+    type Input = Input;
+    const NAME: &'static str = "multi_edit";
+    const DESCRIPTION: &'static str = "Make several exact-string edits to one file at once, in order, with edit_file's rules for \
+        each. If any edit fails, none is applied. Returns a summary, or which edit failed and why.";
+
+    fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
+        let (added, removed) = input.edits.iter().fold((0, 0), |(a, r), edit| {
+            let (da, dr) = line_delta(&edit.old_string, &edit.new_string);
+            (a + da, r + dr)
+        });
+        let detail = format!("({} edits, +{added} -{removed})", input.edits.len());
+        file_action(
+            Self::NAME,
+            ActionKind::Edit,
+            &input.path,
+            Some(detail),
+            paths,
+        )
+    }
+
+    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        if input.edits.is_empty() {
+            return Err(ToolError("no edits given".into()));
+        }
+        let workspace = cx.workspace();
+        let path = workspace.paths().resolve(&input.path)?;
+        let shown = workspace.paths().display(&path);
+        let file = workspace.read_text(&path).await?;
+        let total = input.edits.len();
+        let mut text = file.text;
+        for (index, edit) in input.edits.iter().enumerate() {
+            text = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)
+                .map_err(|error| {
+                    ToolError(format!(
+                        "{shown}: edit {} of {total} failed, so no edit was applied: {error}",
+                        index + 1
+                    ))
+                })?
+                .text;
+        }
+        workspace.write_text(&path, &text, file.version).await?;
+        Ok(format!("Applied {total} edits to {shown}."))
+    }
+}

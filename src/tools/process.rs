@@ -1,0 +1,187 @@
+//! Running a shell command as its own process group, so that a timeout, a
+//! cancel or the end of the session kills everything it started —
+//! grandchildren included — and nothing is left behind.
+//!
+//! Built on tokio's `Command` with `process_group(0)` and `killpg`, rather
+//! than a wrapper crate: the whole mechanism is the few lines below.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::output::OutputBuffer;
+
+/// How long to keep reading pipes after the command exits: a grandchild
+/// that inherited them (`server &`) would otherwise keep us waiting forever.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+
+pub type SharedOutput = Arc<Mutex<OutputBuffer>>;
+
+/// How a command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Exited(i32),
+    /// Killed by a signal it did not expect (not by us).
+    Signalled(i32),
+    TimedOut(Duration),
+    Cancelled,
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Exited(code) => write!(f, "exit code {code}"),
+            Ending::Signalled(signal) => write!(f, "killed by signal {signal}"),
+            Ending::TimedOut(after) => write!(
+                f,
+                "timed out after {} s; the command and its children were killed",
+                after.as_secs()
+            ),
+            Ending::Cancelled => write!(f, "cancelled; the command and its children were killed"),
+        }
+    }
+}
+
+pub struct GroupProcess {
+    child: tokio::process::Child,
+    /// The process group id (the leader's pid).
+    pgid: i32,
+    pub output: SharedOutput,
+    readers: Option<JoinHandle<()>>,
+}
+
+/// Environment variables a command must not see: the provider keys.
+fn is_secret(name: &str) -> bool {
+    name.ends_with("_API_KEY") || name.ends_with("_AUTH_TOKEN")
+}
+
+impl GroupProcess {
+    /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
+    /// captured together, in a new process group.
+    pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<GroupProcess> {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            // Pagers would wait for a keypress nobody can give.
+            .env("PAGER", "cat")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_TERMINAL_PROMPT", "0");
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_secret) {
+                cmd.env_remove(name);
+            }
+        }
+        let mut child = cmd.spawn()?;
+        let pgid = child.id().map(|id| id as i32).unwrap_or(0);
+        let output: SharedOutput = Arc::default();
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let sink = output.clone();
+        let readers = tokio::spawn(async move {
+            let read = |pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+                let sink = sink.clone();
+                async move {
+                    let Some(mut pipe) = pipe else { return };
+                    let mut buffer = vec![0u8; 16 * 1024];
+                    while let Ok(n) = pipe.read(&mut buffer).await {
+                        if n == 0 {
+                            break;
+                        }
+                        sink.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(&buffer[..n]);
+                    }
+                }
+            };
+            let out = stdout.map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
+            let err = stderr.map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
+            tokio::join!(read(out), read(err));
+        });
+        Ok(GroupProcess {
+            child,
+            pgid,
+            output,
+            readers: Some(readers),
+        })
+    }
+
+    /// Waits for the command to end, to time out, or to be cancelled; kills
+    /// the group in the last two cases. Returns once output is collected.
+    pub async fn wait(&mut self, timeout: Option<Duration>, cancel: &CancellationToken) -> Ending {
+        let timer = async {
+            match timeout {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
+        let ending = tokio::select! {
+            status = self.child.wait() => match status {
+                Ok(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                    (Some(code), _) => Ending::Exited(code),
+                    (None, Some(signal)) => Ending::Signalled(signal),
+                    (None, None) => Ending::Exited(-1),
+                },
+                Err(_) => Ending::Exited(-1),
+            },
+            _ = timer => Ending::TimedOut(timeout.unwrap_or_default()),
+            _ = cancel.cancelled() => Ending::Cancelled,
+        };
+        if matches!(ending, Ending::TimedOut(_) | Ending::Cancelled) {
+            self.kill_group();
+            let _ = self.child.wait().await;
+        }
+        self.drain().await;
+        ending
+    }
+
+    /// Lets the readers finish, but not forever: after a grace period the
+    /// group is killed (closing pipes a grandchild held) and reading stops.
+    async fn drain(&mut self) {
+        let Some(mut readers) = self.readers.take() else {
+            return;
+        };
+        if tokio::time::timeout(DRAIN_AFTER_EXIT, &mut readers)
+            .await
+            .is_err()
+        {
+            self.kill_group();
+            if tokio::time::timeout(DRAIN_AFTER_EXIT, &mut readers)
+                .await
+                .is_err()
+            {
+                readers.abort();
+            }
+        }
+    }
+
+    /// SIGKILL to every process in the group.
+    pub fn kill_group(&self) {
+        if self.pgid > 0 {
+            // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH.
+            unsafe {
+                libc::killpg(self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupProcess {
+    /// A dropped command (a cancelled turn, the end of the session) takes
+    /// its whole group with it.
+    fn drop(&mut self) {
+        self.kill_group();
+        if let Some(readers) = self.readers.take() {
+            readers.abort();
+        }
+    }
+}
