@@ -102,6 +102,15 @@ impl PathResolver {
                 path: input.to_string(),
             });
         }
+        // Devices, pipes and sockets: reading one can block forever or read
+        // hardware; no tool has business with them.
+        if rest.is_empty() {
+            if let Ok(metadata) = std::fs::metadata(&real) {
+                if !metadata.is_file() && !metadata.is_dir() {
+                    return Err(WorkspaceError::NotRegular(input.to_string()));
+                }
+            }
+        }
         Ok(rest
             .into_iter()
             .rev()
@@ -254,6 +263,10 @@ mod tests {
             .unwrap();
         std::os::unix::fs::symlink("/", root.path().join("src/deep/to_root")).unwrap();
         std::os::unix::fs::symlink(root.path().join("src"), root.path().join("in_link")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.path().join("zero")).unwrap();
+        let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a fresh path in a temp dir.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let resolver = PathResolver::new(root.path()).unwrap();
         (root, outside, resolver)
     }
@@ -291,6 +304,9 @@ mod tests {
             "".to_string(),
             "   ".to_string(),
             format!("{}/../x", root.path().display()),
+            "zero".to_string(),
+            "pipe".to_string(),
+            "/dev/null".to_string(),
         ];
         for attempt in &attempts {
             assert!(resolver.resolve(attempt).is_err(), "accepted {attempt:?}");
@@ -304,6 +320,10 @@ mod tests {
             Err(WorkspaceError::Outside { .. })
         ));
         assert_eq!(resolver.resolve("a\0b"), Err(WorkspaceError::NulByte));
+        assert!(matches!(
+            resolver.resolve("pipe"),
+            Err(WorkspaceError::NotRegular(_))
+        ));
     }
 
     #[test]

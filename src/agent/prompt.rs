@@ -14,3 +14,19 @@ pub fn system_prompt(root: &Path) -> String {
         root = root.display()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ToolRegistry;
+
+    /// The fixed cost of every call: system prompt plus tool definitions,
+    /// at the usual estimate of four characters a token.
+    #[test]
+    fn prompt_and_tools_fit_in_4000_tokens() {
+        let prompt = system_prompt(Path::new("/home/user/project"));
+        let tools = serde_json::to_string(ToolRegistry::standard().specs()).unwrap();
+        let tokens = (prompt.len() + tools.len()) / 4;
+        assert!(tokens <= 4000, "{tokens} tokens");
+    }
+}

@@ -390,3 +390,117 @@ fn version_and_the_language_server_placeholder() {
         assert!(text(&out.stderr).contains("language server"));
     }
 }
+
+#[test]
+fn config_rules_allow_deny_and_dangerous_commands_ask_anyway() {
+    let dir = workspace(&[(
+        ".bareagent/config.toml",
+        "[permissions]\nallow = [\"bash(echo:*)\", \"bash(git:*)\"]\ndeny = [\"bash(rm:*)\"]\n",
+    )]);
+    let server = ModelServer::start(vec![
+        Reply::tools(vec![
+            ("bash", json!({"command": "echo allowed-by-rule"})),
+            ("bash", json!({"command": "rm -f nothing"})),
+            ("bash", json!({"command": "git push --force origin main"})),
+            ("bash", json!({"command": "echo ok && touch made-it"})),
+        ])
+        .into(),
+        Reply::text("done").into(),
+    ]);
+    let out = run_against(&server, dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+    assert_eq!(sent[0], ("allowed-by-rule\n".to_string(), false));
+    assert_eq!(sent[1].0, "Denied by the permission rule `bash(rm:*)`.");
+    assert!(
+        sent[2].1 && sent[2].0.contains("dangerous: force-pushes"),
+        "{:?}",
+        sent[2]
+    );
+    assert!(
+        sent[3].1 && sent[3].0.contains("needs approval"),
+        "touch is not covered by echo's rule: {:?}",
+        sent[3]
+    );
+    assert!(!dir.path().join("made-it").exists());
+}
+
+#[test]
+fn provider_keys_never_reach_commands() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "env"})).into(),
+        Reply::text("done").into(),
+    ]);
+    let out = bareagent(dir.path())
+        .args([
+            "run",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.anthropic_base(),
+            "--permission-mode",
+            "bypass",
+            "show env",
+        ])
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("OPENAI_API_KEY", "sk-openai-secret")
+        .env("SOME_SERVICE_API_KEY", "sk-other-secret")
+        .env("HARMLESS_SETTING", "visible")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let env = &crate::common::sent_tool_results(&server.requests()[1].body)[0].0;
+    assert!(env.contains("HARMLESS_SETTING=visible"), "{env}");
+    assert!(env.contains("PATH="), "{env}");
+    for secret in [TEST_KEY, "sk-openai-secret", "sk-other-secret"] {
+        assert!(!env.contains(secret), "{secret} leaked: {env}");
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo $$ > leader.pid; sleep 60"})).into(),
+        Reply::text("unreachable").into(),
+    ]);
+    let child = bareagent(dir.path())
+        .args([
+            "run",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.anthropic_base(),
+            "--permission-mode",
+            "bypass",
+            "sleep",
+        ])
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.path().join("leader.pid");
+    let started = std::time::Instant::now();
+    while !pid_file.exists() && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cancelled"),
+        "{}",
+        text(&out.stderr)
+    );
+    let leader = crate::tools::read_pid(dir.path(), "leader.pid");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        !crate::tools::alive(leader),
+        "the command outlived the cancel"
+    );
+    assert_eq!(server.requests().len(), 1, "no model call after the cancel");
+}

@@ -3,6 +3,8 @@ mod support;
 
 mod cli;
 mod common;
+mod concurrency;
 mod faults;
 mod model_server_smoke;
+mod tools;
 mod turns;

@@ -118,6 +118,8 @@ pub struct RecordedRequest {
     /// The parsed JSON body; a body that is not JSON is kept as a
     /// `Value::String` of its (lossy UTF-8) text, an empty one as `Null`.
     pub body: Value,
+    /// When the whole request had arrived.
+    pub received: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -170,6 +172,8 @@ pub struct Reply {
     pub output_tokens: u64,
     pub cache_read_input_tokens: u64,
     pub cache_creation_input_tokens: u64,
+    /// Wait this long before answering (to make concurrent calls overlap).
+    pub delay: Option<Duration>,
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +220,12 @@ impl Reply {
     /// Prepends a text block.
     pub fn with_text_first(mut self, t: &str) -> Reply {
         self.blocks.insert(0, Block::Text(t.to_string()));
+        self
+    }
+
+    /// Answers only after `ms` milliseconds.
+    pub fn with_delay(mut self, ms: u64) -> Reply {
+        self.delay = Some(Duration::from_millis(ms));
         self
     }
 
@@ -479,6 +489,7 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
         path,
         headers,
         body: parse_body(&body),
+        received: std::time::Instant::now(),
     }))
 }
 
@@ -714,6 +725,12 @@ impl Call {
 }
 
 async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
+    if let Step::Reply(Reply {
+        delay: Some(delay), ..
+    }) = &step
+    {
+        tokio::time::sleep(*delay).await;
+    }
     match step {
         Step::Reply(reply) if call.stream => {
             let mut out = out;
