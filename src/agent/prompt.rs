@@ -27,6 +27,11 @@ mod tests {
         let prompt = system_prompt(Path::new("/home/user/project"));
         let tools = serde_json::to_string(ToolRegistry::standard().specs()).unwrap();
         let tokens = (prompt.len() + tools.len()) / 4;
+        eprintln!(
+            "system prompt {} chars + tools {} chars = {tokens} tokens",
+            prompt.len(),
+            tools.len()
+        );
         assert!(tokens <= 4000, "{tokens} tokens");
     }
 }

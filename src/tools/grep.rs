@@ -111,21 +111,34 @@ pub struct GrepQuery {
 }
 
 /// What one file gave.
-struct FileResult {
-    path: PathBuf,
-    count: u64,
-    lines: Vec<String>,
+pub struct FileResult {
+    pub path: PathBuf,
+    /// Matching lines.
+    pub count: u64,
+    /// Matching and context lines kept for `content` mode.
+    pub lines: Vec<String>,
 }
 
+/// Runs the search and renders the answer the model sees.
 pub fn search(query: &GrepQuery) -> Result<String, String> {
-    let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(query.case_insensitive)
-        .build(&query.pattern)
-        .map_err(|error| format!("invalid regex `{}`: {error}", query.pattern))?;
     let limit = query.head_limit.unwrap_or(match query.mode {
         OutputMode::Content => 300,
         _ => 200,
     });
+    let results = search_files(query, limit)?;
+    Ok(render(&results, query, limit))
+}
+
+/// Runs the search: every file with a match, sorted by path, with at most
+/// `limit` lines kept per file.
+pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, String> {
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(query.case_insensitive)
+        // Promising that a match never spans lines lets the searcher scan
+        // whole buffers for candidates instead of going line by line (what rg does).
+        .line_terminator(Some(b'\n'))
+        .build(&query.pattern)
+        .map_err(|error| format!("invalid regex `{}`: {error}", query.pattern))?;
     let mut walk = WalkBuilder::new(&query.path);
     walk.hidden(true).require_git(false).threads(0);
     if let Some(glob) = &query.glob {
@@ -178,7 +191,7 @@ pub fn search(query: &GrepQuery) -> Result<String, String> {
     });
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    Ok(render(&results, query, limit))
+    Ok(results)
 }
 
 fn render(results: &[FileResult], query: &GrepQuery, limit: usize) -> String {

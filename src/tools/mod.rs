@@ -34,7 +34,7 @@ pub use background::{BackgroundTasks, BashOutput, KillBash};
 pub use bash::Bash;
 pub use edit_file::EditFile;
 pub use glob::Glob;
-pub use grep::{Grep, GrepQuery, OutputMode, search};
+pub use grep::{FileResult, Grep, GrepQuery, OutputMode, search, search_files};
 pub use multi_edit::MultiEdit;
 pub use read_file::ReadFile;
 pub use task::Task;
