@@ -9,8 +9,8 @@ use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError, plain_action};
-use crate::permission::{Action, ActionKind, Target};
+use super::{Tool, ToolContext, ToolError, file_action};
+use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
 pub struct Glob;
@@ -36,14 +36,13 @@ impl Tool for Glob {
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
         let dir = input.path.as_deref().unwrap_or(".");
-        let resolved = paths.resolve(dir)?;
-        let mut action = plain_action(
+        file_action(
             Self::NAME,
             ActionKind::Read,
-            format!("{} in {}", input.pattern, paths.display(&resolved)),
-        );
-        action.target = Target::Path(paths.display(&resolved));
-        Ok(action)
+            dir,
+            Some(format!("({})", input.pattern)),
+            paths,
+        )
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

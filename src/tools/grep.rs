@@ -14,8 +14,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::output::MAX_OUTPUT_CHARS;
-use super::{Tool, ToolContext, ToolError, plain_action, truncate_chars};
-use crate::permission::{Action, ActionKind, Target};
+use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
+use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
 pub struct Grep;
@@ -65,15 +65,14 @@ impl Tool for Grep {
         `context`), or counts per file; capped by `head_limit`.";
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
-        let resolved = paths.resolve(input.path.as_deref().unwrap_or("."))?;
-        let shown = paths.display(&resolved);
-        let mut action = plain_action(
+        let dir = input.path.as_deref().unwrap_or(".");
+        file_action(
             Self::NAME,
             ActionKind::Read,
-            format!("/{}/ in {shown}", input.pattern),
-        );
-        action.target = Target::Path(shown);
-        Ok(action)
+            dir,
+            Some(format!("/{}/", input.pattern)),
+            paths,
+        )
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
