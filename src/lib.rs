@@ -10,6 +10,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod events;
+pub mod lsp;
 pub mod permission;
 pub mod provider;
 pub mod tools;

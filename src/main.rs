@@ -19,10 +19,10 @@ fn main() -> ExitCode {
     };
     match cli.command {
         None | Some(Command::Lsp) => {
-            eprintln!(
-                "bareagent: the language server is not built yet; use `bareagent run PROMPT` for the headless agent"
-            );
-            ExitCode::from(2)
+            runtime.block_on(bareagent::lsp::serve());
+            // stdin's reader thread may still be blocked in read(2): do not wait for it.
+            runtime.shutdown_background();
+            ExitCode::SUCCESS
         }
         Some(Command::Run(args)) => match runtime.block_on(bareagent::cli::run(args)) {
             Ok(code) => code,
@@ -42,6 +42,7 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

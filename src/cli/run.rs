@@ -16,14 +16,9 @@ use crate::agent::{
 };
 use crate::config::{Config, project_config_path};
 use crate::permission::{PermissionGate, RuleSet};
-use crate::provider::{
-    Anthropic, HttpSettings, OpenAi, Provider, ProviderKind, Recorder, Replay, retry::RetryPolicy,
-};
+use crate::provider::{HttpSettings, Provider, ProviderChoice, retry::RetryPolicy};
 use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
-
-const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
-const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1";
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let root = std::env::current_dir().context("cannot read the current directory")?;
@@ -102,69 +97,20 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken) {
 }
 
 fn build_provider(args: &RunArgs, config: &Config) -> anyhow::Result<Box<dyn Provider>> {
-    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    let kind = match (&args.replay, args.provider.or(config.provider)) {
-        (Some(_), None | Some(ProviderKind::Replay)) => ProviderKind::Replay,
-        (Some(_), Some(other)) => anyhow::bail!(
-            "--replay answers from a file; it cannot be combined with --provider {other:?}"
-        ),
-        (None, Some(kind)) => kind,
-        (None, None) if env("ANTHROPIC_API_KEY").is_some() => ProviderKind::Anthropic,
-        (None, None) if env("OPENAI_API_KEY").is_some() || env("OPENAI_BASE_URL").is_some() => {
-            ProviderKind::Openai
-        }
-        (None, None) => anyhow::bail!(
-            "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), or try the offline demo with --replay"
-        ),
-    };
-    let settings = HttpSettings {
-        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
-        retry: RetryPolicy {
-            max_attempts: args.max_attempts.max(1),
-            ..RetryPolicy::default()
+    let choice = ProviderChoice {
+        kind: args.provider.or(config.provider),
+        model: args.model.clone().or_else(|| config.model.clone()),
+        base_url: args.base_url.clone(),
+        replay: args.replay.clone(),
+        record: args.record.clone(),
+        http: HttpSettings {
+            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+            retry: RetryPolicy {
+                max_attempts: args.max_attempts.max(1),
+                ..RetryPolicy::default()
+            },
+            ..HttpSettings::default()
         },
-        ..HttpSettings::default()
     };
-    let provider: Box<dyn Provider> = match kind {
-        ProviderKind::Anthropic => {
-            let base = args.base_url.clone().or_else(|| env("ANTHROPIC_BASE_URL"));
-            Box::new(Anthropic::new(
-                base.as_deref()
-                    .unwrap_or(crate::provider::anthropic::DEFAULT_BASE_URL),
-                env("ANTHROPIC_API_KEY").unwrap_or_default(),
-                args.model
-                    .as_deref()
-                    .or(config.model.as_deref())
-                    .unwrap_or(DEFAULT_ANTHROPIC_MODEL),
-                settings,
-            )?)
-        }
-        ProviderKind::Openai => {
-            let base = args.base_url.clone().or_else(|| env("OPENAI_BASE_URL"));
-            Box::new(OpenAi::new(
-                base.as_deref()
-                    .unwrap_or(crate::provider::openai::DEFAULT_BASE_URL),
-                env("OPENAI_API_KEY"),
-                args.model
-                    .as_deref()
-                    .or(config.model.as_deref())
-                    .unwrap_or(DEFAULT_OPENAI_MODEL),
-                settings,
-            )?)
-        }
-        ProviderKind::Replay => {
-            let path = args
-                .replay
-                .as_deref()
-                .context("--provider replay needs --replay FILE")?;
-            Box::new(Replay::from_file(path)?)
-        }
-    };
-    Ok(match &args.record {
-        Some(path) => Box::new(
-            Recorder::new(provider, path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => provider,
-    })
+    Ok(choice.build()?)
 }

@@ -171,6 +171,15 @@ impl PermissionGate {
         self.mode
     }
 
+    /// The same mode and rules (shared: what one allows, both allow), with
+    /// another approver: a new turn's.
+    pub fn with_approver(&self, approver: Box<dyn Approver>) -> PermissionGate {
+        PermissionGate {
+            approver: Arc::from(approver),
+            ..self.clone()
+        }
+    }
+
     /// The same rules and mode, but whatever would ask is denied: for
     /// sub-agents and background work, which have nobody to ask.
     pub fn without_prompts(&self) -> PermissionGate {

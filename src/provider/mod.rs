@@ -6,6 +6,7 @@
 //! their edge; nothing outside this module knows a wire format.
 
 pub mod anthropic;
+mod choice;
 mod error;
 mod http;
 pub mod openai;
@@ -25,6 +26,7 @@ use serde_json::Value;
 use crate::agent::{ContentBlock, Message};
 
 pub use anthropic::Anthropic;
+pub use choice::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, ProviderChoice};
 pub use error::ProviderError;
 pub use http::HttpSettings;
 pub use openai::OpenAi;
@@ -112,7 +114,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// Which wire protocol to speak.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     Anthropic,

@@ -1,0 +1,261 @@
+//! The chat file, `.bareagent/chat.md`: the conversation as markdown, and
+//! the place a user without a plugin writes prompts (under the last
+//! `## You`). The reply is appended at the real end of the document —
+//! through `workspace/applyEdit` when the editor has it open, so the user's
+//! own edits elsewhere survive, else on disk — a few times a second.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tower_lsp_server::ls_types::{
+    DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position, Range,
+    TextDocumentEdit, TextEdit, WorkspaceEdit,
+};
+
+use super::state::State;
+
+pub const YOU: &str = "## You";
+pub const AGENT: &str = "## Agent";
+/// How long appended text is gathered before it is written.
+const COALESCE: Duration = Duration::from_millis(250);
+
+pub const NEW_CHAT: &str = "# bareagent\n\nWrite your request under the last `## You` heading, then run the code action \
+\"Send to agent\" (or the command `bareagent.ask`). The reply appears below it.\n\n## You\n\n";
+
+/// The prompt under the last `## You` heading, if the user wrote one that
+/// has not been answered yet.
+pub fn pending_prompt(text: &str) -> Option<String> {
+    let start = last_heading(text, YOU)?;
+    let after = &text[start + YOU.len()..];
+    if after.lines().any(|line| line.trim_end() == AGENT) {
+        return None;
+    }
+    let prompt = after.trim();
+    (!prompt.is_empty()).then(|| prompt.to_string())
+}
+
+fn last_heading(text: &str, heading: &str) -> Option<usize> {
+    let mut found = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == heading {
+            found = Some(offset);
+        }
+        offset += line.len();
+    }
+    found
+}
+
+/// The chat's current text: the editor's buffer, else the file.
+pub fn current_text(state: &State) -> Option<String> {
+    let path = state.chat_path();
+    if let Some(document) = state.lock_documents().get(&path) {
+        return Some(document.text());
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// Creates the chat file if it does not exist.
+pub fn ensure_exists(path: &Path) -> std::io::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, NEW_CHAT)
+}
+
+/// Appends to the chat in the background, coalescing pieces.
+pub struct ChatWriter {
+    sender: Option<mpsc::UnboundedSender<String>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ChatWriter {
+    pub fn start(state: Arc<State>) -> ChatWriter {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<String>();
+        let task = tokio::spawn(async move {
+            while let Some(first) = receiver.recv().await {
+                let mut text = first;
+                let deadline = tokio::time::sleep(COALESCE);
+                tokio::pin!(deadline);
+                loop {
+                    tokio::select! {
+                        () = &mut deadline => break,
+                        more = receiver.recv() => match more {
+                            Some(more) => text.push_str(&more),
+                            None => break,
+                        },
+                    }
+                }
+                append(&state, &text).await;
+            }
+        });
+        ChatWriter {
+            sender: Some(sender),
+            task: Some(task),
+        }
+    }
+
+    pub fn write(&self, text: impl Into<String>) {
+        if let Some(sender) = &self.sender {
+            let _ = sender.send(text.into());
+        }
+    }
+
+    /// Another way in, for the task that forwards events.
+    pub fn handle(&self) -> ChatHandle {
+        ChatHandle(self.sender.clone())
+    }
+
+    /// Writes what is left and waits until it is written.
+    pub async fn finish(&mut self) {
+        self.sender.take();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct ChatHandle(Option<mpsc::UnboundedSender<String>>);
+
+impl ChatHandle {
+    pub fn write(&self, text: impl Into<String>) {
+        if let Some(sender) = &self.0 {
+            let _ = sender.send(text.into());
+        }
+    }
+}
+
+/// Appends `text` at the end of the chat as it is now.
+pub async fn append(state: &State, text: &str) {
+    let path = state.chat_path();
+    for _attempt in 0..5 {
+        let open = {
+            let documents = state.lock_documents();
+            documents
+                .get(&path)
+                .map(|d| (d.uri.clone(), d.version, d.end(state.init().encoding)))
+        };
+        let Some((uri, version, end)) = open.filter(|_| state.init().can_apply_edit) else {
+            return append_on_disk(&path, text);
+        };
+        let Ok(uri) = uri.parse() else {
+            return append_on_disk(&path, text);
+        };
+        let at = Position::new(end.line, end.character);
+        let edit = WorkspaceEdit {
+            document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
+                text_document: OptionalVersionedTextDocumentIdentifier {
+                    uri,
+                    version: Some(version),
+                },
+                edits: vec![OneOf::Left(TextEdit {
+                    range: Range::new(at, at),
+                    new_text: text.to_string(),
+                })],
+            }])),
+            ..WorkspaceEdit::default()
+        };
+        let applied =
+            tokio::time::timeout(Duration::from_secs(10), state.client.apply_edit(edit)).await;
+        if matches!(applied, Ok(Ok(ref response)) if response.applied)
+            && wait_for_version_after(state, &path, version).await
+        {
+            return;
+        }
+        // The user typed in between (a newer version): try again at the new end.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tracing::warn!(
+        "could not append to the chat in the editor; the text is in the bareagent/event stream"
+    );
+}
+
+/// Waits (briefly) for the editor to report a version newer than `version`.
+async fn wait_for_version_after(state: &State, path: &Path, version: i32) -> bool {
+    let check = || {
+        state
+            .lock_documents()
+            .get(path)
+            .is_none_or(|d| d.version > version)
+    };
+    let wait = async {
+        loop {
+            let notified = state.documents_changed.notified();
+            if check() {
+                return;
+            }
+            notified.await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(2), wait)
+        .await
+        .is_ok()
+}
+
+fn append_on_disk(path: &Path, text: &str) {
+    use std::io::Write;
+    let result = ensure_exists(path).and_then(|()| {
+        let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
+        file.write_all(text.as_bytes())
+    });
+    if let Err(error) = result {
+        tracing::warn!(%error, "cannot append to the chat file");
+    }
+}
+
+/// What to append when a turn starts, given the chat's text.
+pub fn turn_header(chat: &str, prompt: &str, prompt_from_chat: bool) -> String {
+    let newline = if chat.is_empty() || chat.ends_with("\n\n") {
+        ""
+    } else if chat.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    };
+    if prompt_from_chat {
+        return format!("{newline}{AGENT}\n\n");
+    }
+    let ends_with_empty_you =
+        last_heading(chat, YOU).is_some_and(|at| chat[at + YOU.len()..].trim().is_empty());
+    if ends_with_empty_you {
+        format!("{newline}{prompt}\n\n{AGENT}\n\n")
+    } else {
+        format!("{newline}{YOU}\n\n{prompt}\n\n{AGENT}\n\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_unanswered_prompt() {
+        assert_eq!(pending_prompt(NEW_CHAT), None);
+        let chat = format!("{NEW_CHAT}Fix the tests\nplease\n");
+        assert_eq!(
+            pending_prompt(&chat).as_deref(),
+            Some("Fix the tests\nplease")
+        );
+        let answered = format!("{chat}\n## Agent\n\nDone.\n");
+        assert_eq!(pending_prompt(&answered), None);
+        let next = format!("{answered}\n## You\n\nNow the docs\n");
+        assert_eq!(pending_prompt(&next).as_deref(), Some("Now the docs"));
+    }
+
+    #[test]
+    fn headers_fit_the_chat() {
+        assert_eq!(turn_header("## You\n\nhi\n", "hi", true), "\n## Agent\n\n");
+        assert_eq!(turn_header(NEW_CHAT, "do x", false), "do x\n\n## Agent\n\n");
+        assert_eq!(
+            turn_header("## Agent\n\ndone", "do y", false),
+            "\n\n## You\n\ndo y\n\n## Agent\n\n"
+        );
+    }
+}

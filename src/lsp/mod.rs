@@ -1,0 +1,54 @@
+//! The language server: `bareagent` with no arguments. It runs the agent
+//! loop against the editor's workspace — open buffers first, edits through
+//! `workspace/applyEdit`, questions through `window/showMessageRequest` or
+//! code actions — and is the only module that knows LSP types.
+
+mod approvals;
+mod chat;
+mod documents;
+mod editor;
+mod pump;
+mod server;
+mod session;
+mod state;
+mod turn;
+
+use std::sync::Arc;
+
+use tower_lsp_server::{LspService, Server};
+
+pub use documents::{Change, Document, Encoding, Pos};
+
+/// Handlers that may run at once. tower-lsp-server's default (4) lets four
+/// handlers waiting on the client wedge everything, `$/cancelRequest` included.
+const CONCURRENCY: usize = 64;
+
+/// Serves LSP on stdin/stdout until the editor closes stdin or says `exit`.
+pub async fn serve() {
+    let (service, socket) = LspService::build(|client| server::Backend {
+        state: Arc::new(state::State::new(client)),
+    })
+    .custom_method(
+        "window/workDoneProgress/cancel",
+        |backend: &server::Backend, params| {
+            server::cancel_progress(&backend.state, params);
+            std::future::ready(())
+        },
+    )
+    .finish();
+    let (server_input, pump_output) = tokio::io::duplex(1 << 20);
+    let (server_output, writer_input) = tokio::io::duplex(1 << 20);
+    let (errors, error_answers) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(pump::forward_input(tokio::io::stdin(), pump_output, errors));
+    let writer = tokio::spawn(pump::write_output(
+        writer_input,
+        error_answers,
+        tokio::io::stdout(),
+    ));
+    Server::new(server_input, server_output, socket)
+        .concurrency_level(CONCURRENCY)
+        .serve(service)
+        .await;
+    reader.abort();
+    let _ = writer.await;
+}

@@ -1,0 +1,542 @@
+//! The `LanguageServer` implementation: every handler answers promptly.
+//! Document notifications change state synchronously, before any `.await`,
+//! so they keep their order; commands start turns as tasks and return.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tower_lsp_server::LanguageServer;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
+
+use super::approvals::id_argument;
+use super::chat;
+use super::documents::{Change, Document, Encoding, Pos};
+use super::state::{EditorSettings, Init, MAIN_SESSION, State};
+use super::turn::{self, Ask};
+use crate::permission::{Approval, DENIED_BY_USER};
+use crate::workspace::PathResolver;
+
+pub const COMMANDS: [&str; 8] = [
+    "bareagent.ask",
+    "bareagent.cancel",
+    "bareagent.approve",
+    "bareagent.approveAlways",
+    "bareagent.reject",
+    "bareagent.newSession",
+    "bareagent.status",
+    "bareagent.openChat",
+];
+
+pub struct Backend {
+    pub state: Arc<State>,
+}
+
+fn path_of(uri: &Uri) -> Option<std::path::PathBuf> {
+    let path = uri.to_file_path()?.into_owned();
+    // Documents are keyed by real paths, as the tools resolve them.
+    Some(match path.parent().and_then(|p| p.canonicalize().ok()) {
+        Some(parent) => parent.join(path.file_name().unwrap_or_default()),
+        None => path,
+    })
+}
+
+fn pos(p: Position) -> Pos {
+    Pos {
+        line: p.line,
+        character: p.character,
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid_params(message.into())
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let capabilities = &params.capabilities;
+        let offered = capabilities
+            .general
+            .as_ref()
+            .and_then(|g| g.position_encodings.clone())
+            .unwrap_or_default();
+        let encoding = if offered.contains(&PositionEncodingKind::UTF8) {
+            Encoding::Utf8
+        } else {
+            Encoding::Utf16
+        };
+        #[allow(deprecated)]
+        let root = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|folders| folders.first())
+            .and_then(|folder| folder.uri.to_file_path().map(|p| p.into_owned()))
+            .or_else(|| {
+                params
+                    .root_uri
+                    .as_ref()
+                    .and_then(|uri| uri.to_file_path().map(|p| p.into_owned()))
+            })
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| std::path::PathBuf::from("/"));
+        let paths = PathResolver::new(&root)
+            .map_err(|e| invalid(format!("the workspace root {}: {e}", root.display())))?;
+        let workspace = capabilities.workspace.as_ref();
+        let edit_caps = workspace.and_then(|w| w.workspace_edit.as_ref());
+        let window = capabilities.window.as_ref();
+        let init = Init {
+            root: paths.root().to_path_buf(),
+            paths,
+            encoding,
+            can_ask: window.and_then(|w| w.show_message.as_ref()).is_some(),
+            can_progress: window.and_then(|w| w.work_done_progress).unwrap_or(false),
+            can_apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false)
+                && edit_caps.and_then(|e| e.document_changes).unwrap_or(false),
+            can_create_files: edit_caps
+                .and_then(|e| e.resource_operations.as_ref())
+                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+            can_show_document: window
+                .and_then(|w| w.show_document.as_ref())
+                .is_some_and(|s| s.support),
+            can_configure: workspace.and_then(|w| w.configuration).unwrap_or(false),
+            options: params.initialization_options.clone().unwrap_or(Value::Null),
+        };
+        *self
+            .state
+            .editor_settings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = EditorSettings::from_value(&init.options);
+        let _ = self.state.init.set(init);
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo {
+                name: "bareagent".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            capabilities: ServerCapabilities {
+                position_encoding: Some(match encoding {
+                    Encoding::Utf8 => PositionEncodingKind::UTF8,
+                    Encoding::Utf16 => PositionEncodingKind::UTF16,
+                }),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                        ..TextDocumentSyncOptions::default()
+                    },
+                )),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
+                    ..ExecuteCommandOptions::default()
+                }),
+                code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+                ..ServerCapabilities::default()
+            },
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _params: InitializedParams) {
+        self.refresh_configuration().await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.stop_everything();
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let document = params.text_document;
+        if let Some(path) = path_of(&document.uri) {
+            let opened = Document::new(document.uri.to_string(), &document.text, document.version);
+            self.state.lock_documents().open(path.clone(), opened);
+            self.state
+                .overlay
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&path);
+        }
+        self.state.documents_changed.notify_waiters();
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let encoding = self.state.init().encoding;
+        if let Some(path) = path_of(&params.text_document.uri) {
+            let mut documents = self.state.lock_documents();
+            match documents.get_mut(&path) {
+                Some(document) => {
+                    for change in &params.content_changes {
+                        let range = change.range.map(|r| (pos(r.start), pos(r.end)));
+                        document.apply(
+                            &Change {
+                                range,
+                                text: change.text.clone(),
+                            },
+                            encoding,
+                        );
+                    }
+                    document.version = params.text_document.version;
+                }
+                None => {
+                    tracing::warn!(uri = %params.text_document.uri.as_str(), "didChange for a document that is not open")
+                }
+            }
+        }
+        self.state.documents_changed.notify_waiters();
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        if let Some(path) = path_of(&params.text_document.uri) {
+            self.state.lock_documents().close(&path);
+            self.state
+                .overlay
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&path);
+        }
+        self.state.documents_changed.notify_waiters();
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        if !params.settings.is_null() {
+            self.set_editor_settings(EditorSettings::from_value(&params.settings));
+        } else {
+            self.refresh_configuration().await;
+        }
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let arguments = params.arguments;
+        let answer = match params.command.as_str() {
+            "bareagent.ask" => self.ask(&arguments)?,
+            "bareagent.cancel" => {
+                let session = arguments
+                    .first()
+                    .and_then(|a| a.get("session"))
+                    .and_then(Value::as_str);
+                match turn::cancel(&self.state, session, None) {
+                    Some(id) => json!({"cancelled": id}),
+                    None => json!({"cancelled": null, "message": "no turn is running"}),
+                }
+            }
+            "bareagent.approve" => self.answer(&arguments, Approval::AllowOnce)?,
+            "bareagent.approveAlways" => self.answer(&arguments, Approval::AllowAlways)?,
+            "bareagent.reject" => {
+                self.answer(&arguments, Approval::Reject(DENIED_BY_USER.into()))?
+            }
+            "bareagent.newSession" => {
+                let name = arguments
+                    .first()
+                    .and_then(|a| a.get("session"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(MAIN_SESSION);
+                turn::cancel(&self.state, Some(name), None);
+                self.state.lock_sessions().remove(name);
+                json!({"session": name, "cleared": true})
+            }
+            "bareagent.status" => self.state.status(),
+            "bareagent.openChat" => self.open_chat().await?,
+            other => {
+                return Err(invalid(format!(
+                    "unknown command `{other}`; the commands are {}",
+                    COMMANDS.join(", ")
+                )));
+            }
+        };
+        Ok(Some(answer))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let mut actions = Vec::new();
+        let command = |title: String, name: &str, arguments: Vec<Value>, kind: CodeActionKind| {
+            CodeActionOrCommand::CodeAction(CodeAction {
+                title: title.clone(),
+                kind: Some(kind),
+                command: Some(Command {
+                    title,
+                    command: name.to_string(),
+                    arguments: Some(arguments),
+                }),
+                ..CodeAction::default()
+            })
+        };
+        // Pending approvals, in every document: a Helix user approves with `space a` wherever they are.
+        for view in self.state.approvals.list() {
+            let arguments = vec![json!({"id": view.id})];
+            let what = format!("{} {}", view.tool, view.summary);
+            actions.push(command(
+                format!("Allow: {what}"),
+                "bareagent.approve",
+                arguments.clone(),
+                CodeActionKind::QUICKFIX,
+            ));
+            actions.push(command(
+                format!("Allow always: {}", view.rule),
+                "bareagent.approveAlways",
+                arguments.clone(),
+                CodeActionKind::QUICKFIX,
+            ));
+            actions.push(command(
+                format!("Reject: {what}"),
+                "bareagent.reject",
+                arguments,
+                CodeActionKind::QUICKFIX,
+            ));
+        }
+        let uri = &params.text_document.uri;
+        let path = path_of(uri);
+        let is_chat = path.as_deref() == Some(self.state.chat_path().as_path());
+        if is_chat {
+            if chat::current_text(&self.state)
+                .as_deref()
+                .and_then(chat::pending_prompt)
+                .is_some()
+            {
+                actions.push(command(
+                    "Send to agent".into(),
+                    "bareagent.ask",
+                    vec![],
+                    CodeActionKind::EMPTY,
+                ));
+            }
+        } else if let Some(path) = &path {
+            for diagnostic in &params.context.diagnostics {
+                if diagnostic.source.as_deref() == Some("bareagent") {
+                    continue;
+                }
+                let shown = self.state.init().paths.display(path);
+                let prompt = format!(
+                    "Fix this problem in {shown} at line {}: {}",
+                    diagnostic.range.start.line + 1,
+                    diagnostic.message
+                );
+                let title = format!(
+                    "Fix with agent: {}",
+                    diagnostic.message.lines().next().unwrap_or_default()
+                );
+                actions.push(command(
+                    title,
+                    "bareagent.ask",
+                    vec![json!({"prompt": prompt})],
+                    CodeActionKind::QUICKFIX,
+                ));
+            }
+            if params.range.start != params.range.end {
+                let arguments =
+                    vec![json!({"selection": {"uri": uri.as_str(), "range": params.range}})];
+                actions.push(command(
+                    "Ask agent about selection".into(),
+                    "bareagent.ask",
+                    arguments,
+                    CodeActionKind::EMPTY,
+                ));
+            }
+        }
+        Ok(Some(actions))
+    }
+}
+
+impl Backend {
+    fn stop_everything(&self) {
+        let sessions = self.state.lock_sessions();
+        for session in sessions.values() {
+            if let Some(running) = &session.running {
+                running.cancel.cancel();
+            }
+            session.background.kill_all();
+        }
+    }
+
+    fn set_editor_settings(&self, settings: EditorSettings) {
+        *self
+            .state
+            .editor_settings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = settings;
+        // Gates hold the old rules: the next turn builds a new one.
+        for session in self.state.lock_sessions().values_mut() {
+            session.gate = None;
+        }
+    }
+
+    /// Asks the editor for the `bareagent` section, where it can.
+    async fn refresh_configuration(&self) {
+        if !self.state.init().can_configure {
+            return;
+        }
+        let item = ConfigurationItem {
+            scope_uri: None,
+            section: Some("bareagent".into()),
+        };
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            self.state.client.configuration(vec![item]),
+        )
+        .await;
+        if let Ok(Ok(values)) = answer {
+            if let Some(value) = values.first().filter(|v| !v.is_null()) {
+                let mut merged = self.state.init().options.clone();
+                merge(&mut merged, value);
+                self.set_editor_settings(EditorSettings::from_value(&merged));
+            }
+        }
+    }
+
+    fn ask(&self, arguments: &[Value]) -> Result<Value> {
+        let argument = arguments.first().cloned().unwrap_or(Value::Null);
+        let session = argument
+            .get("session")
+            .and_then(Value::as_str)
+            .unwrap_or(MAIN_SESSION)
+            .to_string();
+        if let Some(selection) = argument.get("selection") {
+            return self.prepare_selection(selection);
+        }
+        let given = argument
+            .as_str()
+            .or_else(|| argument.get("prompt").and_then(Value::as_str));
+        let (prompt, prompt_in_chat) = match given.map(str::trim).filter(|p| !p.is_empty()) {
+            Some(prompt) => (prompt.to_string(), false),
+            None => match chat::current_text(&self.state)
+                .as_deref()
+                .and_then(chat::pending_prompt)
+            {
+                Some(prompt) => (prompt, true),
+                None => {
+                    return Err(invalid(
+                        "nothing to ask: pass a prompt, or write one under the last `## You` in .bareagent/chat.md",
+                    ));
+                }
+            },
+        };
+        Ok(turn::start(
+            &self.state,
+            Ask {
+                session,
+                prompt,
+                prompt_in_chat,
+            },
+        ))
+    }
+
+    /// "Ask agent about selection": quotes the selection in the chat under a
+    /// new `## You`, where the user writes the question, then sends it.
+    fn prepare_selection(&self, selection: &Value) -> Result<Value> {
+        let uri: Uri = selection
+            .get("uri")
+            .and_then(Value::as_str)
+            .and_then(|u| u.parse().ok())
+            .ok_or_else(|| invalid("selection.uri is missing"))?;
+        let range: Range =
+            serde_json::from_value(selection.get("range").cloned().unwrap_or(Value::Null))
+                .map_err(|e| invalid(format!("selection.range: {e}")))?;
+        let path = path_of(&uri).ok_or_else(|| invalid("selection.uri is not a file"))?;
+        let encoding = self.state.init().encoding;
+        let quoted = {
+            let documents = self.state.lock_documents();
+            let document = documents
+                .get(&path)
+                .ok_or_else(|| invalid("the selected document is not open"))?;
+            let start = super::documents::char_index(&document.rope, pos(range.start), encoding);
+            let end = super::documents::char_index(&document.rope, pos(range.end), encoding);
+            document.rope.slice(start..end.max(start)).to_string()
+        };
+        let shown = self.state.init().paths.display(&path);
+        let language = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let text = format!(
+            "\n\nAbout `{shown}`, lines {}–{}:\n\n```{language}\n{}\n```\n\n",
+            range.start.line + 1,
+            range.end.line + 1,
+            quoted.trim_end()
+        );
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            let chat_path = state.chat_path();
+            if let Err(error) = chat::ensure_exists(&chat_path) {
+                tracing::warn!(%error, "cannot create the chat file");
+            }
+            let current = chat::current_text(&state).unwrap_or_default();
+            let heading = if chat::pending_prompt(&current).is_none()
+                && current.trim_end().ends_with(chat::YOU)
+            {
+                String::new()
+            } else {
+                format!("\n\n{}", chat::YOU)
+            };
+            chat::append(&state, &format!("{heading}{text}")).await;
+            show_chat(&state).await;
+        });
+        Ok(
+            json!({"prepared": true, "message": "the selection is quoted in .bareagent/chat.md: write your question below it and send it"}),
+        )
+    }
+
+    fn answer(&self, arguments: &[Value], approval: Approval) -> Result<Value> {
+        let id = id_argument(arguments);
+        match self.state.approvals.resolve(id, approval) {
+            Some(view) => {
+                Ok(json!({"resolved": view.id, "tool": view.tool, "summary": view.summary}))
+            }
+            None => Err(invalid(match id {
+                Some(id) => format!("no pending approval with id {id}"),
+                None => "no approval is pending".to_string(),
+            })),
+        }
+    }
+
+    async fn open_chat(&self) -> Result<Value> {
+        let path = self.state.chat_path();
+        chat::ensure_exists(&path)
+            .map_err(|e| invalid(format!("cannot create {}: {e}", path.display())))?;
+        let shown = show_chat(&self.state).await;
+        let uri = State::uri_of(&path).map(|u| u.to_string());
+        Ok(json!({"uri": uri, "shown": shown}))
+    }
+}
+
+/// Opens the chat in the editor, where `window/showDocument` exists.
+async fn show_chat(state: &State) -> bool {
+    let Some(uri) = State::uri_of(&state.chat_path()) else {
+        return false;
+    };
+    if !state.init().can_show_document {
+        return false;
+    }
+    let params = ShowDocumentParams {
+        uri,
+        external: Some(false),
+        take_focus: Some(true),
+        selection: None,
+    };
+    matches!(
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            state.client.show_document(params)
+        )
+        .await,
+        Ok(Ok(true))
+    )
+}
+
+/// Adds `overlay`'s keys to `base`, recursively.
+fn merge(base: &mut Value, overlay: &Value) {
+    match (base, overlay) {
+        (Value::Object(base), Value::Object(overlay)) => {
+            for (key, value) in overlay {
+                merge(base.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+        (base, overlay) => *base = overlay.clone(),
+    }
+}
+
+/// Exposed for the command that cancels progress (`window/workDoneProgress/cancel`).
+pub fn cancel_progress(state: &State, params: WorkDoneProgressCancelParams) {
+    let token = match params.token {
+        NumberOrString::String(token) => token,
+        NumberOrString::Number(number) => number.to_string(),
+    };
+    if turn::cancel(state, None, Some(&token)).is_none() {
+        tracing::info!(token, "progress cancel for no running turn");
+    }
+}

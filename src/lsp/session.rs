@@ -1,0 +1,45 @@
+//! A conversation with the agent inside the language server: its messages,
+//! its running turn, its permission gate (with the rules the user allowed
+//! during it) and its background commands. The main session is the one the
+//! chat file shows; others can be started by name through `bareagent.ask`.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Inbox, Message};
+use crate::permission::PermissionGate;
+use crate::provider::Usage;
+use crate::tools::BackgroundTasks;
+
+pub struct Session {
+    pub messages: Vec<Message>,
+    pub running: Option<Running>,
+    pub usage: Usage,
+    /// Built at the first turn from the settings; "allow for session"
+    /// answers accumulate in it. Dropped when the settings change.
+    pub gate: Option<PermissionGate>,
+    pub background: Arc<BackgroundTasks>,
+    pub inbox: Inbox,
+}
+
+pub struct Running {
+    pub id: u64,
+    pub cancel: CancellationToken,
+    /// The `$/progress` token, when the editor shows progress.
+    pub progress_token: String,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        let inbox = Inbox::new();
+        Session {
+            messages: Vec::new(),
+            running: None,
+            usage: Usage::default(),
+            gate: None,
+            background: Arc::new(BackgroundTasks::new(inbox.clone())),
+            inbox,
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! What the language server knows, shared by its handlers and its turns.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::{
+    Diagnostic, DiagnosticSeverity, NumberOrString, Position, Range, Uri,
+};
+
+use super::approvals::{Approvals, describe};
+use super::documents::{Documents, Encoding};
+use super::session::Session;
+use crate::config::Config;
+use crate::permission::{PermissionMode, RuleLists};
+use crate::provider::ProviderKind;
+use crate::workspace::PathResolver;
+
+/// What `initialize` told us, fixed for the server's life.
+#[derive(Debug)]
+pub struct Init {
+    pub root: PathBuf,
+    pub paths: PathResolver,
+    pub encoding: Encoding,
+    /// `window/showMessageRequest` is available.
+    pub can_ask: bool,
+    pub can_progress: bool,
+    pub can_apply_edit: bool,
+    pub can_create_files: bool,
+    pub can_show_document: bool,
+    pub can_configure: bool,
+    /// `initializationOptions`, kept to merge with later configuration.
+    pub options: Value,
+}
+
+/// Settings an editor may pass (initializationOptions, workspace/configuration).
+/// Keys are never accepted here: they come from the environment.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EditorSettings {
+    pub provider: Option<ProviderKind>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
+    pub permissions: RuleLists,
+    pub max_iterations: Option<usize>,
+    /// Answer from a recording (the offline demo, and tests).
+    pub replay: Option<PathBuf>,
+    pub idle_timeout_secs: Option<u64>,
+}
+
+impl EditorSettings {
+    /// Lenient: a bad value is logged and the rest still applies.
+    pub fn from_value(value: &Value) -> EditorSettings {
+        let value = value.get("bareagent").unwrap_or(value);
+        if value.is_null() {
+            return EditorSettings::default();
+        }
+        for secret in ["apiKey", "anthropicApiKey", "openaiApiKey"] {
+            if value.get(secret).is_some() {
+                tracing::warn!(
+                    setting = secret,
+                    "keys are read from the environment only; this setting is ignored"
+                );
+            }
+        }
+        serde_json::from_value(value.clone()).unwrap_or_else(|error| {
+            tracing::warn!(%error, "ignoring malformed bareagent settings");
+            EditorSettings::default()
+        })
+    }
+
+    /// The editor's settings over the files' settings.
+    pub fn over(&self, files: &Config) -> Config {
+        let mut merged = files.clone();
+        merged.provider = self.provider.or(files.provider);
+        merged.model = self.model.clone().or_else(|| files.model.clone());
+        merged.permissions.mode = self.permission_mode.or(files.permissions.mode);
+        merged
+            .permissions
+            .rules
+            .allow
+            .extend(self.permissions.allow.iter().cloned());
+        merged
+            .permissions
+            .rules
+            .ask
+            .extend(self.permissions.ask.iter().cloned());
+        merged
+            .permissions
+            .rules
+            .deny
+            .extend(self.permissions.deny.iter().cloned());
+        merged
+    }
+}
+
+pub struct State {
+    pub client: Client,
+    pub documents: Mutex<Documents>,
+    /// Woken after every didOpen/didChange/didClose: edits wait on it to see
+    /// the editor confirm what it applied.
+    pub documents_changed: tokio::sync::Notify,
+    /// Text we wrote through a versionless edit to a file the editor has not
+    /// reported open: it is the file's content until the editor reports it.
+    pub overlay: Mutex<HashMap<PathBuf, String>>,
+    pub init: OnceLock<Init>,
+    pub editor_settings: Mutex<EditorSettings>,
+    pub sessions: Mutex<HashMap<String, Session>>,
+    pub approvals: Approvals,
+    pub next_turn: Mutex<u64>,
+}
+
+/// The main session: the one the chat file shows.
+pub const MAIN_SESSION: &str = "main";
+
+impl State {
+    pub fn new(client: Client) -> Self {
+        State {
+            client,
+            documents: Mutex::default(),
+            documents_changed: tokio::sync::Notify::new(),
+            overlay: Mutex::default(),
+            init: OnceLock::new(),
+            editor_settings: Mutex::default(),
+            sessions: Mutex::default(),
+            approvals: Approvals::default(),
+            next_turn: Mutex::new(0),
+        }
+    }
+
+    /// `initialize` ran (the protocol guarantees it before anything else);
+    /// before it, a fallback rooted at the current directory.
+    pub fn init(&self) -> &Init {
+        self.init.get_or_init(|| {
+            let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+            Init::fallback(root)
+        })
+    }
+
+    pub fn lock_documents(&self) -> std::sync::MutexGuard<'_, Documents> {
+        self.documents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The settings in force: files, then the editor's.
+    pub fn settings(&self) -> Result<Config, String> {
+        let files = Config::load(&self.init().root)?;
+        Ok(self
+            .editor_settings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .over(&files))
+    }
+
+    pub fn editor_settings(&self) -> EditorSettings {
+        self.editor_settings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn chat_path(&self) -> PathBuf {
+        self.init().root.join(".bareagent").join("chat.md")
+    }
+
+    pub fn uri_of(path: &Path) -> Option<Uri> {
+        Uri::from_file_path(path)
+    }
+
+    /// A `bareagent/event` notification (see docs/protocol.md).
+    pub async fn event(&self, event: Value) {
+        self.client.send_notification::<BareagentEvent>(event).await;
+    }
+
+    /// Shows every pending approval as a diagnostic on the chat file.
+    pub async fn publish_approvals(&self) {
+        let Some(uri) = Self::uri_of(&self.chat_path()) else {
+            return;
+        };
+        let diagnostics = self
+            .approvals
+            .list()
+            .iter()
+            .map(|view| Diagnostic {
+                range: Range::new(Position::new(0, 0), Position::new(0, 0)),
+                severity: Some(DiagnosticSeverity::WARNING),
+                code: Some(NumberOrString::Number(view.id as i32)),
+                source: Some("bareagent".into()),
+                message: format!(
+                    "Approval needed: {} Use the code actions (Allow / Allow always / Reject), or bareagent.approve / bareagent.reject.",
+                    describe(view)
+                ),
+                ..Diagnostic::default()
+            })
+            .collect();
+        self.client
+            .publish_diagnostics(uri, diagnostics, None)
+            .await;
+    }
+
+    /// A one-line status in the editor.
+    pub async fn show(
+        &self,
+        kind: tower_lsp_server::ls_types::MessageType,
+        text: impl Into<String>,
+    ) {
+        self.client.show_message(kind, text.into()).await;
+    }
+
+    pub fn next_turn(&self) -> u64 {
+        let mut next = self.next_turn.lock().unwrap_or_else(|p| p.into_inner());
+        *next += 1;
+        *next
+    }
+
+    pub fn status(&self) -> Value {
+        let sessions = self.lock_sessions();
+        let sessions: Vec<Value> = sessions
+            .iter()
+            .map(|(name, session)| {
+                json!({
+                    "name": name, "running": session.running.as_ref().map(|r| r.id),
+                    "messages": session.messages.len(), "usage": session.usage,
+                })
+            })
+            .collect();
+        let approvals: Vec<Value> = self
+            .approvals
+            .list()
+            .iter()
+            .map(|v| json!({"id": v.id, "turn": v.turn, "tool": v.tool, "summary": v.summary}))
+            .collect();
+        json!({"sessions": sessions, "pendingApprovals": approvals})
+    }
+}
+
+impl Init {
+    pub fn fallback(root: PathBuf) -> Init {
+        let paths = PathResolver::new(&root).unwrap_or_else(|_| {
+            PathResolver::new(Path::new("/")).expect("the file system root exists")
+        });
+        Init {
+            root: paths.root().to_path_buf(),
+            paths,
+            encoding: Encoding::Utf16,
+            can_ask: false,
+            can_progress: false,
+            can_apply_edit: false,
+            can_create_files: false,
+            can_show_document: false,
+            can_configure: false,
+            options: Value::Null,
+        }
+    }
+}
+
+/// The custom notification carrying agent events to rich clients.
+pub enum BareagentEvent {}
+
+impl tower_lsp_server::ls_types::notification::Notification for BareagentEvent {
+    type Params = Value;
+    const METHOD: &'static str = "bareagent/event";
+}

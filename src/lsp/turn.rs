@@ -1,0 +1,516 @@
+//! One agent turn started from the editor. It runs as its own task — the
+//! command that started it has already answered — and shows itself as it
+//! goes: `bareagent/event` notifications, the chat file, `$/progress`, and a
+//! one-line `window/showMessage` at the end.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::ls_types::{
+    MessageType, NumberOrString, ProgressParams, ProgressParamsValue, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressReport, notification,
+};
+
+use super::approvals::EditorApprover;
+use super::chat::{self, ChatWriter};
+use super::editor::EditorWorkspace;
+use super::session::{Running, Session};
+use super::state::{MAIN_SESSION, State};
+use crate::agent::{
+    Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop, system_prompt,
+};
+use crate::config::project_config_path;
+use crate::events::{AgentEvent, EventSink};
+use crate::permission::{PermissionGate, RuleSet};
+use crate::provider::{HttpSettings, ProviderChoice, Usage};
+use crate::tools::ToolRegistry;
+
+pub struct Ask {
+    pub session: String,
+    pub prompt: String,
+    /// The prompt is already in the chat file, under `## You`.
+    pub prompt_in_chat: bool,
+}
+
+/// Starts a turn, or, when the session is busy, hands the prompt to the
+/// running turn (it reaches the model at its next step). Answers at once.
+pub fn start(state: &Arc<State>, ask: Ask) -> Value {
+    let mut sessions = state.lock_sessions();
+    let session = sessions.entry(ask.session.clone()).or_default();
+    if let Some(running) = &session.running {
+        session
+            .inbox
+            .push(format!("<user-message>\n{}\n</user-message>", ask.prompt));
+        return json!({"turn": running.id, "queued": true});
+    }
+    let id = state.next_turn();
+    let cancel = CancellationToken::new();
+    let progress_token = format!("bareagent/turn/{id}");
+    session.running = Some(Running {
+        id,
+        cancel: cancel.clone(),
+        progress_token: progress_token.clone(),
+    });
+    let mut messages = std::mem::take(&mut session.messages);
+    crate::agent::message::push_user_blocks(
+        &mut messages,
+        vec![crate::agent::ContentBlock::Text {
+            text: ask.prompt.clone(),
+        }],
+    );
+    let turn = Turn {
+        state: state.clone(),
+        id,
+        session: ask.session.clone(),
+        cancel,
+        progress_token,
+        gate: session.gate.clone(),
+        background: session.background.clone(),
+        inbox: session.inbox.clone(),
+    };
+    drop(sessions);
+    tokio::spawn(turn.run(messages, ask));
+    json!({"turn": id, "queued": false})
+}
+
+/// Cancels the running turn of a session (or, by progress token, any).
+pub fn cancel(state: &State, session: Option<&str>, progress_token: Option<&str>) -> Option<u64> {
+    let sessions = state.lock_sessions();
+    let running = sessions
+        .iter()
+        .filter_map(|(name, s)| s.running.as_ref().map(|r| (name, r)))
+        .find(|(name, r)| match (session, progress_token) {
+            (_, Some(token)) => r.progress_token == token,
+            (Some(wanted), None) => name.as_str() == wanted,
+            (None, None) => name.as_str() == MAIN_SESSION,
+        })?;
+    running.1.cancel.cancel();
+    let id = running.1.id;
+    drop(sessions);
+    state.approvals.clear_turn(id);
+    Some(id)
+}
+
+struct Turn {
+    state: Arc<State>,
+    id: u64,
+    session: String,
+    cancel: CancellationToken,
+    progress_token: String,
+    gate: Option<PermissionGate>,
+    background: Arc<crate::tools::BackgroundTasks>,
+    inbox: crate::agent::Inbox,
+}
+
+impl Turn {
+    async fn run(self, messages: Vec<Message>, ask: Ask) {
+        let state = self.state.clone();
+        let snapshot = messages.clone();
+        let in_chat = self.session == MAIN_SESSION;
+        let mut chat = in_chat.then(|| ChatWriter::start(state.clone()));
+        if let Some(chat) = &chat {
+            let current = chat::current_text(&state).unwrap_or_default();
+            chat.write(chat::turn_header(&current, &ask.prompt, ask.prompt_in_chat));
+        }
+        state.event(json!({"type": "turn_started", "turn": self.id, "session": self.session, "prompt": ask.prompt})).await;
+        let progress = self.begin_progress(&ask.prompt).await;
+
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let sink = LspSink {
+            sender,
+            totals: Arc::default(),
+        };
+        let totals = sink.totals.clone();
+        let forwarder = tokio::spawn(forward_events(
+            Forwarding {
+                state: state.clone(),
+                turn: self.id,
+                session: self.session.clone(),
+                chat: chat.as_ref().map(ChatWriter::handle),
+                progress: progress.then(|| self.progress_token.clone()),
+                totals: totals.clone(),
+            },
+            receiver,
+        ));
+
+        // The loop runs in a task of its own: a panic in it ends this turn
+        // with an error, never the server.
+        let cancel = self.cancel.clone();
+        let (state2, id, gate, background, inbox) = (
+            state.clone(),
+            self.id,
+            self.gate.clone(),
+            self.background.clone(),
+            self.inbox.clone(),
+        );
+        let worker = tokio::spawn(async move {
+            let mut messages = messages;
+            let outcome = run_agent(
+                state2,
+                id,
+                gate,
+                background,
+                inbox,
+                cancel,
+                sink,
+                &mut messages,
+            )
+            .await;
+            (outcome, messages)
+        });
+        let (outcome, messages) = match worker.await {
+            Ok((outcome, messages)) => (outcome, messages),
+            Err(error) => {
+                let why = if error.is_panic() {
+                    "the turn crashed (a bug in bareagent)"
+                } else {
+                    "the turn was stopped"
+                };
+                tracing::error!(%error, "turn task failed");
+                (Err(why.to_string()), snapshot)
+            }
+        };
+        let _ = forwarder.await;
+
+        let totals = totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let summary = match &outcome {
+            Ok(outcome) => format!(
+                "bareagent: done ({} model calls, {} tokens out)",
+                outcome.iterations, outcome.usage.output_tokens
+            ),
+            Err(reason) => format!("bareagent: {reason}"),
+        };
+        if let Some(chat) = &mut chat {
+            chat.write(footer(&totals, &outcome));
+            chat.finish().await;
+        }
+        {
+            let mut sessions = state.lock_sessions();
+            let session: &mut Session = sessions.entry(self.session.clone()).or_default();
+            session.messages = messages;
+            session.running = None;
+            session.usage += totals.usage;
+        }
+        state.approvals.clear_turn(self.id);
+        state.publish_approvals().await;
+        if progress {
+            self.end_progress(&summary).await;
+        }
+        let (kind, event) = match &outcome {
+            Ok(outcome) => (
+                MessageType::INFO,
+                json!({"type": "turn_finished", "turn": self.id, "session": self.session, "text": outcome.text, "usage": outcome.usage}),
+            ),
+            Err(reason) => (
+                MessageType::WARNING,
+                json!({"type": "turn_failed", "turn": self.id, "session": self.session, "message": reason}),
+            ),
+        };
+        state.event(event).await;
+        state.show(kind, summary).await;
+    }
+
+    async fn begin_progress(&self, prompt: &str) -> bool {
+        if !self.state.init().can_progress {
+            return false;
+        }
+        let token = NumberOrString::String(self.progress_token.clone());
+        let created = tokio::time::timeout(
+            Duration::from_secs(5),
+            self.state.client.create_work_done_progress(token.clone()),
+        )
+        .await;
+        if !matches!(created, Ok(Ok(()))) {
+            return false;
+        }
+        let title: String = prompt.chars().take(60).collect();
+        self.progress(WorkDoneProgress::Begin(WorkDoneProgressBegin {
+            title: "bareagent".into(),
+            cancellable: Some(true),
+            message: Some(title),
+            percentage: None,
+        }))
+        .await;
+        true
+    }
+
+    async fn end_progress(&self, message: &str) {
+        self.progress(WorkDoneProgress::End(WorkDoneProgressEnd {
+            message: Some(message.to_string()),
+        }))
+        .await;
+    }
+
+    async fn progress(&self, value: WorkDoneProgress) {
+        send_progress(&self.state, &self.progress_token, value).await;
+    }
+}
+
+async fn send_progress(state: &State, token: &str, value: WorkDoneProgress) {
+    state
+        .client
+        .send_notification::<notification::Progress>(ProgressParams {
+            token: NumberOrString::String(token.to_string()),
+            value: ProgressParamsValue::WorkDone(value),
+        })
+        .await;
+}
+
+/// Builds the agent for this turn and runs the loop.
+#[allow(clippy::too_many_arguments)]
+async fn run_agent(
+    state: Arc<State>,
+    id: u64,
+    gate: Option<PermissionGate>,
+    background: Arc<crate::tools::BackgroundTasks>,
+    inbox: crate::agent::Inbox,
+    cancel: CancellationToken,
+    sink: LspSink,
+    messages: &mut Vec<Message>,
+) -> Result<TurnOutcome, String> {
+    let settings = state.settings()?;
+    let editor = state.editor_settings();
+    let root = state.init().root.clone();
+    let choice = ProviderChoice {
+        kind: settings.provider,
+        model: settings.model.clone(),
+        base_url: editor.base_url.clone(),
+        replay: editor
+            .replay
+            .clone()
+            .map(|p| if p.is_relative() { root.join(p) } else { p }),
+        record: None,
+        http: HttpSettings {
+            idle_timeout: editor
+                .idle_timeout_secs
+                .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
+            ..HttpSettings::default()
+        },
+    };
+    let provider = choice.build().map_err(|e| e.to_string())?;
+    let approver = EditorApprover {
+        state: state.clone(),
+        turn: id,
+    };
+    let gate = match gate {
+        Some(gate) => gate.with_approver(Box::new(approver)),
+        None => {
+            let rules = RuleSet::from_lists(&settings.permissions.rules)?;
+            let gate = PermissionGate::new(
+                settings.permissions.mode.unwrap_or_default(),
+                Box::new(approver),
+            )
+            .with_rules(rules)
+            .saving_to(project_config_path(&root));
+            // Kept in the session, so "allow for session" outlives this turn.
+            if let Some(session) = state
+                .lock_sessions()
+                .values_mut()
+                .find(|s| s.running.as_ref().is_some_and(|r| r.id == id))
+            {
+                session.gate = Some(gate.clone());
+            }
+            gate
+        }
+    };
+    let workspace = EditorWorkspace::new(state.clone())
+        .map_err(|e| format!("cannot open the workspace: {e}"))?;
+    let tools = ToolRegistry::standard();
+    let config = LoopConfig {
+        system: system_prompt(&root),
+        max_iterations: editor.max_iterations.unwrap_or(200),
+        ..LoopConfig::default()
+    };
+    let agent = Agent {
+        provider: provider.as_ref(),
+        tools: &tools,
+        gate: &gate,
+        workspace: &workspace,
+        sink: &sink,
+        compactor: &NoCompaction,
+        inbox: Some(&inbox),
+        config: &config,
+        cancel,
+        background: Some(&background),
+        depth: 0,
+    };
+    match run_loop(&agent, messages).await {
+        Ok(outcome) => Ok(outcome),
+        Err(LoopError::Cancelled) => Err("cancelled".into()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// What the chat footer reports.
+#[derive(Clone, Debug, Default)]
+struct Totals {
+    usage: Usage,
+    calls: u32,
+    /// Edited files with +/- line counts.
+    edits: BTreeMap<String, (usize, usize)>,
+}
+
+/// The loop's events, handed to a task that sends them out in order.
+struct LspSink {
+    sender: mpsc::UnboundedSender<AgentEvent>,
+    totals: Arc<Mutex<Totals>>,
+}
+
+impl EventSink for LspSink {
+    fn emit(&self, event: AgentEvent) {
+        if let AgentEvent::Usage { call, .. } = &event {
+            let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+            totals.usage += *call;
+            totals.calls += 1;
+        }
+        let _ = self.sender.send(event);
+    }
+}
+
+/// Where a turn's events go besides the `bareagent/event` stream.
+struct Forwarding {
+    state: Arc<State>,
+    turn: u64,
+    session: String,
+    chat: Option<chat::ChatHandle>,
+    /// The `$/progress` token, if the editor shows progress.
+    progress: Option<String>,
+    totals: Arc<Mutex<Totals>>,
+}
+
+/// Sends each event as `bareagent/event`, feeds the chat, reports progress,
+/// and counts edits for the chat's footer.
+async fn forward_events(to: Forwarding, mut events: mpsc::UnboundedReceiver<AgentEvent>) {
+    let mut calls: BTreeMap<String, (String, Value)> = BTreeMap::new();
+    let mut at_line_start = true;
+    while let Some(event) = events.recv().await {
+        let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
+        if let Some(object) = value.as_object_mut() {
+            object.insert("turn".into(), json!(to.turn));
+            object.insert("session".into(), json!(to.session));
+        }
+        to.state.event(value).await;
+        match event {
+            AgentEvent::TextDelta { text } => {
+                if let Some(chat) = &to.chat {
+                    at_line_start = text.ends_with('\n');
+                    chat.write(text);
+                }
+            }
+            AgentEvent::ToolCall { id, name, input } => {
+                let line = format!("`{name}` {}", brief(&input));
+                if let Some(chat) = &to.chat {
+                    chat.write(format!(
+                        "{}- {line}\n",
+                        if at_line_start { "" } else { "\n\n" }
+                    ));
+                    at_line_start = true;
+                }
+                if let Some(token) = &to.progress {
+                    let report = WorkDoneProgressReport {
+                        message: Some(line),
+                        cancellable: Some(true),
+                        percentage: None,
+                    };
+                    send_progress(&to.state, token, WorkDoneProgress::Report(report)).await;
+                }
+                calls.insert(id, (name, input));
+            }
+            AgentEvent::ToolResult {
+                id,
+                content,
+                is_error,
+                ..
+            } => {
+                if is_error {
+                    if let Some(chat) = &to.chat {
+                        let first: String = content
+                            .lines()
+                            .next()
+                            .unwrap_or_default()
+                            .chars()
+                            .take(160)
+                            .collect();
+                        chat.write(format!("  - ✗ {first}\n"));
+                    }
+                } else if let Some((name, input)) = calls.get(&id) {
+                    if let Some((path, added, removed)) = edit_counts(name, input) {
+                        let mut totals = to.totals.lock().unwrap_or_else(|p| p.into_inner());
+                        let entry = totals.edits.entry(path).or_default();
+                        entry.0 += added;
+                        entry.1 += removed;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Lines added and removed by a successful edit call, by its input.
+fn edit_counts(tool: &str, input: &Value) -> Option<(String, usize, usize)> {
+    let path = input.get("path")?.as_str()?.to_string();
+    let lines = |key: &str, value: &Value| {
+        value
+            .get(key)
+            .and_then(Value::as_str)
+            .map_or(0, |s| s.lines().count())
+    };
+    match tool {
+        "edit_file" => Some((path, lines("new_string", input), lines("old_string", input))),
+        "write_file" => Some((path, lines("content", input), 0)),
+        "multi_edit" => {
+            let edits = input.get("edits")?.as_array()?;
+            let added = edits.iter().map(|e| lines("new_string", e)).sum();
+            let removed = edits.iter().map(|e| lines("old_string", e)).sum();
+            Some((path, added, removed))
+        }
+        _ => None,
+    }
+}
+
+/// A tool call's input in a few words: the path, or the command.
+fn brief(input: &Value) -> String {
+    let text = input
+        .get("path")
+        .or_else(|| input.get("command"))
+        .or_else(|| input.get("pattern"))
+        .or_else(|| input.get("description"))
+        .and_then(Value::as_str)
+        .map_or_else(|| input.to_string(), str::to_string);
+    let short: String = text.chars().take(100).collect();
+    if short.len() < text.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+fn footer(totals: &Totals, outcome: &Result<TurnOutcome, String>) -> String {
+    let mut text = String::from("\n\n");
+    if !totals.edits.is_empty() {
+        let files: Vec<String> = totals
+            .edits
+            .iter()
+            .map(|(path, (added, removed))| format!("`{path}` (+{added} −{removed})"))
+            .collect();
+        text.push_str(&format!("**Edited:** {}\n\n", files.join(", ")));
+    }
+    if let Err(reason) = outcome {
+        text.push_str(&format!("**Stopped:** {reason}\n\n"));
+    }
+    let u = totals.usage;
+    text.push_str(&format!(
+        "_{} model calls · {} tokens in ({} cached) · {} out_\n\n{}\n\n",
+        totals.calls,
+        u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
+        u.cache_read_input_tokens,
+        u.output_tokens,
+        chat::YOU
+    ));
+    text
+}
