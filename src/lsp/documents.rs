@@ -96,12 +96,13 @@ pub fn char_index(rope: &Rope, pos: Pos, encoding: Encoding) -> usize {
     let target = match encoding {
         Encoding::Utf16 => {
             let start_cu = rope.char_to_utf16_cu(line_start);
-            rope.utf16_cu_to_char(start_cu + pos.character as usize)
+            let end_cu = rope.char_to_utf16_cu(line_end);
+            rope.utf16_cu_to_char((start_cu + pos.character as usize).min(end_cu))
         }
         Encoding::Utf8 => {
             let start_byte = rope.char_to_byte(line_start);
-            let byte = (start_byte + pos.character as usize).min(rope.len_bytes());
-            rope.byte_to_char(byte)
+            let end_byte = rope.char_to_byte(line_end);
+            rope.byte_to_char((start_byte + pos.character as usize).min(end_byte))
         }
     };
     target.clamp(line_start, line_end)
