@@ -143,13 +143,14 @@ pub trait Workspace: Send + Sync {
 
     /// Replaces a resolved path's text, creating the file and its parents if
     /// needed. `read_version` is the version the new text was computed from:
-    /// an implementation that tracks versions refuses a stale one.
+    /// an implementation that tracks versions refuses a stale one. Returns
+    /// the file's version after the write, where versions are tracked.
     async fn write_text(
         &self,
         path: &Path,
         text: &str,
         read_version: Option<i32>,
-    ) -> Result<(), WorkspaceError>;
+    ) -> Result<Option<i32>, WorkspaceError>;
 }
 
 /// The workspace on disk, with atomic writes.
@@ -203,7 +204,7 @@ impl Workspace for DiskWorkspace {
         path: &Path,
         text: &str,
         _read_version: Option<i32>,
-    ) -> Result<(), WorkspaceError> {
+    ) -> Result<Option<i32>, WorkspaceError> {
         let shown = self.paths.display(path);
         let path = path.to_path_buf();
         let text = text.to_string();
@@ -213,7 +214,8 @@ impl Workspace for DiskWorkspace {
                 path: shown.clone(),
                 message: error.to_string(),
             })?
-            .map_err(|error| io_error(&shown, error))
+            .map_err(|error| io_error(&shown, error))?;
+        Ok(None)
     }
 }
 

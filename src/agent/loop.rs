@@ -23,7 +23,7 @@ use super::message::{ContentBlock, Message, ToolCall, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{ActionKind, Decision, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
-use crate::tools::{BackgroundTasks, ToolContext, ToolRegistry};
+use crate::tools::{BackgroundTasks, ReadLedger, ToolContext, ToolRegistry};
 use crate::workspace::Workspace;
 
 #[derive(Clone, Debug)]
@@ -75,6 +75,8 @@ pub struct Agent<'a> {
     pub background: Option<&'a BackgroundTasks>,
     /// 0 for the user's agent, 1 for its sub-agents.
     pub depth: usize,
+    /// Which version of each file the model has seen.
+    pub reads: &'a ReadLedger,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -17,7 +17,7 @@ use crate::agent::{
 use crate::config::{Config, project_config_path};
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, Provider, ProviderChoice, retry::RetryPolicy};
-use crate::tools::{BackgroundTasks, ToolRegistry};
+use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -63,6 +63,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cancel,
         background: Some(&background),
         depth: 0,
+        reads: &ReadLedger::default(),
     };
     let mut messages = vec![Message::user_text(args.prompt.join(" "))];
     let outcome = run_loop(&agent, &mut messages).await;

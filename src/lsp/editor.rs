@@ -77,7 +77,7 @@ impl Workspace for EditorWorkspace {
         path: &Path,
         text: &str,
         read_version: Option<i32>,
-    ) -> Result<(), WorkspaceError> {
+    ) -> Result<Option<i32>, WorkspaceError> {
         let shown = self.paths().display(path);
         let init = self.state.init();
         if !init.can_apply_edit {
@@ -100,7 +100,7 @@ impl Workspace for EditorWorkspace {
             }
             let edits = minimal_edits(&rope, text, init.encoding);
             if edits.is_empty() {
-                return Ok(());
+                return Ok(Some(version));
             }
             let edit = text_edit(uri, Some(version), edits);
             self.apply(path, edit).await?;
@@ -154,7 +154,7 @@ impl Workspace for EditorWorkspace {
                 .insert(path.to_path_buf(), text.to_string());
         }
         tracing::debug!(file = %shown, "edited through the editor");
-        Ok(())
+        Ok(self.state.lock_documents().get(path).map(|d| d.version))
     }
 }
 
@@ -193,7 +193,7 @@ impl EditorWorkspace {
         path: &Path,
         version: i32,
         expected: &str,
-    ) -> Result<(), WorkspaceError> {
+    ) -> Result<Option<i32>, WorkspaceError> {
         let state = &self.state;
         let newer = || {
             state
@@ -219,7 +219,7 @@ impl EditorWorkspace {
         if let Some((_, false)) = newer() {
             tracing::info!(path = %path.display(), "the document changed by more than our edit (the user is typing)");
         }
-        Ok(())
+        Ok(state.lock_documents().get(path).map(|d| d.version))
     }
 }
 

@@ -138,6 +138,7 @@ impl LanguageServer for Backend {
 
     async fn initialized(&self, _params: InitializedParams) {
         self.refresh_configuration().await;
+        self.state.configured.send_replace(true);
     }
 
     async fn shutdown(&self) -> Result<()> {

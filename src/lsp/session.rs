@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Inbox, Message};
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
-use crate::tools::BackgroundTasks;
+use crate::tools::{BackgroundTasks, ReadLedger};
 
 pub struct Session {
     pub messages: Vec<Message>,
@@ -21,6 +21,8 @@ pub struct Session {
     pub gate: Option<PermissionGate>,
     pub background: Arc<BackgroundTasks>,
     pub inbox: Inbox,
+    /// What the model of this session has seen of each file.
+    pub reads: Arc<ReadLedger>,
 }
 
 pub struct Running {
@@ -40,6 +42,7 @@ impl Default for Session {
             gate: None,
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
+            reads: Arc::default(),
         }
     }
 }

@@ -112,6 +112,9 @@ pub struct State {
     pub sessions: Mutex<HashMap<String, Session>>,
     pub approvals: Approvals,
     pub next_turn: Mutex<u64>,
+    /// True once the editor's configuration was asked for (or cannot be):
+    /// turns wait for it, so the first one uses the editor's settings.
+    pub configured: tokio::sync::watch::Sender<bool>,
 }
 
 /// The main session: the one the chat file shows.
@@ -129,6 +132,7 @@ impl State {
             sessions: Mutex::default(),
             approvals: Approvals::default(),
             next_turn: Mutex::new(0),
+            configured: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -147,6 +151,16 @@ impl State {
 
     pub fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits (a few seconds at most) for the editor's configuration.
+    pub async fn wait_configured(&self) {
+        let mut configured = self.configured.subscribe();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            configured.wait_for(|done| *done),
+        )
+        .await;
     }
 
     /// The settings in force: files, then the editor's.

@@ -27,7 +27,7 @@ use crate::config::project_config_path;
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
-use crate::tools::ToolRegistry;
+use crate::tools::{ReadLedger, ToolRegistry};
 
 pub struct Ask {
     pub session: String,
@@ -71,6 +71,7 @@ pub fn start(state: &Arc<State>, ask: Ask) -> Value {
         gate: session.gate.clone(),
         background: session.background.clone(),
         inbox: session.inbox.clone(),
+        reads: session.reads.clone(),
     };
     drop(sessions);
     tokio::spawn(turn.run(messages, ask));
@@ -104,6 +105,7 @@ struct Turn {
     gate: Option<PermissionGate>,
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
+    reads: Arc<ReadLedger>,
 }
 
 impl Turn {
@@ -139,27 +141,18 @@ impl Turn {
 
         // The loop runs in a task of its own: a panic in it ends this turn
         // with an error, never the server.
-        let cancel = self.cancel.clone();
-        let (state2, id, gate, background, inbox) = (
-            state.clone(),
-            self.id,
-            self.gate.clone(),
-            self.background.clone(),
-            self.inbox.clone(),
-        );
+        let parts = TurnParts {
+            state: state.clone(),
+            id: self.id,
+            gate: self.gate.clone(),
+            background: self.background.clone(),
+            inbox: self.inbox.clone(),
+            reads: self.reads.clone(),
+            cancel: self.cancel.clone(),
+        };
         let worker = tokio::spawn(async move {
             let mut messages = messages;
-            let outcome = run_agent(
-                state2,
-                id,
-                gate,
-                background,
-                inbox,
-                cancel,
-                sink,
-                &mut messages,
-            )
-            .await;
+            let outcome = run_agent(parts, sink, &mut messages).await;
             (outcome, messages)
         });
         let (outcome, messages) = match worker.await {
@@ -260,18 +253,33 @@ async fn send_progress(state: &State, token: &str, value: WorkDoneProgress) {
         .await;
 }
 
-/// Builds the agent for this turn and runs the loop.
-#[allow(clippy::too_many_arguments)]
-async fn run_agent(
+/// What a turn's agent is built from.
+struct TurnParts {
     state: Arc<State>,
     id: u64,
     gate: Option<PermissionGate>,
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
+    reads: Arc<ReadLedger>,
     cancel: CancellationToken,
+}
+
+/// Builds the agent for this turn and runs the loop.
+async fn run_agent(
+    parts: TurnParts,
     sink: LspSink,
     messages: &mut Vec<Message>,
 ) -> Result<TurnOutcome, String> {
+    let TurnParts {
+        state,
+        id,
+        gate,
+        background,
+        inbox,
+        reads,
+        cancel,
+    } = parts;
+    state.wait_configured().await;
     let settings = state.settings()?;
     let editor = state.editor_settings();
     let root = state.init().root.clone();
@@ -337,6 +345,7 @@ async fn run_agent(
         cancel,
         background: Some(&background),
         depth: 0,
+        reads: &reads,
     };
     match run_loop(&agent, messages).await {
         Ok(outcome) => Ok(outcome),

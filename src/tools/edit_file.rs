@@ -55,6 +55,7 @@ impl Tool for EditFile {
         let path = workspace.paths().resolve(&input.path)?;
         let shown = workspace.paths().display(&path);
         let file = workspace.read_text(&path).await?;
+        cx.agent.reads.check(&path, &shown, file.version)?;
         let edited = apply_edit(
             &file.text,
             &input.old_string,
@@ -62,9 +63,10 @@ impl Tool for EditFile {
             input.replace_all,
         )
         .map_err(|error| ToolError(format!("{shown}: {error}")))?;
-        workspace
+        let version = workspace
             .write_text(&path, &edited.text, file.version)
             .await?;
+        cx.agent.reads.saw(&path, version);
         let (added, removed) = line_delta(&input.old_string, &input.new_string);
         let times = match edited.count {
             1 => "1 occurrence".to_string(),

@@ -55,6 +55,45 @@ impl ToolContext<'_, '_> {
     }
 }
 
+/// The version of each file as the model last saw it, so an edit computed
+/// from that view is refused once the file has changed since — by the user
+/// typing, a formatter, anything — rather than applied to text the model
+/// never saw. Only versioned files (open in an editor) are tracked.
+#[derive(Debug, Default)]
+pub struct ReadLedger(Mutex<std::collections::HashMap<std::path::PathBuf, i32>>);
+
+impl ReadLedger {
+    pub fn saw(&self, path: &std::path::Path, version: Option<i32>) {
+        if let Some(version) = version {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(path.to_path_buf(), version);
+        }
+    }
+
+    /// Fails when the model saw an older version of the file than `current`.
+    pub fn check(
+        &self,
+        path: &std::path::Path,
+        shown: &str,
+        current: Option<i32>,
+    ) -> Result<(), ToolError> {
+        let seen = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .copied();
+        match (seen, current) {
+            (Some(seen), Some(current)) if seen != current => Err(ToolError(format!(
+                "{shown} changed in the editor since you last read it (you saw version {seen}, it is now {current}); read it again, then edit"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A tool's failure, as the model will read it (after `Error: `).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{0}")]

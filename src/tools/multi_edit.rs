@@ -60,6 +60,7 @@ impl Tool for MultiEdit {
         let path = workspace.paths().resolve(&input.path)?;
         let shown = workspace.paths().display(&path);
         let file = workspace.read_text(&path).await?;
+        cx.agent.reads.check(&path, &shown, file.version)?;
         let total = input.edits.len();
         let mut text = file.text;
         for (index, edit) in input.edits.iter().enumerate() {
@@ -72,7 +73,8 @@ impl Tool for MultiEdit {
                 })?
                 .text;
         }
-        workspace.write_text(&path, &text, file.version).await?;
+        let version = workspace.write_text(&path, &text, file.version).await?;
+        cx.agent.reads.saw(&path, version);
         Ok(format!("Applied {total} edits to {shown}."))
     }
 }

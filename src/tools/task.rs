@@ -97,6 +97,8 @@ impl Tool for Task {
             ..parent.config.clone()
         };
         let meter = UsageMeter::default();
+        // What the sub-agent reads is its own knowledge, not the parent's.
+        let reads = super::ReadLedger::default();
         let child = Agent {
             provider: parent.provider,
             tools: &tools,
@@ -109,6 +111,7 @@ impl Tool for Task {
             cancel: parent.cancel.child_token(),
             background: parent.background,
             depth: parent.depth + 1,
+            reads: &reads,
         };
         let mut messages = vec![Message::user_text(input.prompt)];
         let outcome = run_loop(&child, &mut messages).await;

@@ -47,7 +47,10 @@ impl Tool for WriteFile {
             Err(error) => return Err(error.into()),
         };
         let version = previous.as_ref().and_then(|file| file.version);
-        workspace.write_text(&path, &input.content, version).await?;
+        let shown_path = workspace.paths().display(&path);
+        cx.agent.reads.check(&path, &shown_path, version)?;
+        let written = workspace.write_text(&path, &input.content, version).await?;
+        cx.agent.reads.saw(&path, written);
         let lines = input.content.lines().count();
         let shown = workspace.paths().display(&path);
         Ok(match previous {

@@ -187,6 +187,7 @@ pub async fn continue_turn(
         cancel: options.cancel,
         background: options.background.as_ref(),
         depth: 0,
+        reads: &bareagent::tools::ReadLedger::default(),
     };
     let result = run_loop(&agent, &mut messages).await;
     Turn {

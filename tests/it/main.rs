@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod concurrency;
 mod faults;
+mod lsp;
 mod model_server_smoke;
 mod tools;
 mod turns;

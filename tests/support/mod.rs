@@ -1,4 +1,5 @@
 //! Shared test infrastructure, included by each test binary with
 //! `#[path = "../support/mod.rs"] mod support;`.
 
+pub mod lsp_client;
 pub mod model_server;

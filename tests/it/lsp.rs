@@ -1,0 +1,716 @@
+//! The language server over real stdio, driven by a test client that
+//! answers like an editor, with the scripted model server behind it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{TEST_KEY, workspace};
+use crate::support::lsp_client::{
+    ApplyEditBehaviour, ClientOptions, LspClient, MessageRequestAnswer,
+};
+use crate::support::model_server::{ModelServer, Reply, Step};
+use crate::tools::{alive, read_pid};
+
+const LONG: Duration = Duration::from_secs(20);
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_bareagent"))
+}
+
+fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
+    let mut options = ClientOptions::new(root);
+    options.env = vec![
+        ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
+        ("BAREAGENT_LOG".into(), "info".into()),
+    ];
+    options.initialization_options = json!({
+        "provider": "anthropic", "baseUrl": server.anthropic_base(), "permissionMode": mode, "idleTimeoutSecs": 5,
+    });
+    options
+}
+
+fn start(root: &Path, options: ClientOptions) -> LspClient {
+    let client = LspClient::start(binary(), options);
+    client.initialize();
+    let _ = root;
+    client
+}
+
+fn ask(client: &LspClient, prompt: Value) -> Value {
+    let arguments = if prompt.is_null() {
+        json!([])
+    } else {
+        json!([prompt])
+    };
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.ask", "arguments": arguments}),
+        )
+        .unwrap_or_else(|e| panic!("ask failed: {e}"))
+}
+
+fn is_event(method: &str, params: &Value, kind: &str) -> bool {
+    method == "bareagent/event" && params["type"] == kind
+}
+
+/// Waits for the turn to end; returns the finishing event.
+fn turn_end(client: &LspClient, turn: u64) -> Value {
+    client.wait_for_notification(LONG, "the turn to end", |method, params| {
+        method == "bareagent/event"
+            && params["turn"] == turn
+            && (params["type"] == "turn_finished" || params["type"] == "turn_failed")
+    })
+}
+
+fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
+    client
+        .notifications()
+        .into_iter()
+        .filter(|(m, p)| is_event(m, p, kind))
+        .map(|(_, p)| p)
+        .collect()
+}
+
+fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
+    client
+        .server_requests()
+        .into_iter()
+        .filter(|(m, _)| m == method)
+        .map(|(_, p)| p)
+        .collect()
+}
+
+const ON_DISK: &str = "def greet(name):\n    return 'hi ' + name\n";
+const UNSAVED: &str = "def greet(name):\n    return 'Hello, ' + nme  # unsaved\n";
+
+fn greet_script() -> Vec<Step> {
+    vec![
+        Reply::tool("read_file", json!({"path": "greet.py"}))
+            .with_text_first("Reading it.")
+            .into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": "+ nme", "new_string": "+ name"}),
+        )
+        .into(),
+        Reply::text("Fixed the typo in your unsaved buffer.").into(),
+    ]
+}
+
+#[test]
+fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the_chat() {
+    let dir = workspace(&[
+        ("greet.py", ON_DISK),
+        (".bareagent/chat.md", "# chat\n\n## You\n\nFix greet.py\n"),
+    ]);
+    let server = ModelServer::start(greet_script());
+    let client = start(dir.path(), options(dir.path(), &server, "default"));
+    let greet = client.open("greet.py", UNSAVED);
+    let chat = client.open(".bareagent/chat.md", "# chat\n\n## You\n\nFix greet.py\n");
+
+    // The prompt comes from the chat file, through its code action.
+    let actions = client
+        .request("textDocument/codeAction", json!({
+            "textDocument": {"uri": chat}, "range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 0}},
+            "context": {"diagnostics": []},
+        }))
+        .unwrap();
+    let send = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "Send to agent")
+        .expect("a Send to agent action");
+    let started = client
+        .request("workspace/executeCommand", send["command"].clone())
+        .unwrap();
+    let turn = started["turn"].as_u64().unwrap();
+    let end = turn_end(&client, turn);
+    assert_eq!(end["type"], "turn_finished", "{end}");
+
+    // It read the unsaved buffer, not the disk.
+    let read = &crate::common::sent_tool_results(&server.requests()[1].body)[0].0;
+    assert!(read.contains("nme  # unsaved"), "{read}");
+    assert_eq!(
+        server.requests()[0].body["messages"][0]["content"][0]["text"],
+        "Fix greet.py"
+    );
+    // It asked, with the three actions, saying what would happen.
+    let asked = requests_of(&client, "window/showMessageRequest");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("edit_file greet.py (+1 -1)"),
+        "{}",
+        asked[0]
+    );
+    let titles: Vec<&str> = asked[0]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Allow once", "Allow for session", "Reject"]);
+    // The edit went through applyEdit, at the version the agent read, and stays unsaved.
+    let edits = requests_of(&client, "workspace/applyEdit");
+    let greet_edit = edits
+        .iter()
+        .find(|e| e["edit"]["documentChanges"][0]["textDocument"]["uri"] == greet)
+        .expect("an edit of greet.py");
+    assert_eq!(
+        greet_edit["edit"]["documentChanges"][0]["textDocument"]["version"],
+        1
+    );
+    assert_eq!(
+        client.text(&greet).unwrap(),
+        "def greet(name):\n    return 'Hello, ' + name  # unsaved\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),
+        ON_DISK
+    );
+    // The chat shows the exchange, and the reply streamed in as events.
+    client.wait_until(LONG, "the chat to show the answer", |c| {
+        c.text(&chat).is_some_and(|t| {
+            t.contains("Fixed the typo in your unsaved buffer.") && t.trim_end().ends_with("## You")
+        })
+    });
+    let text = client.text(&chat).unwrap();
+    assert!(text.contains("## Agent\n\nReading it."), "{text}");
+    assert!(text.contains("- `read_file` greet.py"), "{text}");
+    assert!(text.contains("**Edited:** `greet.py` (+1 −1)"), "{text}");
+    let deltas: String = events_of(&client, "text_delta")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(deltas, "Reading it.Fixed the typo in your unsaved buffer.");
+    assert!(events_of(&client, "approval_requested").len() == 1);
+    // A one-line status at the end.
+    client.wait_for_notification(LONG, "the final status", |m, p| {
+        m == "window/showMessage"
+            && p["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("bareagent: done")
+    });
+    assert_eq!(client.shutdown().code(), Some(0));
+}
+
+fn approve_through_code_action(client: &LspClient, any_uri: &str) {
+    client.wait_for_notification(LONG, "an approval request", |m, p| {
+        is_event(m, p, "approval_requested")
+    });
+    let actions = client
+        .request("textDocument/codeAction", json!({
+            "textDocument": {"uri": any_uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []},
+        }))
+        .unwrap();
+    let allow = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"].as_str().unwrap().starts_with("Allow: edit_file"))
+        .unwrap_or_else(|| panic!("{actions}"));
+    client
+        .request("workspace/executeCommand", allow["command"].clone())
+        .unwrap();
+}
+
+#[test]
+fn without_message_requests_the_approval_waits_for_a_code_action() {
+    for answer in [
+        None,
+        Some(MessageRequestAnswer::MethodNotFound),
+        Some(MessageRequestAnswer::Null),
+    ] {
+        let dir = workspace(&[("greet.py", ON_DISK), ("other.rs", "fn main() {}\n")]);
+        let server = ModelServer::start(greet_script());
+        let mut opts = options(dir.path(), &server, "default");
+        match &answer {
+            None => opts.show_message_request = false, // Helix-like: no capability
+            Some(answer) => opts.default_message_answer = answer.clone(),
+        }
+        let client = start(dir.path(), opts);
+        let greet = client.open("greet.py", UNSAVED);
+        let other = client.open("other.rs", "fn main() {}\n");
+        let turn = ask(&client, json!({"prompt": "fix it"}))["turn"]
+            .as_u64()
+            .unwrap();
+        // Pending: shown as a diagnostic on the chat file, never allowed by itself.
+        let diagnostics = client.wait_for_notification(LONG, "the approval diagnostic", |m, p| {
+            m == "textDocument/publishDiagnostics"
+                && p["uri"].as_str().unwrap_or("").ends_with("chat.md")
+                && !p["diagnostics"].as_array().unwrap().is_empty()
+        });
+        assert!(
+            diagnostics["diagnostics"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Approval needed"),
+            "{diagnostics}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            client.text(&greet).unwrap(),
+            UNSAVED,
+            "{answer:?}: nothing happened before the answer"
+        );
+        approve_through_code_action(&client, &other);
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        assert!(
+            client.text(&greet).unwrap().contains("+ name"),
+            "{answer:?}"
+        );
+        client.wait_for_notification(LONG, "the diagnostic cleared", |m, p| {
+            m == "textDocument/publishDiagnostics"
+                && p["diagnostics"].as_array().is_some_and(|d| d.is_empty())
+        });
+    }
+}
+
+#[test]
+fn a_stale_edit_is_refused_and_retried_after_reading_again() {
+    let dir = workspace(&[("notes.txt", "alpha\nbeta\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "notes.txt"})).into(),
+        // The edit comes after the user typed.
+        Reply::tool(
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"}),
+        )
+        .with_delay(800)
+        .into(),
+        Reply::tool("read_file", json!({"path": "notes.txt"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"}),
+        )
+        .into(),
+        Reply::text("done").into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "accept-edits"));
+    let notes = client.open("notes.txt", "alpha\nbeta\n");
+    let turn = ask(&client, json!("capitalise beta"))["turn"]
+        .as_u64()
+        .unwrap();
+    client.wait_for_notification(LONG, "the first read", |m, p| is_event(m, p, "tool_result"));
+    client.type_at_end(&notes, "gamma (typed by the user)\n");
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let results: Vec<Value> = events_of(&client, "tool_result");
+    assert_eq!(results[1]["is_error"], true, "{results:?}");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("changed in the editor since you last read it"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[3]["is_error"], false, "{results:?}");
+    assert_eq!(
+        client.text(&notes).unwrap(),
+        "alpha\nBETA\ngamma (typed by the user)\n"
+    );
+}
+
+#[test]
+fn user_typing_in_the_chat_while_the_reply_streams_is_kept() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "sleep 1"}))
+            .with_text_first("First part.")
+            .into(),
+        Reply::text("Second part.").into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.openChat"}),
+        )
+        .unwrap();
+    let chat = client.open(
+        ".bareagent/chat.md",
+        &std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).unwrap(),
+    );
+    let turn = ask(&client, json!("two parts please"))["turn"]
+        .as_u64()
+        .unwrap();
+    client.wait_until(LONG, "the first part in the chat", |c| {
+        c.text(&chat).is_some_and(|t| t.contains("First part."))
+    });
+    client.edit(&chat, (0, 0), (0, 0), "NOTE FROM THE USER\n");
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    client.wait_until(LONG, "the second part", |c| {
+        c.text(&chat).is_some_and(|t| t.contains("Second part."))
+    });
+    let text = client.text(&chat).unwrap();
+    assert!(
+        text.starts_with("NOTE FROM THE USER\n# bareagent"),
+        "{text}"
+    );
+    let (first, second) = (
+        text.find("First part.").unwrap(),
+        text.find("Second part.").unwrap(),
+    );
+    assert!(first < second);
+    assert!(
+        text.contains("## You\n\ntwo parts please\n\n## Agent"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cancel_by_command_and_by_progress_cancel() {
+    for by_progress in [false, true] {
+        let dir = workspace(&[]);
+        let server = ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": "echo $$ > pid; sleep 60"})).into(),
+            Reply::text("never").into(),
+        ]);
+        let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+        let turn = ask(&client, json!("sleep"))["turn"].as_u64().unwrap();
+        client.wait_until(LONG, "the command to start", |_| {
+            dir.path().join("pid").exists()
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        if by_progress {
+            let begin = client.wait_for_notification(LONG, "progress begin", |m, p| {
+                m == "$/progress" && p["value"]["kind"] == "begin"
+            });
+            assert_eq!(begin["value"]["cancellable"], true);
+            client.notify(
+                "window/workDoneProgress/cancel",
+                json!({"token": begin["token"]}),
+            );
+        } else {
+            let answer = client
+                .request(
+                    "workspace/executeCommand",
+                    json!({"command": "bareagent.cancel"}),
+                )
+                .unwrap();
+            assert_eq!(answer["cancelled"], turn);
+        }
+        let end = turn_end(&client, turn);
+        assert_eq!(end["type"], "turn_failed");
+        assert_eq!(end["message"], "cancelled");
+        let pid = read_pid(dir.path(), "pid");
+        client.wait_until(LONG, "the command to die", |_| !alive(pid));
+        client.wait_for_notification(LONG, "progress end", |m, p| {
+            m == "$/progress" && p["value"]["kind"] == "end"
+        });
+        let status = client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.status"}),
+            )
+            .unwrap();
+        assert_eq!(status["sessions"][0]["running"], Value::Null, "{status}");
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[test]
+fn edits_land_at_the_right_place_in_utf8_and_utf16() {
+    let text = "// 日本語 😀 emoji\nlet greeting = \"世界\"; // 🦀\nlet x = 1;\n";
+    for encodings in [
+        vec!["utf-8".to_string(), "utf-16".to_string()],
+        vec!["utf-16".to_string()],
+        vec![],
+    ] {
+        let dir = workspace(&[("main.rs", text)]);
+        let server = ModelServer::start(vec![
+            Reply::tools(vec![
+                ("edit_file", json!({"path": "main.rs", "old_string": "\"世界\"; // 🦀", "new_string": "\"🌍 world\"; // 🦀🦀"})),
+                ("edit_file", json!({"path": "main.rs", "old_string": "x = 1", "new_string": "x = 2"})),
+            ])
+            .into(),
+            Reply::text("ok").into(),
+        ]);
+        let mut opts = options(dir.path(), &server, "bypass");
+        opts.position_encodings = encodings.clone();
+        let client = start(dir.path(), opts);
+        let expected = if encodings.contains(&"utf-8".to_string()) {
+            "utf-8"
+        } else {
+            "utf-16"
+        };
+        assert_eq!(client.encoding(), expected);
+        let uri = client.open("main.rs", text);
+        // A user edit after the emoji, in the negotiated encoding, first.
+        // "// 日本語 😀": 3 + 9 + 1 + 4 bytes, or 3 + 3 + 1 + 2 UTF-16 units.
+        let after_emoji = if expected == "utf-8" { 17 } else { 9 };
+        client.edit(&uri, (0, after_emoji), (0, after_emoji), "!");
+        let turn = ask(&client, json!("edit"))["turn"].as_u64().unwrap();
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        assert_eq!(
+            client.text(&uri).unwrap(),
+            "// 日本語 😀! emoji\nlet greeting = \"🌍 world\"; // 🦀🦀\nlet x = 2;\n",
+            "{encodings:?}"
+        );
+    }
+}
+
+#[test]
+fn ten_thousand_incremental_edits_keep_the_servers_copy_identical() {
+    let original: String = (0..400)
+        .map(|i| format!("line {i}: some text ü 中 😀\n"))
+        .collect();
+    let dir = workspace(&[("big.txt", &original)]);
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "big.txt", "limit": 5000})).into(),
+        Reply::text("read").into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let uri = client.open("big.txt", &original);
+    let mut seed = 7u64;
+    for i in 0..10_000u32 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let line = ((seed >> 33) % 400) as u32;
+        let character = ((seed >> 20) % 30) as u32;
+        let text = ["x", "", "é", "🎉", "\n", "ab"][(i % 6) as usize];
+        let end_char = character + ((seed >> 10) % 3) as u32;
+        client.edit(&uri, (line, character), (line, end_char), text);
+    }
+    let turn = ask(&client, json!("read big.txt"))["turn"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let read = &crate::common::sent_tool_results(&server.requests()[1].body)[0].0;
+    let numbered: String = client
+        .text(&uri)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, line)| format!("{:>6}\t{line}\n", i + 1))
+        .collect();
+    assert_eq!(read, &numbered);
+}
+
+#[test]
+fn malformed_messages_get_errors_or_are_dropped_and_the_server_keeps_serving() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let status = || {
+        client.request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.status"}),
+        )
+    };
+    client.send_raw(b"Content-Length: 9\r\n\r\n{not json");
+    client.send_raw(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc");
+    client.send_raw(b"Content-Length: 26\r\n\r\n{\"id\": 777, \"hello\": true}");
+    let body = r#"{"jsonrpc":"2.0","id":778,"method":"workspace/executeCommand","params":{"command":"bareagent.status"}}"#;
+    client.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len() + 25).as_bytes());
+    assert!(status().is_ok(), "still serving after bad frames");
+    assert!(status().is_ok());
+    // Bad params, an unknown command, an unknown method: errors, not crashes.
+    let error = client
+        .request("workspace/executeCommand", json!({"command": 5}))
+        .unwrap_err();
+    assert_eq!(error["code"], -32602, "{error}");
+    let error = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.nope"}),
+        )
+        .unwrap_err();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown command"),
+        "{error}"
+    );
+    let error = client
+        .request("textDocument/nonsense", json!({}))
+        .unwrap_err();
+    assert_eq!(error["code"], -32601, "{error}");
+    let error = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.approve"}),
+        )
+        .unwrap_err();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("no approval is pending")
+    );
+    // A change for a document that is not open, positions out of range.
+    client.notify("textDocument/didChange", json!({"textDocument": {"uri": "file:///nowhere.txt", "version": 3}, "contentChanges": [{"text": "x"}]}));
+    let uri = client.open("a.txt", "one\n");
+    client.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+        {"range": {"start": {"line": 99, "character": 99}, "end": {"line": 120, "character": 0}}, "text": "tail"}]}));
+    assert!(status().is_ok());
+    // The non-JSON-RPC object with an id got an error answer with that id.
+    let answered = client.response(777, Duration::from_secs(2));
+    assert!(
+        matches!(answered, Some(Err(ref e)) if e["code"] == -32600),
+        "{answered:?}"
+    );
+    assert!(client.is_running());
+    assert!(
+        client.stderr().contains("dropped a bad frame"),
+        "logged: {}",
+        client.stderr()
+    );
+    assert_eq!(client.shutdown().code(), Some(0));
+}
+
+#[test]
+fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
+    let dir = workspace(&[]);
+    let mut script: Vec<Step> = (0..5)
+        .map(|i| Reply::tool("bash", json!({"command": format!("echo session {i}")})).into())
+        .collect();
+    script.extend((0..5).map(|_| Step::from(Reply::text("rejected, stopping"))));
+    let server = ModelServer::start(script);
+    let mut opts = options(dir.path(), &server, "default");
+    opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
+    let client = start(dir.path(), opts);
+    let mut turns = Vec::new();
+    for i in 0..5 {
+        let answer = ask(
+            &client,
+            json!({"prompt": "run it", "session": format!("s{i}")}),
+        );
+        turns.push(answer["turn"].as_u64().unwrap());
+    }
+    client.wait_until(LONG, "five pending approvals", |c| {
+        events_of(c, "approval_requested").len() == 5
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        requests_of(&client, "window/showMessageRequest").len(),
+        1,
+        "one dialog at a time"
+    );
+    // The server still answers, and honours $/cancelRequest.
+    for _ in 0..3 {
+        let status = client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.status"}),
+            )
+            .unwrap();
+        assert_eq!(status["pendingApprovals"].as_array().unwrap().len(), 5);
+    }
+    let id = client.request_async(
+        "workspace/executeCommand",
+        json!({"command": "bareagent.status"}),
+    );
+    client.notify("$/cancelRequest", json!({"id": id}));
+    assert!(
+        client.response(id, Duration::from_secs(5)).is_some(),
+        "answered or cancelled, not stuck"
+    );
+    for _ in 0..5 {
+        client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.reject"}),
+            )
+            .unwrap();
+    }
+    for turn in turns {
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    }
+}
+
+#[test]
+fn shutdown_cancels_turns_and_kills_their_commands_and_closing_stdin_ends_the_server() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo $$ > pid; sleep 60"})).into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    ask(&client, json!("sleep"));
+    client.wait_until(LONG, "the command to start", |_| {
+        dir.path().join("pid").exists()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let pid = read_pid(dir.path(), "pid");
+    assert_eq!(client.shutdown().code(), Some(0));
+    client.wait_until(LONG, "the command to die", |_| !alive(pid));
+
+    let server = ModelServer::start(vec![]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let status = client.close_stdin_and_wait(Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+}
+
+#[test]
+fn fix_with_agent_and_ask_about_selection_code_actions() {
+    let dir = workspace(&[("lib.rs", "fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n")]);
+    let server = ModelServer::start(vec![Reply::text("It subtracts; it should add.").into()]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let uri = client.open("lib.rs", "fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n");
+    let range = json!({"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 9}});
+    let diagnostic = json!({"range": range, "message": "add subtracts", "source": "clippy"});
+    let actions = client
+        .request("textDocument/codeAction", json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": [diagnostic]}}))
+        .unwrap();
+    let titles: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Fix with agent: add subtracts", "Ask agent about selection"]
+    );
+    let fix = client
+        .request("workspace/executeCommand", actions[0]["command"].clone())
+        .unwrap();
+    assert_eq!(
+        turn_end(&client, fix["turn"].as_u64().unwrap())["type"],
+        "turn_finished"
+    );
+    let prompt = &server.requests()[0].body["messages"][0]["content"][0]["text"];
+    assert_eq!(
+        prompt,
+        "Fix this problem in lib.rs at line 2: add subtracts"
+    );
+    // The selection is quoted into the chat, for the user to ask about.
+    client
+        .request("workspace/executeCommand", actions[1]["command"].clone())
+        .unwrap();
+    client.wait_until(LONG, "the quote in the chat", |_| {
+        std::fs::read_to_string(dir.path().join(".bareagent/chat.md"))
+            .is_ok_and(|t| t.contains("About `lib.rs`, lines 2–2:\n\n```rs\na - b\n```"))
+    });
+}
+
+#[test]
+fn settings_come_from_initialization_options_and_configuration_and_keys_are_ignored() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![Reply::text("hi").into()]);
+    let mut opts = options(dir.path(), &server, "bypass");
+    opts.initialization_options["apiKey"] = json!("sk-should-be-ignored");
+    opts.configuration = json!({"model": "from-configuration"});
+    let client = start(dir.path(), opts);
+    let turn = ask(&client, json!("hello"))["turn"].as_u64().unwrap();
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let request = &server.requests()[0];
+    assert_eq!(request.body["model"], "from-configuration");
+    assert_eq!(request.header("x-api-key"), Some(TEST_KEY));
+    assert!(
+        client
+            .stderr()
+            .contains("keys are read from the environment only")
+    );
+    let _ = ApplyEditBehaviour::Honest;
+}
