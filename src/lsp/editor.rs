@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use tower_lsp_server::ls_types::{
     CreateFile, DocumentChangeOperation, DocumentChanges, OneOf,
     OptionalVersionedTextDocumentIdentifier, Position, Range, ResourceOp, TextDocumentEdit,
-    TextEdit, Uri, WorkspaceEdit,
+    TextEdit, WorkspaceEdit,
 };
 
 use super::documents::{Encoding, position};
@@ -89,6 +89,7 @@ impl Workspace for EditorWorkspace {
             let documents = self.state.lock_documents();
             documents.get(path).map(|d| (d.version, d.rope.clone()))
         };
+        tracing::debug!(file = %shown, open = open.is_some(), ?read_version, "writing through the editor");
         if let Some((version, rope)) = open {
             if let Some(read) = read_version.filter(|&read| read != version) {
                 return Err(failed(
@@ -102,7 +103,7 @@ impl Workspace for EditorWorkspace {
             if edits.is_empty() {
                 return Ok(Some(version));
             }
-            let edit = text_edit(uri, Some(version), edits);
+            let edit = self.state.text_edit(uri, Some(version), edits);
             self.apply(path, edit).await?;
             return self.confirm(path, version, text).await;
         }
@@ -135,6 +136,16 @@ impl Workspace for EditorWorkspace {
             String::new()
         };
         let edits = minimal_edits(&ropey::Rope::from_str(&base), text, init.encoding);
+        if !init.document_changes {
+            let edit = self.state.text_edit(uri, None, edits);
+            self.apply(path, edit).await?;
+            self.state
+                .overlay
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(path.to_path_buf(), text.to_string());
+            return Ok(None);
+        }
         operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
             text_document: OptionalVersionedTextDocumentIdentifier { uri, version: None },
             edits: edits.into_iter().map(OneOf::Left).collect(),
@@ -220,16 +231,6 @@ impl EditorWorkspace {
             tracing::info!(path = %path.display(), "the document changed by more than our edit (the user is typing)");
         }
         Ok(state.lock_documents().get(path).map(|d| d.version))
-    }
-}
-
-fn text_edit(uri: Uri, version: Option<i32>, edits: Vec<TextEdit>) -> WorkspaceEdit {
-    WorkspaceEdit {
-        document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-            text_document: OptionalVersionedTextDocumentIdentifier { uri, version },
-            edits: edits.into_iter().map(OneOf::Left).collect(),
-        }])),
-        ..WorkspaceEdit::default()
     }
 }
 

@@ -90,8 +90,13 @@ impl LanguageServer for Backend {
             encoding,
             can_ask: window.and_then(|w| w.show_message.as_ref()).is_some(),
             can_progress: window.and_then(|w| w.work_done_progress).unwrap_or(false),
-            can_apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false)
-                && edit_caps.and_then(|e| e.document_changes).unwrap_or(false),
+            can_apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
+            // Neovim handles documentChanges but advertises only resource
+            // operations, which exist only inside documentChanges.
+            document_changes: edit_caps.and_then(|e| e.document_changes).unwrap_or(false)
+                || edit_caps
+                    .and_then(|e| e.resource_operations.as_ref())
+                    .is_some_and(|ops| !ops.is_empty()),
             can_create_files: edit_caps
                 .and_then(|e| e.resource_operations.as_ref())
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),

@@ -8,7 +8,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{
-    Diagnostic, DiagnosticSeverity, NumberOrString, Position, Range, Uri,
+    Diagnostic, DiagnosticSeverity, DocumentChanges, NumberOrString, OneOf,
+    OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Uri,
+    WorkspaceEdit,
 };
 
 use super::approvals::{Approvals, describe};
@@ -29,6 +31,8 @@ pub struct Init {
     pub can_ask: bool,
     pub can_progress: bool,
     pub can_apply_edit: bool,
+    /// Edits can carry document versions (`documentChanges`); else `changes`.
+    pub document_changes: bool,
     pub can_create_files: bool,
     pub can_show_document: bool,
     pub can_configure: bool,
@@ -188,6 +192,24 @@ impl State {
         Uri::from_file_path(path)
     }
 
+    /// An edit of one document, versioned where the client allows it.
+    pub fn text_edit(&self, uri: Uri, version: Option<i32>, edits: Vec<TextEdit>) -> WorkspaceEdit {
+        if self.init().document_changes {
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
+                    text_document: OptionalVersionedTextDocumentIdentifier { uri, version },
+                    edits: edits.into_iter().map(OneOf::Left).collect(),
+                }])),
+                ..WorkspaceEdit::default()
+            }
+        } else {
+            WorkspaceEdit {
+                changes: Some([(uri, edits)].into_iter().collect()),
+                ..WorkspaceEdit::default()
+            }
+        }
+    }
+
     /// A `bareagent/event` notification (see docs/protocol.md).
     pub async fn event(&self, event: Value) {
         self.client.send_notification::<BareagentEvent>(event).await;
@@ -267,6 +289,7 @@ impl Init {
             can_ask: false,
             can_progress: false,
             can_apply_edit: false,
+            document_changes: false,
             can_create_files: false,
             can_show_document: false,
             can_configure: false,

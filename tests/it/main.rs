@@ -7,5 +7,6 @@ mod concurrency;
 mod faults;
 mod lsp;
 mod model_server_smoke;
+mod neovim;
 mod tools;
 mod turns;
