@@ -156,49 +156,40 @@ impl LanguageServer for Backend {
         if let Some(path) = path_of(&document.uri) {
             let opened = Document::new(document.uri.to_string(), &document.text, document.version);
             self.state.lock_documents().open(path.clone(), opened);
-            self.state
-                .overlay
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&path);
+            self.state.forget_overlay(&path);
         }
         self.state.documents_changed.notify_waiters();
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         let encoding = self.state.init().encoding;
-        if let Some(path) = path_of(&params.text_document.uri) {
-            let mut documents = self.state.lock_documents();
-            match documents.get_mut(&path) {
-                Some(document) => {
-                    for change in &params.content_changes {
-                        let range = change.range.map(|r| (pos(r.start), pos(r.end)));
-                        document.apply(
-                            &Change {
-                                range,
-                                text: change.text.clone(),
-                            },
-                            encoding,
-                        );
-                    }
-                    document.version = params.text_document.version;
+        let mut documents = self.state.lock_documents();
+        match documents.by_uri_mut(params.text_document.uri.as_str()) {
+            Some(document) => {
+                for change in &params.content_changes {
+                    let range = change.range.map(|r| (pos(r.start), pos(r.end)));
+                    document.apply(
+                        &Change {
+                            range,
+                            text: &change.text,
+                        },
+                        encoding,
+                    );
                 }
-                None => {
-                    tracing::warn!(uri = %params.text_document.uri.as_str(), "didChange for a document that is not open")
-                }
+                document.version = params.text_document.version;
+            }
+            None => {
+                tracing::warn!(uri = %params.text_document.uri.as_str(), "didChange for a document that is not open")
             }
         }
+        drop(documents);
         self.state.documents_changed.notify_waiters();
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         if let Some(path) = path_of(&params.text_document.uri) {
             self.state.lock_documents().close(&path);
-            self.state
-                .overlay
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&path);
+            self.state.forget_overlay(&path);
         }
         self.state.documents_changed.notify_waiters();
     }

@@ -167,6 +167,14 @@ impl State {
         .await;
     }
 
+    /// The editor reports the file now: its word replaces what we wrote.
+    pub fn forget_overlay(&self, path: &Path) {
+        self.overlay
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(path);
+    }
+
     /// The settings in force: files, then the editor's.
     pub fn settings(&self) -> Result<Config, String> {
         let files = Config::load(&self.init().root)?;

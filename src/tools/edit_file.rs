@@ -258,11 +258,11 @@ mod tests {
 
     #[test]
     fn a_missing_match_shows_the_nearest_lines() {
-        let text = "fn main() {\n\tprintln!(\"hi\");\n}\n";
+        let text = "fn main() {\n\tsay(\"hi\");\n}\n";
         // Spaces where the file has a tab: not found, but the line is shown.
-        let error = apply_edit(text, "    println!(\"hi\");", "x", false).unwrap_err();
+        let error = apply_edit(text, "    say(\"hi\");", "x", false).unwrap_err();
         assert!(error.contains("0 matches"), "{error}");
-        assert!(error.contains("     2\t\tprintln!(\"hi\");"), "{error}");
+        assert!(error.contains("     2\t\tsay(\"hi\");"), "{error}");
         let error = apply_edit(text, "fn mian() {", "x", false).unwrap_err();
         assert!(error.contains("nearest lines"), "{error}");
     }
