@@ -714,3 +714,115 @@ fn settings_come_from_initialization_options_and_configuration_and_keys_are_igno
     );
     let _ = ApplyEditBehaviour::Honest;
 }
+
+#[test]
+fn files_not_open_are_created_and_edited_through_the_editor() {
+    for resource_operations in [true, false] {
+        let dir = workspace(&[("old.txt", "one\ntwo\n")]);
+        let server = ModelServer::start(vec![
+            Reply::tools(vec![
+                (
+                    "write_file",
+                    json!({"path": "src/new.txt", "content": "fresh\n"}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "old.txt", "old_string": "two", "new_string": "TWO"}),
+                ),
+                ("read_file", json!({"path": "old.txt"})),
+            ])
+            .into(),
+            Reply::text("ok").into(),
+        ]);
+        let mut opts = options(dir.path(), &server, "bypass");
+        opts.resource_operations = resource_operations;
+        let client = start(dir.path(), opts);
+        let turn = ask(&client, json!("make files"))["turn"].as_u64().unwrap();
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        let results = events_of(&client, "tool_result");
+        assert!(
+            results.iter().all(|r| r["is_error"] == false),
+            "{results:?}"
+        );
+        let edits = requests_of(&client, "workspace/applyEdit");
+        let old = client.uri("old.txt");
+        // An existing file not open in the editor: a versionless edit; the
+        // editor holds the change, unsaved; the agent reads it back.
+        let edit = edits
+            .iter()
+            .find(|e| e.to_string().contains(&old))
+            .expect("an edit of old.txt");
+        assert_eq!(
+            edit["edit"]["documentChanges"][0]["textDocument"]["version"],
+            Value::Null,
+            "{edit}"
+        );
+        assert_eq!(client.text(&old).unwrap(), "one\nTWO\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("old.txt")).unwrap(),
+            "one\ntwo\n"
+        );
+        assert!(
+            results[2]["content"].as_str().unwrap().contains("TWO"),
+            "the read saw the edit: {}",
+            results[2]
+        );
+        let new = client.uri("src/new.txt");
+        if resource_operations {
+            let create = edits
+                .iter()
+                .find(|e| e.to_string().contains("\"create\""))
+                .expect("a create operation");
+            assert_eq!(create["edit"]["documentChanges"][0]["kind"], "create");
+            assert!(
+                create["edit"]["documentChanges"][0]["options"].is_null(),
+                "never ignoreIfExists: {create}"
+            );
+            assert_eq!(client.text(&new).unwrap(), "fresh\n");
+        } else {
+            // No resource operations: a new file is written to disk.
+            assert!(!edits.iter().any(|e| e.to_string().contains(&new)));
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("src/new.txt")).unwrap(),
+                "fresh\n"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_edit_the_editor_refuses_or_silently_skips_is_an_error_for_the_model() {
+    for behaviour in [ApplyEditBehaviour::Refuse, ApplyEditBehaviour::NeovimLike] {
+        let dir = workspace(&[]);
+        let server = ModelServer::start(vec![
+            Reply::tool(
+                "edit_file",
+                json!({"path": "a.txt", "old_string": "x", "new_string": "y"}),
+            )
+            .into(),
+            Reply::text("could not").into(),
+        ]);
+        let mut opts = options(dir.path(), &server, "bypass");
+        opts.apply_edit = behaviour.clone();
+        let client = start(dir.path(), opts);
+        let uri = client.open("a.txt", "x\n");
+        if matches!(behaviour, ApplyEditBehaviour::NeovimLike) {
+            // The server believes version 5; the editor is at 1, so it skips
+            // the edit — and still answers `applied: true`, as Neovim does.
+            client.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": 5}, "contentChanges": []}),
+            );
+        }
+        let turn = ask(&client, json!("edit"))["turn"].as_u64().unwrap();
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        let result = &events_of(&client, "tool_result")[0];
+        assert_eq!(result["is_error"], true, "{behaviour:?}: {result}");
+        let text = result["content"].as_str().unwrap();
+        assert!(
+            text.contains("read it again") || text.contains("read the file again"),
+            "{text}"
+        );
+        assert_eq!(client.text(&uri).unwrap(), "x\n");
+    }
+}

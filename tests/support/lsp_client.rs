@@ -437,6 +437,11 @@ impl LspClient {
         String::from_utf8_lossy(&self.inner.stderr_bytes()).into_owned()
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child().id()
+    }
+
     /// Whether the server process is still alive.
     pub fn is_running(&self) -> bool {
         matches!(self.child().try_wait(), Ok(None))
