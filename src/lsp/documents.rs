@@ -143,6 +143,11 @@ impl Documents {
         }
     }
 
+    /// The path of an open document's URI.
+    pub fn path_for(&self, uri: &str) -> Option<&PathBuf> {
+        self.paths.get(uri)
+    }
+
     /// The open document with this URI.
     pub fn by_uri_mut(&mut self, uri: &str) -> Option<&mut Document> {
         let path = self.paths.get(uri)?;

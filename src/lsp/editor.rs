@@ -51,12 +51,8 @@ impl Workspace for EditorWorkspace {
     }
 
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {
-        if let Some(document) = self.state.lock_documents().get(path) {
-            return Ok(FileText {
-                text: document.text(),
-                version: Some(document.version),
-            });
-        }
+        // Our own unsaved text first: it is kept only while the editor has
+        // not shown it back (see `settle_unopened`).
         if let Some(text) = self
             .state
             .overlay
@@ -67,6 +63,12 @@ impl Workspace for EditorWorkspace {
             return Ok(FileText {
                 text: text.clone(),
                 version: None,
+            });
+        }
+        if let Some(document) = self.state.lock_documents().get(path) {
+            return Ok(FileText {
+                text: document.text(),
+                version: Some(document.version),
             });
         }
         self.disk.read_text(path).await
@@ -139,12 +141,7 @@ impl Workspace for EditorWorkspace {
         if !init.document_changes {
             let edit = self.state.text_edit(uri, None, edits);
             self.apply(path, edit).await?;
-            self.state
-                .overlay
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(path.to_path_buf(), text.to_string());
-            return Ok(None);
+            return Ok(self.settle_unopened(path, text).await);
         }
         operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
             text_document: OptionalVersionedTextDocumentIdentifier { uri, version: None },
@@ -155,21 +152,46 @@ impl Workspace for EditorWorkspace {
             ..WorkspaceEdit::default()
         };
         self.apply(path, edit).await?;
-        // The editor now holds the text, unsaved; until it reports the
-        // document, this is what the file says.
-        if self.state.lock_documents().get(path).is_none() {
-            self.state
+        tracing::debug!(file = %shown, "edited through the editor");
+        Ok(self.settle_unopened(path, text).await)
+    }
+}
+
+impl EditorWorkspace {
+    /// After a versionless edit of a file the editor did not have open: the
+    /// editor now holds the text, unsaved. Editors that report the document
+    /// (`didOpen` with the disk's text, then `didChange`) get a moment to;
+    /// otherwise our text stands in for the file until they do.
+    async fn settle_unopened(&self, path: &Path, text: &str) -> Option<i32> {
+        let state = &self.state;
+        let shows = || {
+            state
+                .lock_documents()
+                .get(path)
+                .is_some_and(|d| d.text() == text)
+        };
+        let wait = async {
+            loop {
+                let notified = state.documents_changed.notified();
+                if shows() {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(1), wait)
+            .await
+            .is_err()
+        {
+            state
                 .overlay
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(path.to_path_buf(), text.to_string());
         }
-        tracing::debug!(file = %shown, "edited through the editor");
-        Ok(self.state.lock_documents().get(path).map(|d| d.version))
+        state.lock_documents().get(path).map(|d| d.version)
     }
-}
 
-impl EditorWorkspace {
     async fn apply(&self, path: &Path, edit: WorkspaceEdit) -> Result<(), WorkspaceError> {
         match tokio::time::timeout(EDIT_TIMEOUT, self.state.client.apply_edit(edit)).await {
             Err(_) => Err(failed(

@@ -182,7 +182,14 @@ impl LanguageServer for Backend {
                 tracing::warn!(uri = %params.text_document.uri.as_str(), "didChange for a document that is not open")
             }
         }
+        let path = documents
+            .path_for(params.text_document.uri.as_str())
+            .cloned();
         drop(documents);
+        if let Some(path) = path {
+            // The editor's word on the file now replaces any text we stood in with.
+            self.state.forget_overlay(&path);
+        }
         self.state.documents_changed.notify_waiters();
     }
 
