@@ -64,13 +64,16 @@ impl GroupProcess {
     /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
     /// captured together, in a new process group.
     pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<GroupProcess> {
+        // One pipe for stdout and stderr, as a terminal has: the output
+        // keeps the order in which the command wrote it.
+        let (reader, writer) = std::io::pipe()?;
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg("-c")
             .arg(command)
             .current_dir(cwd)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(writer.try_clone()?)
+            .stderr(writer)
             .process_group(0)
             .kill_on_drop(true)
             // Pagers would wait for a keypress nobody can give.
@@ -82,30 +85,25 @@ impl GroupProcess {
                 cmd.env_remove(name);
             }
         }
-        let mut child = cmd.spawn()?;
+        let child = cmd.spawn()?;
+        // Our copies of the write end went into the Command, which is dropped
+        // here: the pipe ends when the last process holding it exits.
+        drop(cmd);
+        let mut pipe =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))?;
         let pgid = child.id().map(|id| id as i32).unwrap_or(0);
         let output: SharedOutput = Arc::default();
-        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let sink = output.clone();
         let readers = tokio::spawn(async move {
-            let read = |pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
-                let sink = sink.clone();
-                async move {
-                    let Some(mut pipe) = pipe else { return };
-                    let mut buffer = vec![0u8; 16 * 1024];
-                    while let Ok(n) = pipe.read(&mut buffer).await {
-                        if n == 0 {
-                            break;
-                        }
-                        sink.lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(&buffer[..n]);
-                    }
+            let mut buffer = vec![0u8; 16 * 1024];
+            while let Ok(n) = pipe.read(&mut buffer).await {
+                if n == 0 {
+                    break;
                 }
-            };
-            let out = stdout.map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
-            let err = stderr.map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
-            tokio::join!(read(out), read(err));
+                sink.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(&buffer[..n]);
+            }
         });
         Ok(GroupProcess {
             child,
