@@ -10,7 +10,7 @@ use crate::common::{TEST_KEY, workspace};
 use crate::support::lsp_client::{
     ApplyEditBehaviour, ClientOptions, LspClient, MessageRequestAnswer,
 };
-use crate::support::model_server::{ModelServer, Reply, Step};
+use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 use crate::tools::{alive, read_pid};
 
 const LONG: Duration = Duration::from_secs(20);
@@ -322,11 +322,15 @@ fn a_stale_edit_is_refused_and_retried_after_reading_again() {
 #[test]
 fn user_typing_in_the_chat_while_the_reply_streams_is_kept() {
     let dir = workspace(&[]);
+    // The stream pauses for two seconds after its first delta, mid-reply.
+    let reply = Reply::text("First part of the answer, then after a pause the second part.");
     let server = ModelServer::start(vec![
-        Reply::tool("bash", json!({"command": "sleep 1"}))
-            .with_text_first("First part.")
-            .into(),
-        Reply::text("Second part.").into(),
+        Fault::Stall {
+            reply,
+            after_text: true,
+            secs: 2,
+        }
+        .into(),
     ]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
     client
@@ -339,30 +343,31 @@ fn user_typing_in_the_chat_while_the_reply_streams_is_kept() {
         ".bareagent/chat.md",
         &std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).unwrap(),
     );
-    let turn = ask(&client, json!("two parts please"))["turn"]
+    let turn = ask(&client, json!("a long answer please"))["turn"]
         .as_u64()
         .unwrap();
-    client.wait_until(LONG, "the first part in the chat", |c| {
-        c.text(&chat).is_some_and(|t| t.contains("First part."))
+    client.wait_until(LONG, "the first delta in the chat", |c| {
+        c.text(&chat)
+            .is_some_and(|t| t.contains("## Agent\n\nFirst") && !t.contains("second part."))
     });
+    // The user types above the conversation while the reply is still streaming.
     client.edit(&chat, (0, 0), (0, 0), "NOTE FROM THE USER\n");
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
-    client.wait_until(LONG, "the second part", |c| {
-        c.text(&chat).is_some_and(|t| t.contains("Second part."))
+    client.wait_until(LONG, "the rest of the reply", |c| {
+        c.text(&chat).is_some_and(|t| t.contains("second part."))
     });
     let text = client.text(&chat).unwrap();
     assert!(
         text.starts_with("NOTE FROM THE USER\n# bareagent"),
         "{text}"
     );
-    let (first, second) = (
-        text.find("First part.").unwrap(),
-        text.find("Second part.").unwrap(),
-    );
-    assert!(first < second);
     assert!(
-        text.contains("## You\n\ntwo parts please\n\n## Agent"),
+        text.contains("## You\n\na long answer please\n\n## Agent\n\nFirst part of the answer, then after a pause the second part."),
         "{text}"
+    );
+    assert!(
+        requests_of(&client, "workspace/applyEdit").len() >= 2,
+        "streamed in more than one edit"
     );
 }
 
