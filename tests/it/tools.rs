@@ -349,7 +349,7 @@ async fn background_output_reaches_the_model_in_a_later_iteration() {
             json!({"command": "sleep 0.2; echo built-ok", "run_in_background": true}),
         )
         .into(),
-        Reply::tool("bash", json!({"command": "sleep 1"})).into(),
+        Reply::tool("bash", json!({"command": "sleep 2"})).into(),
         Reply::text("saw it").into(),
     ]);
     let provider = provider(Api::Anthropic, &server);
@@ -397,10 +397,10 @@ async fn bash_output_and_kill_bash_manage_a_background_command() {
             json!({"command": "echo $$ > bg.pid; echo first; sleep 60", "run_in_background": true}),
         )
         .into(),
-        Reply::tool("bash", json!({"command": "sleep 0.3"})).into(),
+        Reply::tool("bash", json!({"command": "sleep 0.6"})).into(),
         Reply::tool("bash_output", json!({"id": "bash_1"})).into(),
         Reply::tool("kill_bash", json!({"id": "bash_1"})).into(),
-        Reply::tool("bash", json!({"command": "sleep 0.3"})).into(),
+        Reply::tool("bash", json!({"command": "sleep 0.6"})).into(),
         Reply::tools(vec![
             ("bash_output", json!({"id": "bash_1"})),
             ("bash_output", json!({"id": "bash_9"})),
