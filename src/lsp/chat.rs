@@ -179,24 +179,11 @@ pub async fn append(state: &State, text: &str) {
 
 /// Waits (briefly) for the editor to report a version newer than `version`.
 async fn wait_for_version_after(state: &State, path: &Path, version: i32) -> bool {
-    let check = || {
-        state
-            .lock_documents()
-            .get(path)
-            .is_none_or(|d| d.version > version)
-    };
-    let wait = async {
-        loop {
-            let notified = state.documents_changed.notified();
-            if check() {
-                return;
-            }
-            notified.await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(2), wait)
+    state
+        .wait_for_document(path, Duration::from_secs(2), |d| {
+            d.is_none_or(|d| d.version > version)
+        })
         .await
-        .is_ok()
 }
 
 fn append_on_disk(path: &Path, text: &str) {

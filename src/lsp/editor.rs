@@ -164,25 +164,12 @@ impl EditorWorkspace {
     /// otherwise our text stands in for the file until they do.
     async fn settle_unopened(&self, path: &Path, text: &str) -> Option<i32> {
         let state = &self.state;
-        let shows = || {
-            state
-                .lock_documents()
-                .get(path)
-                .is_some_and(|d| d.text() == text)
-        };
-        let wait = async {
-            loop {
-                let notified = state.documents_changed.notified();
-                if shows() {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        if tokio::time::timeout(Duration::from_secs(1), wait)
-            .await
-            .is_err()
-        {
+        let shown = state
+            .wait_for_document(path, Duration::from_secs(1), |d| {
+                d.is_some_and(|d| d.text() == text)
+            })
+            .await;
+        if !shown {
             state
                 .overlay
                 .lock()
@@ -228,28 +215,18 @@ impl EditorWorkspace {
         expected: &str,
     ) -> Result<Option<i32>, WorkspaceError> {
         let state = &self.state;
-        let newer = || {
-            state
-                .lock_documents()
-                .get(path)
-                .map(|d| (d.version > version, d.text() == expected))
-        };
-        let wait = async {
-            loop {
-                let notified = state.documents_changed.notified();
-                match newer() {
-                    Some((true, _)) | None => return,
-                    Some((false, _)) => notified.await,
-                }
-            }
-        };
-        if tokio::time::timeout(CONFIRM_TIMEOUT, wait).await.is_err() {
+        let newer = |d: Option<&super::documents::Document>| d.is_none_or(|d| d.version > version);
+        if !state.wait_for_document(path, CONFIRM_TIMEOUT, newer).await {
             return Err(failed(
                 path,
                 "the editor said it applied the edit but the document did not change (it may have been stale); read the file again",
             ));
         }
-        if let Some((_, false)) = newer() {
+        if state
+            .lock_documents()
+            .get(path)
+            .is_some_and(|d| d.text() != expected)
+        {
             tracing::info!(path = %path.display(), "the document changed by more than our edit (the user is typing)");
         }
         Ok(state.lock_documents().get(path).map(|d| d.version))

@@ -167,6 +167,28 @@ impl State {
         .await;
     }
 
+    /// Waits until the open document at `path` (or its absence) satisfies
+    /// `condition`, re-checking after each didOpen/didChange/didClose.
+    /// Returns false if `timeout` passed first.
+    pub async fn wait_for_document(
+        &self,
+        path: &Path,
+        timeout: std::time::Duration,
+        condition: impl Fn(Option<&super::documents::Document>) -> bool,
+    ) -> bool {
+        let wait = async {
+            loop {
+                // Registered before the check, so a change in between is not missed.
+                let notified = self.documents_changed.notified();
+                if condition(self.lock_documents().get(path)) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.is_ok()
+    }
+
     /// The editor reports the file now: its word replaces what we wrote.
     pub fn forget_overlay(&self, path: &Path) {
         self.overlay

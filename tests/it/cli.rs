@@ -324,38 +324,26 @@ fn the_iteration_cap_is_a_failed_turn() {
 #[test]
 fn configuration_errors_are_clear() {
     let dir = workspace(&[]);
-    let out = bareagent(dir.path())
-        .args(["run", "hello"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("no model provider configured"),
-        "{}",
-        text(&out.stderr)
-    );
-
-    let out = bareagent(dir.path())
-        .args(["run", "--provider", "anthropic", "hello"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("ANTHROPIC_API_KEY is not set"),
-        "{}",
-        text(&out.stderr)
-    );
-
-    let out = bareagent(dir.path())
-        .args(["run", "--replay", "no-such-file.jsonl", "hello"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("cannot read no-such-file.jsonl"),
-        "{}",
-        text(&out.stderr)
-    );
+    let cases: [(&[&str], &str); 3] = [
+        (&["run", "hello"], "no model provider configured"),
+        (
+            &["run", "--provider", "anthropic", "hello"],
+            "ANTHROPIC_API_KEY is not set",
+        ),
+        (
+            &["run", "--replay", "no-such-file.jsonl", "hello"],
+            "cannot read no-such-file.jsonl",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = bareagent(dir.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
 }
 
 #[test]
