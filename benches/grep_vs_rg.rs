@@ -56,6 +56,7 @@ fn main() {
                 context: 0,
                 case_insensitive: false,
                 head_limit: Some(usize::MAX),
+                hidden: None,
             };
             // The search itself, every match kept (the tool then renders a capped answer).
             let (ours, found) = time(rounds, || search_files(&query, usize::MAX).expect("search"));

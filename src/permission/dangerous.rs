@@ -5,17 +5,21 @@
 //! Every simple command of the line is checked, wrappers and substitutions
 //! included (see [`super::shell`]).
 
-use super::shell::{self, SimpleCommand, program_name};
+use super::shell::{self, SHELLS, SimpleCommand, Word, is_short_flag_with, program_name};
 
 /// Why `line` is dangerous, or `None` if nothing in it is.
 pub fn dangerous_reason(line: &str) -> Option<String> {
-    let pipelines = shell::parse(line);
-    for command in shell::all_commands(&pipelines) {
+    dangerous_in(&shell::parse(line))
+}
+
+/// The same, for a line already read.
+pub fn dangerous_in(parsed: &shell::Parsed) -> Option<String> {
+    for command in parsed.commands() {
         if let Some(reason) = command_reason(command) {
             return Some(reason);
         }
     }
-    for pipeline in shell::all_pipelines(&pipelines) {
+    for pipeline in parsed.all_pipelines() {
         let fetch = pipeline.commands.iter().position(is_fetch);
         let shell_after =
             fetch.and_then(|at| pipeline.commands[at + 1..].iter().find(|c| is_shell(c)));
@@ -27,37 +31,38 @@ pub fn dangerous_reason(line: &str) -> Option<String> {
 }
 
 fn command_reason(command: &SimpleCommand) -> Option<String> {
-    let words = &command.words;
+    let words: Vec<&str> = command.texts();
     let name = program_name(words.first()?);
     let args = &words[1..];
-    let has = |flag: &str| args.iter().any(|a| a == flag);
-    let short_flags = |letter: char| {
-        args.iter()
-            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(letter))
-    };
+    let has = |flag: &str| args.contains(&flag);
+    let short_flags = |letter: char| args.iter().any(|a| is_short_flag_with(a, letter));
     let reason = match name {
-        "sudo" | "doas" | "su" => Some(format!("runs `{name}`: commands as another user")),
+        "sudo" | "doas" | "su" | "pkexec" => {
+            Some(format!("runs `{name}`: commands as another user"))
+        }
         "rm" => {
             let recursive = short_flags('r') || short_flags('R') || has("--recursive");
-            let broad = args
+            let broad = command.words[1..]
                 .iter()
-                .find(|a| !a.starts_with('-') && is_broad_path(a));
+                .find(|w| !w.text.starts_with('-') && is_broad_word(w));
             match (recursive, broad) {
-                (true, Some(path)) => Some(format!("recursively deletes `{path}`")),
+                (true, Some(path)) => Some(format!("recursively deletes `{}`", path.text)),
                 _ if has("--no-preserve-root") => Some("rm --no-preserve-root".into()),
                 _ => None,
             }
         }
         "git" => git_reason(args),
         "find" => {
-            let starts = args.iter().take_while(|a| !a.starts_with('-'));
-            let broad = starts.clone().find(|a| is_broad_path(a));
+            let starts = command.words[1..]
+                .iter()
+                .take_while(|a| !a.text.starts_with('-'));
+            let broad = starts.clone().find(|a| is_broad_word(a));
             let deletes = has("-delete")
-                || args.windows(2).any(|w| {
-                    matches!(w[0].as_str(), "-exec" | "-execdir") && program_name(&w[1]) == "rm"
-                });
+                || args
+                    .windows(2)
+                    .any(|w| matches!(w[0], "-exec" | "-execdir") && program_name(w[1]) == "rm");
             match (broad, deletes) {
-                (Some(path), true) => Some(format!("deletes files found under `{path}`")),
+                (Some(path), true) => Some(format!("deletes files found under `{}`", path.text)),
                 _ => None,
             }
         }
@@ -65,8 +70,10 @@ fn command_reason(command: &SimpleCommand) -> Option<String> {
             let recursive = short_flags('R') || has("--recursive");
             let wide = args
                 .iter()
-                .any(|a| a == "777" || a == "a+rwx" || a == "o+w");
-            let broad = args.iter().any(|a| !a.starts_with('-') && is_broad_path(a));
+                .any(|a| *a == "777" || *a == "a+rwx" || *a == "o+w");
+            let broad = command.words[1..]
+                .iter()
+                .any(|a| !a.text.starts_with('-') && is_broad_word(a));
             (recursive && (wide || broad))
                 .then(|| format!("recursive `{name}` on a broad path or to world-writable"))
         }
@@ -81,48 +88,138 @@ fn command_reason(command: &SimpleCommand) -> Option<String> {
     reason.or_else(|| {
         // A shell running a downloaded script: `sh -c "$(curl …)"`, `bash <(curl …)`.
         let runs_download = is_shell(command)
-            && shell::all_commands(&command.substitutions)
-                .into_iter()
-                .any(is_fetch);
+            && shell::Parsed {
+                pipelines: command.substitutions.clone(),
+                problems: Vec::new(),
+            }
+            .commands()
+            .into_iter()
+            .any(is_fetch);
         runs_download.then(|| "runs a downloaded script".into())
     })
 }
 
-fn git_reason(args: &[String]) -> Option<String> {
-    let sub = args.iter().position(|a| !a.starts_with('-'))?;
-    let (sub, rest) = (args[sub].as_str(), &args[sub + 1..]);
-    let has = |flag: &str| rest.iter().any(|a| a == flag);
-    let short = |letter: char| {
-        rest.iter()
-            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(letter))
-    };
-    match sub {
-        "push"
-            if has("--force")
-                || has("-f")
-                || has("--force-with-lease")
-                || rest.iter().any(|a| a.starts_with('+')) =>
-        {
-            Some("force-pushes, rewriting the remote's history".into())
+/// git's options that come before the subcommand, and whether each takes a value.
+const GIT_GLOBAL_OPTIONS: [(&str, bool); 16] = [
+    ("-C", true),
+    ("-c", true),
+    ("--git-dir", true),
+    ("--work-tree", true),
+    ("--namespace", true),
+    ("--exec-path", false),
+    ("--config-env", true),
+    ("--super-prefix", true),
+    ("--list-cmds", true),
+    ("--attr-source", true),
+    ("-p", false),
+    ("-P", false),
+    ("--paginate", false),
+    ("--no-pager", false),
+    ("--bare", false),
+    ("--no-replace-objects", false),
+];
+
+/// The subcommand's index in git's arguments, past every global option.
+/// `None` when an option is not one git has (the reader cannot tell where
+/// the subcommand is, so the caller treats that as dangerous).
+fn git_subcommand(args: &[&str]) -> Result<Option<usize>, String> {
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if !arg.starts_with('-') {
+            return Ok(Some(i));
         }
-        "push" if has("--delete") || (has("-d")) || rest.iter().any(|a| a.starts_with(':')) => {
+        let (name, inline_value) = match arg.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (*arg, false),
+        };
+        match GIT_GLOBAL_OPTIONS
+            .iter()
+            .find(|(option, _)| *option == name)
+        {
+            Some((_, takes_value)) => i += if *takes_value && !inline_value { 2 } else { 1 },
+            None if arg.starts_with("--") && arg.len() > 2 => i += 1, // --literal-pathspecs and the like
+            None => return Err(format!("git option `{arg}` the check does not know")),
+        }
+    }
+    Ok(None)
+}
+
+fn git_reason(args: &[&str]) -> Option<String> {
+    let sub = match git_subcommand(args) {
+        Ok(Some(sub)) => sub,
+        Ok(None) => return None,
+        Err(reason) => return Some(reason),
+    };
+    let globals = &args[..sub];
+    let (sub, rest) = (args[sub], &args[sub + 1..]);
+    let has = |flag: &str| rest.contains(&flag);
+    let starts = |prefix: &str| rest.iter().any(|a| a.starts_with(prefix));
+    let short = |letter: char| rest.iter().any(|a| is_short_flag_with(a, letter));
+    let reason = match sub {
+        "push" if short('f') || starts("--force") || has("--mirror") || starts("+") => {
+            Some("force-pushes, rewriting the remote's history".to_string())
+        }
+        "push" if short('d') || has("--delete") || has("--prune") || starts(":") => {
             Some("deletes a remote branch".into())
         }
-        "reset" if has("--hard") => Some("`git reset --hard` discards uncommitted work".into()),
+        "reset" if has("--hard") || has("--merge") || has("--keep") => {
+            Some("`git reset --hard` discards uncommitted work".into())
+        }
         "clean" if short('f') || has("--force") => {
             Some("`git clean -f` deletes untracked files".into())
         }
-        "checkout" | "restore"
-            if has(".") || has("--") && rest.last().is_some_and(|a| a == ".") =>
+        "checkout" | "restore" | "switch"
+            if has(".") || short('f') || has("--force") || has("--discard-changes") =>
         {
             Some("discards uncommitted changes".into())
         }
-        "branch" if has("-D") => Some("force-deletes a branch".into()),
-        "stash" if rest.first().is_some_and(|a| a == "clear" || a == "drop") => {
+        "branch" if has("-D") || (short('d') && short('f')) || has("--force") => {
+            Some("force-deletes a branch".into())
+        }
+        "stash" if rest.first().is_some_and(|a| *a == "clear" || *a == "drop") => {
             Some("drops stashed work".into())
         }
+        "config"
+            if !rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "--get" | "--get-all" | "--get-regexp" | "--list" | "-l" | "get" | "list"
+                )
+            }) =>
+        {
+            Some("changes git's configuration, which can make later commands run programs".into())
+        }
+        "rebase" if short('x') || starts("--exec") => {
+            Some("`git rebase --exec` runs commands".into())
+        }
+        "bisect" if has("run") => Some("`git bisect run` runs commands".into()),
+        "submodule" if has("foreach") => Some("`git submodule foreach` runs commands".into()),
+        "filter-branch" | "filter-repo" => Some("rewrites the repository's history".into()),
+        "fetch" | "pull" | "clone" | "ls-remote" | "archive"
+            if starts("--upload-pack") || starts("--exec") || starts("-u") && sub == "clone" =>
+        {
+            Some("runs a program named on the command line".into())
+        }
+        "push" if starts("--receive-pack") || starts("--exec") => {
+            Some("runs a program named on the command line".into())
+        }
+        "difftool" | "mergetool" if short('x') || starts("--extcmd") || starts("--tool") => {
+            Some("runs a program named on the command line".into())
+        }
         _ => None,
-    }
+    };
+    reason.or_else(|| {
+        globals
+            .iter()
+            .any(|g| *g == "-c" || g.starts_with("--config-env") || g.starts_with("--exec-path"))
+            .then(|| "sets git configuration on the command line, which can run programs".into())
+    })
+}
+
+/// A word naming a broad path, or one whose value only the shell knows
+/// (`"$PWD"`, `"${HOME:?}"`): recursively deleting it could take anything.
+fn is_broad_word(word: &Word) -> bool {
+    word.opaque || is_broad_path(&word.text)
 }
 
 /// `/`, `/usr`, `~`, `$HOME`, `.`, `..`, `*` and the like: paths whose
@@ -147,29 +244,17 @@ fn is_broad_path(path: &str) -> bool {
 
 fn is_fetch(command: &SimpleCommand) -> bool {
     command
-        .words
-        .first()
-        .is_some_and(|w| matches!(program_name(w), "curl" | "wget" | "fetch"))
+        .program()
+        .is_some_and(|name| matches!(name, "curl" | "wget" | "fetch"))
 }
 
 fn is_shell(command: &SimpleCommand) -> bool {
-    command.words.first().is_some_and(|w| {
-        matches!(
-            program_name(w),
-            "sh" | "bash"
-                | "zsh"
-                | "dash"
-                | "ksh"
-                | "fish"
-                | "source"
-                | "."
-                | "eval"
-                | "python"
-                | "python3"
-                | "perl"
-                | "ruby"
-                | "node"
-        )
+    command.program().is_some_and(|name| {
+        SHELLS.contains(&name)
+            || matches!(
+                name,
+                "source" | "." | "eval" | "python" | "python3" | "perl" | "ruby" | "node"
+            )
     })
 }
 
@@ -219,6 +304,20 @@ mod tests {
             "(cd /tmp && sudo make install)",
             "if true; then git reset --hard; fi",
             "eval 'rm -rf ~'",
+            // the gaps
+            "rm -rf \"${HOME:?}\"",
+            "rm -rf \"$PWD\"",
+            "git push --force-with-lease=main",
+            "git push -uf",
+            "git push --mirror",
+            "git -c k=v push -f",
+            "git -C . push --force",
+            "git --git-dir=.git --work-tree . push -f",
+            "git --no-pager -c core.pager=x log",
+            "git config core.fsmonitor 'rm -rf x'",
+            "command rm -rf /",
+            "env -i PATH=/bin rm -rf ~",
+            "sudo -u root -- git status",
         ];
         for line in dangerous {
             assert!(dangerous_reason(line).is_some(), "missed: {line}");
@@ -242,6 +341,10 @@ mod tests {
             "chmod -R u+w src",
             "ls -la / && echo done",
             "rm -rf /tmp/bareagent-test",
+            "git -C sub status",
+            "git --no-pager log -n 3",
+            "git config --get user.name",
+            "git push -u origin feature",
         ];
         for line in safe {
             assert_eq!(dangerous_reason(line), None, "flagged: {line}");

@@ -5,11 +5,17 @@
 //! How the question is shown (a terminal prompt, an editor dialog, a code
 //! action) is the approver's business, not the gate's.
 //!
-//! The order of the decision: a `deny` rule refuses; plan mode refuses
-//! anything but reads; an `ask` rule, a dangerous command or the mode's
-//! default asks (a dangerous command asks even when an `allow` rule
-//! matches); an `allow` rule allows; bypass mode never asks.
+//! The order of the decision ([`PermissionGate::assess`]): a `deny` rule
+//! refuses; plan mode refuses anything but reads; bypass mode allows. Then
+//! any of these asks, even when an `allow` rule matches: an `ask` rule, a
+//! dangerous command, a change to a file that grants power (the agent's
+//! settings, `.git/`, editor and hook files), a read of a file that may hold
+//! secrets, and a command line the shell reader cannot check (see
+//! [`command`]). Otherwise an `allow` rule allows, and the mode decides the
+//! rest. The gate only decides; the sandbox (`crate::sandbox`) holds
+//! whatever it decided.
 
+pub mod command;
 pub mod dangerous;
 pub mod rules;
 pub mod shell;
@@ -20,7 +26,8 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use globset::{GlobSet, GlobSetBuilder};
 
-pub use rules::{Rule, RuleLists, RuleSet, Verdict};
+pub use command::CommandCheck;
+pub use rules::{Rule, RuleLists, RuleSet, Subject, Verdict};
 
 /// What a tool call would do, for deciding and for showing the user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,12 +44,12 @@ pub enum ActionKind {
 }
 
 /// What rules are matched against.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Target {
     /// A workspace-relative path.
     Path(String),
-    /// A shell command line.
-    Command(String),
+    /// A shell command line, read by the shell reader.
+    Command(Box<CommandCheck>),
     None,
 }
 
@@ -75,8 +82,21 @@ pub enum PermissionMode {
     AcceptEdits,
     /// Read-only: everything else is denied.
     Plan,
-    /// Nothing asks (still confined to the workspace; deny rules still hold).
+    /// Nothing asks; deny rules still hold, and commands stay in the sandbox.
     Bypass,
+}
+
+impl PermissionMode {
+    /// How much the mode lets happen unasked: a project's settings may
+    /// only choose a mode that lets through less than the user's.
+    pub fn latitude(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 0,
+            PermissionMode::Default => 1,
+            PermissionMode::AcceptEdits => 2,
+            PermissionMode::Bypass => 3,
+        }
+    }
 }
 
 /// One question to the user.
@@ -123,10 +143,72 @@ pub enum Decision {
     Deny(String),
 }
 
+/// What the gate makes of an action before anyone is asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Assessment {
+    Allow,
+    Deny(String),
+    /// Ask the user, for this reason.
+    Ask(String),
+}
+
 pub const DENIED_BY_USER: &str = "Denied by user";
 
 /// Files whose reading asks by default: they usually hold secrets.
-const SENSITIVE_FILES: [&str; 3] = ["**/.env*", "**/*.pem", "**/id_rsa*"];
+pub const SENSITIVE_FILES: [&str; 10] = [
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/id_rsa*",
+    "**/id_ed25519*",
+    "**/id_ecdsa*",
+    "**/.netrc",
+    "**/.npmrc",
+    "**/credentials*",
+];
+
+/// Files whose change grants the agent power it was not given: its own
+/// settings, git's configuration and hooks, files that editors, direnv or
+/// hook managers run. Changing one asks in every mode but bypass.
+pub const POWER_FILES: [&str; 16] = [
+    ".bareagent/**",
+    ".git/**",
+    "**/.git/**",
+    "**/.envrc",
+    ".vscode/**",
+    ".idea/**",
+    ".zed/**",
+    ".helix/**",
+    "**/.nvim.lua",
+    "**/.nvimrc",
+    "**/.exrc",
+    ".mcp.json",
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".husky/**",
+    ".pre-commit-config.yaml",
+];
+
+fn glob_set(patterns: &[&str]) -> GlobSet {
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        if let Ok(glob) = globset::Glob::new(pattern) {
+            set.add(glob);
+        }
+    }
+    set.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+/// What a file tool that lists or searches many files may show of one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileVisibility {
+    Visible,
+    /// A deny rule hides it.
+    Denied(String),
+    /// It would ask before its contents are shown (an ask rule, secrets).
+    NeedsApproval(String),
+}
 
 #[derive(Clone)]
 pub struct PermissionGate {
@@ -135,23 +217,19 @@ pub struct PermissionGate {
     rules: Arc<RwLock<RuleSet>>,
     approver: Arc<dyn Approver>,
     sensitive: Arc<GlobSet>,
+    power: Arc<GlobSet>,
     /// Where "allow always" answers are saved.
     project_config: Option<PathBuf>,
 }
 
 impl PermissionGate {
     pub fn new(mode: PermissionMode, approver: Box<dyn Approver>) -> Self {
-        let mut sensitive = GlobSetBuilder::new();
-        for pattern in SENSITIVE_FILES {
-            if let Ok(glob) = globset::Glob::new(pattern) {
-                sensitive.add(glob);
-            }
-        }
         PermissionGate {
             mode,
             rules: Arc::new(RwLock::new(RuleSet::default())),
             approver: Arc::from(approver),
-            sensitive: Arc::new(sensitive.build().unwrap_or_else(|_| GlobSet::empty())),
+            sensitive: Arc::new(glob_set(&SENSITIVE_FILES)),
+            power: Arc::new(glob_set(&POWER_FILES)),
             project_config: None,
         }
     }
@@ -193,38 +271,10 @@ impl PermissionGate {
     }
 
     pub async fn check(&self, action: &Action) -> Decision {
-        let verdict = self
-            .rules
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .evaluate(action);
-        if let Verdict::Deny(rule) = &verdict {
-            return Decision::Deny(format!("Denied by the permission rule `{rule}`."));
-        }
-        if self.mode == PermissionMode::Plan
-            && !matches!(action.kind, ActionKind::Read | ActionKind::Internal)
-        {
-            return Decision::Deny(format!(
-                "Denied: plan mode is read-only, so `{}` may not run. Describe the change you would make instead.",
-                action.tool
-            ));
-        }
-        if self.mode == PermissionMode::Bypass {
-            return Decision::Allow;
-        }
-        let danger = match &action.target {
-            Target::Command(line) => dangerous::dangerous_reason(line),
-            _ => None,
-        };
-        let reason = match verdict {
-            Verdict::Ask(rule) => Some(format!("the rule `{rule}` asks")),
-            Verdict::Allow(_) => danger.map(|d| format!("dangerous: {d}")),
-            _ => danger
-                .map(|d| format!("dangerous: {d}"))
-                .or_else(|| self.default_reason(action)),
-        };
-        let Some(reason) = reason else {
-            return Decision::Allow;
+        let reason = match self.assess(action) {
+            Assessment::Allow => return Decision::Allow,
+            Assessment::Deny(reason) => return Decision::Deny(reason),
+            Assessment::Ask(reason) => reason,
         };
         let rule = rules::suggested_rule(action);
         let question = Question {
@@ -251,6 +301,114 @@ impl PermissionGate {
         }
     }
 
+    /// The decision before anyone is asked.
+    pub fn assess(&self, action: &Action) -> Assessment {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let verdict = rules.evaluate(action);
+        if let Verdict::Deny(rule) = &verdict {
+            return Assessment::Deny(format!("Denied by the permission rule `{rule}`."));
+        }
+        if self.mode == PermissionMode::Plan
+            && !matches!(action.kind, ActionKind::Read | ActionKind::Internal)
+        {
+            return Assessment::Deny(format!(
+                "Denied: plan mode is read-only, so `{}` may not run. Describe the change you would make instead.",
+                action.tool
+            ));
+        }
+        if self.mode == PermissionMode::Bypass {
+            return Assessment::Allow;
+        }
+        let tool = action.tool.as_str();
+        // Reasons that ask even where an allow rule matched, strongest first.
+        let mut reasons: Vec<String> = Vec::new();
+        if let Verdict::Ask(rule) = &verdict {
+            reasons.push(format!("the rule `{rule}` asks"));
+        }
+        let (reads, writes): (Vec<&str>, Vec<&str>) = match &action.target {
+            Target::Command(check) => {
+                if let Some(danger) = dangerous::dangerous_in(&check.parsed) {
+                    reasons.push(format!("dangerous: {danger}"));
+                }
+                (
+                    check.reads.iter().map(String::as_str).collect(),
+                    check.writes.iter().map(String::as_str).collect(),
+                )
+            }
+            Target::Path(path) if action.kind == ActionKind::Edit => (vec![], vec![path.as_str()]),
+            Target::Path(path) if action.kind == ActionKind::Read => (vec![path.as_str()], vec![]),
+            _ => (vec![], vec![]),
+        };
+        let commands_names = matches!(action.target, Target::Command(_));
+        for path in writes
+            .iter()
+            .chain(commands_names.then_some(&reads).into_iter().flatten())
+        {
+            if self.power.is_match(path) {
+                reasons.push(format!(
+                    "it changes `{path}`, which can give the agent more power or run code later"
+                ));
+                break;
+            }
+        }
+        for path in &reads {
+            if self.sensitive.is_match(path) && !rules.allows(tool, Subject::Read(path)) {
+                reasons.push(format!("`{path}` may hold secrets"));
+                break;
+            }
+        }
+        if let (Target::Command(check), Verdict::Allow(rule)) = (&action.target, &verdict) {
+            if let Some(concern) = check.concerns.first() {
+                reasons.push(format!("`{rule}` cannot cover it: {concern}"));
+            }
+            if self.mode != PermissionMode::AcceptEdits {
+                if let Some(path) = writes
+                    .iter()
+                    .find(|path| !rules.allows(tool, Subject::Write(path)))
+                {
+                    reasons.push(format!("it writes `{path}`"));
+                }
+            }
+        }
+        if let Some(reason) = reasons.into_iter().next() {
+            return Assessment::Ask(reason);
+        }
+        if matches!(verdict, Verdict::Allow(_)) {
+            return Assessment::Allow;
+        }
+        match self.default_reason(action) {
+            Some(reason) => Assessment::Ask(reason),
+            None => Assessment::Allow,
+        }
+    }
+
+    /// Whether a file found by a listing or a search may be shown: grep and
+    /// glob skip the files a read of which would be denied or would ask.
+    pub fn file_visibility(&self, tool: &str, path: &str) -> FileVisibility {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        match rules.read_verdict(tool, path) {
+            Verdict::Deny(rule) => return FileVisibility::Denied(rule),
+            Verdict::Ask(rule) if self.mode != PermissionMode::Bypass => {
+                return FileVisibility::NeedsApproval(format!("the rule `{rule}` asks"));
+            }
+            _ => {}
+        }
+        if self.mode != PermissionMode::Bypass
+            && self.sensitive.is_match(path)
+            && !rules.allows(tool, Subject::Read(path))
+        {
+            return FileVisibility::NeedsApproval("it may hold secrets".into());
+        }
+        FileVisibility::Visible
+    }
+
+    /// The read-deny rules' fixed directories (`secrets/**` → `secrets`),
+    /// for the sandbox to keep commands out of.
+    pub fn denied_read_prefixes(&self) -> Vec<String> {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        rules.denied_read_prefixes()
+    }
+
     /// The mode's own reason to ask, if it has one.
     fn default_reason(&self, action: &Action) -> Option<String> {
         let asks = match (self.mode, action.kind) {
@@ -259,20 +417,10 @@ impl PermissionGate {
             (PermissionMode::Default | PermissionMode::AcceptEdits, _) => true,
             (PermissionMode::Plan | PermissionMode::Bypass, _) => false,
         };
-        if asks {
-            return Some(match action.kind {
-                ActionKind::Edit => "it changes files".into(),
-                _ => "it runs a command".into(),
-            });
-        }
-        match &action.target {
-            Target::Path(path)
-                if action.kind == ActionKind::Read && self.sensitive.is_match(path) =>
-            {
-                Some("the file may hold secrets".into())
-            }
-            _ => None,
-        }
+        asks.then(|| match action.kind {
+            ActionKind::Edit => "it changes files".into(),
+            _ => "it runs a command".into(),
+        })
     }
 
     fn add_session_rule(&self, text: &str) {
@@ -333,7 +481,11 @@ mod tests {
     }
 
     fn bash(line: &str) -> Action {
-        action("bash", ActionKind::Execute, Target::Command(line.into()))
+        action(
+            "bash",
+            ActionKind::Execute,
+            Target::Command(Box::new(command::tests::check(line))),
+        )
     }
 
     fn edit(path: &str) -> Action {

@@ -2,10 +2,18 @@
 //! lists. Precedence: deny, then ask, then allow, then the mode's default.
 //!
 //! A pattern means what the tool's target is:
-//! - for `bash`, the command: `bash(cargo test:*)` is a prefix (it matches
-//!   `cargo test` and `cargo test --release`), `bash(make)` the exact command;
+//! - for `bash`, the command's words: `bash(cargo test:*)` is a prefix (it
+//!   matches `cargo test` and `cargo test --release`), `bash(make)` the exact
+//!   command;
 //! - for the file tools, a glob on the workspace-relative path: `edit_file(src/**)`;
 //!   a glob without `/` matches the file name in any directory: `read_file(.env*)`.
+//!
+//! A rule with a path pattern speaks for every tool that does the same
+//! thing: `read(…)`, `read_file(…)`, `grep(…)` and `glob(…)` cover every read
+//! (the file tools', the paths a `bash` line names, what `edit_file` reads
+//! before it edits); `edit(…)`, `edit_file(…)`, `write_file(…)` and
+//! `multi_edit(…)` cover every write (a `bash` redirect included). A rule
+//! without a pattern names one tool only.
 //!
 //! A compound command line matches an allow rule only if every command in it
 //! does, and a deny or ask rule if any command does: `bash(cargo test:*)`
@@ -14,8 +22,8 @@
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
-use super::shell;
-use super::{Action, Target};
+use super::shell::{self, program_name};
+use super::{Action, ActionKind, Target};
 
 #[derive(Clone, Debug)]
 pub struct Rule {
@@ -26,9 +34,28 @@ pub struct Rule {
 
 #[derive(Clone, Debug)]
 enum Pattern {
-    CommandPrefix(String),
-    CommandExact(String),
-    Path(GlobMatcher),
+    CommandPrefix(Vec<String>),
+    CommandExact(Vec<String>),
+    /// The matcher, and the glob as written (workspace-relative).
+    Path(GlobMatcher, String),
+}
+
+/// Tools whose patterned rules speak for every read.
+const READ_TOOLS: [&str; 4] = ["read", "read_file", "grep", "glob"];
+/// Tools whose patterned rules speak for every write.
+const EDIT_TOOLS: [&str; 4] = ["edit", "edit_file", "write_file", "multi_edit"];
+/// Tools that read the file they edit.
+const READING_EDITORS: [&str; 2] = ["edit_file", "multi_edit"];
+
+/// One thing an action does that a rule can speak about.
+#[derive(Clone, Copy, Debug)]
+pub enum Subject<'a> {
+    /// A simple command's words.
+    Command(&'a [&'a str]),
+    Read(&'a str),
+    Write(&'a str),
+    /// A call with nothing else to match: only rules naming the tool cover it.
+    Tool,
 }
 
 impl Rule {
@@ -50,10 +77,30 @@ impl Rule {
         }
         let pattern = match pattern {
             None | Some("") | Some("*") | Some("**") => None,
-            Some(p) if tool == "bash" => Some(match p.strip_suffix(":*") {
-                Some(prefix) => Pattern::CommandPrefix(prefix.trim().to_string()),
-                None => Pattern::CommandExact(p.to_string()),
-            }),
+            Some(p) if tool == "bash" => {
+                let (words, prefix) = match p.strip_suffix(":*") {
+                    Some(prefix) => (prefix, true),
+                    None => (p, false),
+                };
+                let parsed = shell::parse(words);
+                let commands = parsed.commands();
+                let [command] = commands.as_slice() else {
+                    return Err(format!(
+                        "permission rule `{text}`: the pattern must be one simple command"
+                    ));
+                };
+                if !parsed.problems.is_empty() || command.words.iter().any(|w| w.opaque || w.glob) {
+                    return Err(format!(
+                        "permission rule `{text}`: the pattern must be plain words"
+                    ));
+                }
+                let words = command.texts().into_iter().map(String::from).collect();
+                Some(if prefix {
+                    Pattern::CommandPrefix(words)
+                } else {
+                    Pattern::CommandExact(words)
+                })
+            }
             Some(p) => {
                 let glob = if p.contains('/') {
                     p.trim_start_matches("./").to_string()
@@ -63,7 +110,7 @@ impl Rule {
                 let matcher = Glob::new(&glob)
                     .map_err(|error| format!("permission rule `{text}`: bad glob: {error}"))?
                     .compile_matcher();
-                Some(Pattern::Path(matcher))
+                Some(Pattern::Path(matcher, glob))
             }
         };
         Ok(Rule {
@@ -73,20 +120,49 @@ impl Rule {
         })
     }
 
-    /// Whether the rule covers one target (a path, or one simple command).
-    fn matches_one(&self, target: &str) -> bool {
-        match &self.pattern {
-            None => true,
-            Some(Pattern::CommandExact(exact)) => target == exact,
-            Some(Pattern::CommandPrefix(prefix)) => {
-                target == prefix
-                    || target
-                        .strip_prefix(prefix.as_str())
-                        .is_some_and(|rest| rest.starts_with(' '))
+    /// Whether the rule speaks about `subject` of a call to `tool`. Deny and
+    /// ask rules also match a command by its program's bare name
+    /// (`/bin/rm` is `rm`); allow rules only by the words as written.
+    fn covers(&self, tool: &str, subject: Subject<'_>, strict: bool) -> bool {
+        match (subject, &self.pattern) {
+            (Subject::Command(_) | Subject::Tool, None) => self.tool == tool,
+            (Subject::Command(words), Some(Pattern::CommandExact(exact))) => {
+                self.tool == "bash" && command_matches(words, exact, true, strict)
             }
-            Some(Pattern::Path(glob)) => glob.is_match(target),
+            (Subject::Command(words), Some(Pattern::CommandPrefix(prefix))) => {
+                self.tool == "bash" && command_matches(words, prefix, false, strict)
+            }
+            (Subject::Read(_) | Subject::Write(_), None) => self.tool == tool,
+            (Subject::Read(path), Some(Pattern::Path(glob, _))) => {
+                READ_TOOLS.contains(&self.tool.as_str()) && glob.is_match(path)
+            }
+            (Subject::Write(path), Some(Pattern::Path(glob, _))) => {
+                EDIT_TOOLS.contains(&self.tool.as_str()) && glob.is_match(path)
+            }
+            _ => false,
         }
     }
+}
+
+fn command_matches(words: &[&str], rule: &[String], exact: bool, by_name: bool) -> bool {
+    if words.len() < rule.len() || (exact && words.len() != rule.len()) {
+        return false;
+    }
+    let same = |normalize: bool| {
+        words
+            .iter()
+            .zip(rule)
+            .enumerate()
+            .all(|(i, (word, expected))| {
+                let word = if normalize && i == 0 {
+                    program_name(word)
+                } else {
+                    word
+                };
+                word == expected
+            })
+    };
+    same(false) || (by_name && same(true))
 }
 
 /// The lists as they appear in a config file.
@@ -112,6 +188,7 @@ pub struct RuleSet {
 pub enum Verdict {
     Deny(String),
     Ask(String),
+    /// Every command (for `bash`) or the path (for a file tool) is allowed.
     Allow(String),
     /// No rule matched: the mode decides.
     Unmatched,
@@ -132,13 +209,16 @@ impl RuleSet {
     }
 
     pub fn evaluate(&self, action: &Action) -> Verdict {
-        let targets = targets(action);
+        let commands: Vec<Vec<&str>> = match &action.target {
+            Target::Command(check) => check.commands(),
+            _ => Vec::new(),
+        };
+        let subjects = subjects(action, &commands);
+        let tool = action.tool.as_str();
         let any = |rules: &[Rule]| {
             rules
                 .iter()
-                .find(|rule| {
-                    rule.tool == action.tool && targets.iter().any(|t| rule.matches_one(t))
-                })
+                .find(|rule| subjects.iter().any(|s| rule.covers(tool, *s, true)))
                 .map(|rule| rule.text.clone())
         };
         if let Some(rule) = any(&self.deny) {
@@ -147,41 +227,79 @@ impl RuleSet {
         if let Some(rule) = any(&self.ask) {
             return Verdict::Ask(rule);
         }
-        // Allow needs every part covered, each by some rule.
-        let covering: Vec<&Rule> = targets
+        // Allow needs every primary subject covered, each by some rule.
+        let primary: Vec<Subject<'_>> = match &action.target {
+            Target::Command(_) => commands.iter().map(|c| Subject::Command(c)).collect(),
+            _ => subjects.iter().take(1).copied().collect(),
+        };
+        let covering: Vec<&Rule> = primary
             .iter()
-            .filter_map(|t| {
-                self.allow
-                    .iter()
-                    .find(|rule| rule.tool == action.tool && rule.matches_one(t))
-            })
+            .filter_map(|s| self.allow.iter().find(|rule| rule.covers(tool, *s, false)))
             .collect();
-        if !targets.is_empty() && covering.len() == targets.len() {
+        if !primary.is_empty() && covering.len() == primary.len() {
             return Verdict::Allow(covering[0].text.clone());
+        }
+        Verdict::Unmatched
+    }
+
+    /// Whether an allow rule covers `subject` of `tool` on its own: a read
+    /// of a sensitive file someone allowed, a redirect into an allowed path.
+    pub fn allows(&self, tool: &str, subject: Subject<'_>) -> bool {
+        self.allow
+            .iter()
+            .any(|rule| rule.covers(tool, subject, false))
+    }
+
+    /// The directories read-deny rules name before their first wildcard
+    /// (`read(secrets/**)` → `secrets`).
+    pub fn denied_read_prefixes(&self) -> Vec<String> {
+        self.deny
+            .iter()
+            .filter(|rule| READ_TOOLS.contains(&rule.tool.as_str()))
+            .filter_map(|rule| match &rule.pattern {
+                Some(Pattern::Path(_, glob)) => {
+                    let fixed: Vec<&str> = glob
+                        .split('/')
+                        .take_while(|part| !part.contains(['*', '?', '[', '{']))
+                        .collect();
+                    (!fixed.is_empty()).then(|| fixed.join("/"))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The first deny (or else ask) rule that speaks about reading `path`.
+    pub fn read_verdict(&self, tool: &str, path: &str) -> Verdict {
+        let subject = Subject::Read(path);
+        if let Some(rule) = self.deny.iter().find(|r| r.covers(tool, subject, true)) {
+            return Verdict::Deny(rule.text.clone());
+        }
+        if let Some(rule) = self.ask.iter().find(|r| r.covers(tool, subject, true)) {
+            return Verdict::Ask(rule.text.clone());
         }
         Verdict::Unmatched
     }
 }
 
-/// The strings rules are matched against: the path, every simple command of
-/// a command line (with wrappers unwrapped), or the empty string for a tool
-/// without a target.
-fn targets(action: &Action) -> Vec<String> {
+/// What rules can speak about in an action: a file tool's path (read,
+/// written, or both), or a command line's commands, reads and writes.
+fn subjects<'a>(action: &'a Action, commands: &'a [Vec<&'a str>]) -> Vec<Subject<'a>> {
     match &action.target {
-        Target::Path(path) => vec![path.clone()],
-        Target::Command(line) => {
-            let pipelines = shell::parse(line);
-            let commands: Vec<String> = shell::all_commands(&pipelines)
-                .into_iter()
-                .map(|c| c.words.join(" "))
-                .collect();
-            if commands.is_empty() {
-                vec![line.trim().to_string()]
-            } else {
-                commands
+        Target::Path(path) => match action.kind {
+            ActionKind::Edit if READING_EDITORS.contains(&action.tool.as_str()) => {
+                vec![Subject::Write(path), Subject::Read(path)]
             }
-        }
-        Target::None => vec![String::new()],
+            ActionKind::Edit => vec![Subject::Write(path)],
+            _ => vec![Subject::Read(path)],
+        },
+        Target::Command(check) => commands
+            .iter()
+            .map(|c| Subject::Command(c))
+            .chain(check.reads.iter().map(|p| Subject::Read(p)))
+            .chain(check.writes.iter().map(|p| Subject::Write(p)))
+            .collect(),
+        Target::None => vec![Subject::Tool],
     }
 }
 
@@ -189,14 +307,10 @@ fn targets(action: &Action) -> Vec<String> {
 /// the command's first words as a prefix for `bash`.
 pub fn suggested_rule(action: &Action) -> String {
     match &action.target {
-        Target::Command(line) => {
-            let pipelines = shell::parse(line);
-            let first = shell::all_commands(&pipelines)
-                .into_iter()
-                .next()
-                .map(|c| c.words.clone())
-                .unwrap_or_default();
-            let mut prefix: Vec<&str> = first.iter().take(1).map(String::as_str).collect();
+        Target::Command(check) => {
+            let commands = check.commands();
+            let first = commands.first().cloned().unwrap_or_default();
+            let mut prefix: Vec<&str> = first.iter().take(1).copied().collect();
             if let Some(second) = first
                 .get(1)
                 .filter(|w| !w.starts_with('-') && !w.contains('/') && !w.contains('.'))
@@ -219,7 +333,7 @@ mod tests {
             tool: "bash".into(),
             kind: ActionKind::Execute,
             summary: command.into(),
-            target: Target::Command(command.into()),
+            target: Target::Command(Box::new(crate::permission::command::tests::check(command))),
         }
     }
 

@@ -1,18 +1,75 @@
-//! A small shell-syntax reader: enough of POSIX sh and bash to find every
-//! simple command in a line, so that permission checks look at each command
-//! of `a && b; c | d`, inside `$(…)`, backticks, `( … )`, `{ …; }`, and inside
-//! wrappers such as `bash -c '…'`, `env`, `xargs` or `sudo`.
+//! A shell-syntax reader that understands a command line or says it does not.
 //!
-//! It does not evaluate anything: variables stay as written, globs are not
-//! expanded. What it must never do is *hide* a command, so anything it does
-//! not understand is kept as words of some command rather than dropped.
+//! It reads enough of bash to find every simple command in a line — in
+//! `a && b; c | d`, `$(…)`, backticks, `( … )`, `{ …; }`, `bash -c '…'` and
+//! wrappers such as `env`, `sudo` or `timeout` — with every redirect and
+//! every word after quote removal (`'…'`, `"…"`, `$'…'`, `$"…"`, escapes),
+//! and here-document bodies skipped as data, as bash skips them.
+//!
+//! It evaluates nothing. A word whose value is only known when the command
+//! runs (`$HOME`, `$(…)`, `~`, a brace expansion) is marked *opaque*; a word
+//! with an unquoted `*`, `?` or `[` is marked *glob*. Whatever the reader
+//! does not follow (`case`, `for`, functions, `eval`, arithmetic with
+//! commands, an unterminated quote, …) is reported in
+//! [`Parsed::problems`]: a line with problems is never auto-allowed. The
+//! reader must never *hide* a command, so even then it keeps every command it
+//! did find, for deny rules to see.
 
-/// One simple command: its words after quote removal, and the commands run by
-/// substitutions inside those words (`$(…)`, backticks, `<(…)`).
+/// One word after quote removal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Word {
+    pub text: String,
+    /// Holds an expansion whose value only the running shell knows.
+    pub opaque: bool,
+    /// Holds an unquoted glob character (`*`, `?`, `[`).
+    pub glob: bool,
+    /// Some part of it was quoted or escaped (so it is not a keyword).
+    pub quoted: bool,
+    /// How many bytes of `text` came before the first quote or escape: an
+    /// assignment's name must lie in them (`"A"=1 cmd` runs a program `A=1`).
+    unquoted_prefix: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedirectKind {
+    /// `<`: reads the file.
+    Read,
+    /// `>`, `>>`, `>|`, `&>`, `<>`: writes the file.
+    Write,
+    /// `2>&1`, `<&0`, `>&-`: duplicates or closes a descriptor; no file.
+    Duplicate,
+    /// `<<EOF` and `<<<word`: data for stdin; no file.
+    Data,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    pub kind: RedirectKind,
+    pub target: Word,
+}
+
+/// One simple command: assignments before it, its words, its redirects, and
+/// the commands run by substitutions inside them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimpleCommand {
-    pub words: Vec<String>,
+    pub assignments: Vec<Word>,
+    pub words: Vec<Word>,
+    pub redirects: Vec<Redirect>,
     pub substitutions: Vec<Pipeline>,
+    /// Found inside another command (a wrapper's argument, `bash -c`).
+    pub unwrapped: bool,
+}
+
+impl SimpleCommand {
+    /// The words as plain strings.
+    pub fn texts(&self) -> Vec<&str> {
+        self.words.iter().map(|w| w.text.as_str()).collect()
+    }
+
+    /// The program's name, without its directory or a leading backslash.
+    pub fn program(&self) -> Option<&str> {
+        self.words.first().map(|w| program_name(&w.text))
+    }
 }
 
 /// Commands joined by `|`: the output of each feeds the next.
@@ -21,126 +78,199 @@ pub struct Pipeline {
     pub commands: Vec<SimpleCommand>,
 }
 
-/// Reads a command line into its pipelines (those joined by `;`, `&&`, `||`,
-/// `&`, newlines and grouping), in order. Wrappers are unwrapped: for
-/// `sudo env X=1 rm -rf /` the pipeline holds `sudo env X=1 rm -rf /` and,
-/// after it, `rm -rf /` as a command of its own.
-pub fn parse(line: &str) -> Vec<Pipeline> {
-    let mut reader = Reader {
-        chars: line.chars().collect(),
-        at: 0,
-        in_backtick: false,
-    };
-    let mut pipelines = reader.pipelines(None);
-    let mut unwrapped = Vec::new();
-    for pipeline in &pipelines {
-        for command in &pipeline.commands {
-            unwrap_wrappers(&command.words, 0, &mut unwrapped);
-        }
-    }
-    pipelines.extend(unwrapped);
-    pipelines
+/// A whole command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub pipelines: Vec<Pipeline>,
+    /// What the reader did not follow; empty when it understood everything.
+    pub problems: Vec<String>,
 }
 
-/// Every simple command in the parsed line, substitutions included.
-pub fn all_commands(pipelines: &[Pipeline]) -> Vec<&SimpleCommand> {
-    let mut out = Vec::new();
+impl Parsed {
+    /// Every simple command, those in substitutions and wrappers included.
+    pub fn commands(&self) -> Vec<&SimpleCommand> {
+        let mut out = Vec::new();
+        collect_commands(&self.pipelines, &mut out);
+        out
+    }
+
+    /// Every pipeline, those inside substitutions included.
+    pub fn all_pipelines(&self) -> Vec<&Pipeline> {
+        let mut out = Vec::new();
+        collect_pipelines(&self.pipelines, &mut out);
+        out
+    }
+}
+
+fn collect_commands<'a>(pipelines: &'a [Pipeline], out: &mut Vec<&'a SimpleCommand>) {
     for pipeline in pipelines {
         for command in &pipeline.commands {
             out.push(command);
-            out.extend(all_commands(&command.substitutions));
+            collect_commands(&command.substitutions, out);
         }
     }
-    out
 }
 
-/// All pipelines, those inside substitutions included.
-pub fn all_pipelines(pipelines: &[Pipeline]) -> Vec<&Pipeline> {
-    let mut out = Vec::new();
+fn collect_pipelines<'a>(pipelines: &'a [Pipeline], out: &mut Vec<&'a Pipeline>) {
     for pipeline in pipelines {
         out.push(pipeline);
         for command in &pipeline.commands {
-            out.extend(all_pipelines(&command.substitutions));
+            collect_pipelines(&command.substitutions, out);
         }
     }
-    out
 }
 
-/// Commands that run their arguments as another command line or command.
-const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "fish"];
+/// Reads a command line. Wrappers are unwrapped: for `sudo env X=1 rm -rf /`
+/// the result holds `sudo env X=1 rm -rf /` and, after it, `rm -rf /` as a
+/// command of its own (marked `unwrapped`).
+pub fn parse(line: &str) -> Parsed {
+    parse_at_depth(line, 0)
+}
+
+/// How deep `bash -c "bash -c '…'"` may nest before the reader gives up.
+const MAX_DEPTH: usize = 8;
+
+fn parse_at_depth(line: &str, depth: usize) -> Parsed {
+    let mut reader = Reader {
+        chars: line.chars().collect(),
+        at: 0,
+        problems: Vec::new(),
+        heredocs: Vec::new(),
+        depth,
+    };
+    let mut pipelines = reader.pipelines(None);
+    if !reader.heredocs.is_empty() {
+        reader.problem("a here-document that never starts");
+    }
+    let mut problems = reader.problems;
+    let mut unwrapped = Vec::new();
+    for pipeline in &pipelines {
+        for command in &pipeline.commands {
+            unwrap_wrappers(command, depth, &mut unwrapped, &mut problems);
+        }
+    }
+    pipelines.extend(unwrapped);
+    problems.dedup();
+    Parsed {
+        pipelines,
+        problems,
+    }
+}
+
+/// Shells: their `-c` argument is a command line of its own.
+pub const SHELLS: [&str; 8] = [
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "busybox",
+];
 
 /// Finds the command a wrapper runs (`env X=1 cmd`, `sudo -u u cmd`,
-/// `xargs -0 cmd`, `bash -c 'line'`, …) and adds it as a pipeline of its own.
-fn unwrap_wrappers(words: &[String], depth: usize, out: &mut Vec<Pipeline>) {
-    if depth > 8 || words.is_empty() {
+/// `timeout 5 cmd`, `bash -c 'line'`, …) and adds it as a pipeline of its own.
+fn unwrap_wrappers(
+    command: &SimpleCommand,
+    depth: usize,
+    out: &mut Vec<Pipeline>,
+    problems: &mut Vec<String>,
+) {
+    if depth > MAX_DEPTH {
+        problems.push("commands nested too deeply".into());
         return;
     }
-    let name = program_name(&words[0]);
+    let words = &command.words;
+    let Some(first) = words.first() else { return };
+    let name = program_name(&first.text);
     let rest = &words[1..];
-    let inner: Option<&[String]> = match name {
-        "env" => Some(skip_while_options(rest, |w| {
-            w.contains('=') || w.starts_with('-')
-        })),
+    let inner: Option<&[Word]> = match name {
+        "env" => {
+            if rest
+                .iter()
+                .any(|w| w.text.starts_with("-S") || w.text == "--split-string")
+            {
+                problems.push("`env -S` splits a string into a command".into());
+            }
+            Some(skip_env_options(rest))
+        }
         "sudo" | "doas" => Some(skip_options_with_values(
             rest,
-            &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t"],
+            &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"],
         )),
-        "xargs" => Some(skip_options_with_values(
-            rest,
-            &["-n", "-L", "-P", "-s", "-I", "-d", "-E", "-a"],
-        )),
-        "nohup" | "time" | "command" | "builtin" | "exec" | "stdbuf" | "chroot" | "setsid"
-        | "unbuffer" => Some(skip_while_options(rest, |w| w.starts_with('-'))),
+        "nohup" | "time" | "command" | "builtin" | "exec" | "stdbuf" | "setsid" | "unbuffer"
+        | "chrt" | "taskset" => Some(skip_while(rest, |w| w.starts_with('-'))),
         "nice" | "ionice" => Some(skip_options_with_values(rest, &["-n", "-c"])),
         "timeout" => {
             let after = skip_options_with_values(rest, &["-s", "-k", "--signal", "--kill-after"]);
             after.get(1..) // the duration, then the command
         }
-        "find" => {
-            // find … -exec CMD … ;   and -execdir, -ok, -okdir
-            let at = rest
-                .iter()
-                .position(|w| matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"));
-            at.map(|i| {
-                let command = &rest[i + 1..];
-                let end = command
+        "xargs" => Some(skip_options_with_values(
+            rest,
+            &["-n", "-L", "-P", "-s", "-I", "-d", "-E", "-a"],
+        )),
+        "find" => rest
+            .iter()
+            .position(|w| matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
+            .map(|i| {
+                let tail = &rest[i + 1..];
+                let end = tail
                     .iter()
-                    .position(|w| w == ";" || w == "+")
-                    .unwrap_or(command.len());
-                &command[..end]
-            })
-        }
+                    .position(|w| w.text == ";" || w.text == "+")
+                    .unwrap_or(tail.len());
+                &tail[..end]
+            }),
         _ => None,
     };
     if let Some(inner) = inner.filter(|inner| !inner.is_empty()) {
+        let inner = SimpleCommand {
+            words: inner.to_vec(),
+            unwrapped: true,
+            ..SimpleCommand::default()
+        };
+        unwrap_wrappers(&inner, depth + 1, out, problems);
         out.push(Pipeline {
-            commands: vec![SimpleCommand {
-                words: inner.to_vec(),
-                substitutions: Vec::new(),
-            }],
+            commands: vec![inner],
         });
-        unwrap_wrappers(inner, depth + 1, out);
     }
-    // A shell or eval with a command line as an argument: read that line too.
-    let line = match name {
-        shell if SHELLS.contains(&shell) => rest
-            .iter()
-            .position(|w| {
-                w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.contains('c'))
-            })
-            .and_then(|i| rest.get(i + 1))
-            .cloned(),
-        "eval" => Some(rest.join(" ")),
-        _ => None,
-    };
-    if let Some(line) = line {
-        for pipeline in parse(&line) {
-            for command in &pipeline.commands {
-                unwrap_wrappers(&command.words, depth + 1, out);
+    // A shell with a command line as its argument, or `eval`: read that line too.
+    let eval_line = (name == "eval").then(|| {
+        let line: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+        (line.join(" "), rest.iter().any(|w| w.opaque))
+    });
+    let eval_word = eval_line.map(|(text, opaque)| Word {
+        text,
+        opaque,
+        ..Word::default()
+    });
+    if SHELLS.contains(&name) || eval_word.is_some() {
+        let script = match &eval_word {
+            Some(word) => Some(Some(word)),
+            None => rest
+                .iter()
+                .position(|w| is_short_flag_with(&w.text, 'c'))
+                .map(|i| rest.get(i + 1)),
+        };
+        if let Some(script) = script {
+            match script {
+                Some(word) if !word.opaque => {
+                    let parsed = parse_at_depth(&word.text, depth + 1);
+                    problems.extend(parsed.problems);
+                    for mut pipeline in parsed.pipelines {
+                        for command in &mut pipeline.commands {
+                            command.unwrapped = true;
+                        }
+                        out.push(pipeline);
+                    }
+                }
+                Some(_) => problems.push(format!("`{name} -c` runs a line known only at run time")),
+                None => problems.push(format!("`{name} -c` without a command line")),
             }
-            out.push(pipeline);
         }
     }
+}
+
+/// `-c`, `-xc`, `-ec`: a cluster of one-letter flags holding `letter`.
+pub fn is_short_flag_with(word: &str, letter: char) -> bool {
+    word.len() > 1
+        && word.starts_with('-')
+        && !word.starts_with("--")
+        && word[1..].chars().all(|c| c.is_ascii_alphabetic())
+        && word.contains(letter)
 }
 
 /// `/usr/bin/rm` and `rm` are the same program; `\rm` skips aliases.
@@ -149,24 +279,43 @@ pub fn program_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
-fn skip_while_options(words: &[String], is_option: impl Fn(&str) -> bool) -> &[String] {
+fn skip_while(words: &[Word], is_option: impl Fn(&str) -> bool) -> &[Word] {
     let start = words
         .iter()
-        .position(|w| !is_option(w))
+        .position(|w| !is_option(&w.text))
         .unwrap_or(words.len());
     &words[start..]
 }
 
-fn skip_options_with_values<'a>(words: &'a [String], with_value: &[&str]) -> &'a [String] {
+/// `env -i -u NAME A=1 B=2 cmd`: the options and assignments before the command.
+fn skip_env_options(words: &[Word]) -> &[Word] {
     let mut i = 0;
     while let Some(word) = words.get(i) {
-        if word == "--" {
+        let text = word.text.as_str();
+        if text == "--" {
             return &words[i + 1..];
         }
-        if !word.starts_with('-') {
+        if matches!(text, "-u" | "--unset" | "-C" | "--chdir") {
+            i += 2;
+        } else if text.starts_with('-') || is_assignment(text) {
+            i += 1;
+        } else {
             break;
         }
-        i += if with_value.contains(&word.as_str()) {
+    }
+    &words[i.min(words.len())..]
+}
+
+fn skip_options_with_values<'a>(words: &'a [Word], with_value: &[&str]) -> &'a [Word] {
+    let mut i = 0;
+    while let Some(word) = words.get(i) {
+        if word.text == "--" {
+            return &words[i + 1..];
+        }
+        if !word.text.starts_with('-') {
+            break;
+        }
+        i += if with_value.contains(&word.text.as_str()) {
             2
         } else {
             1
@@ -175,11 +324,34 @@ fn skip_options_with_values<'a>(words: &'a [String], with_value: &[&str]) -> &'a
     &words[i.min(words.len())..]
 }
 
+/// `NAME=value` (or `NAME+=value`) with a valid shell name.
+pub fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            let name = name.strip_suffix('+').unwrap_or(name);
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// A here-document waiting for its body after the current line.
+struct PendingHeredoc {
+    delimiter: String,
+    /// A quoted delimiter (`<<'EOF'`): the body is literal.
+    quoted: bool,
+    /// `<<-`: leading tabs are stripped from body lines.
+    strip_tabs: bool,
+}
+
 struct Reader {
     chars: Vec<char>,
     at: usize,
-    /// Inside `…`: a backtick there closes, it does not open.
-    in_backtick: bool,
+    problems: Vec<String>,
+    heredocs: Vec<PendingHeredoc>,
+    depth: usize,
 }
 
 /// Words that start a compound command; the command proper follows them.
@@ -188,71 +360,115 @@ const PREFIX_KEYWORDS: [&str; 9] = [
 ];
 /// Words that end one.
 const END_KEYWORDS: [&str; 4] = ["fi", "done", "esac", "}"];
+/// Compound commands whose structure the reader does not follow.
+const UNFOLLOWED_KEYWORDS: [&str; 7] = ["case", "for", "select", "function", "coproc", "[[", "]]"];
 
 impl Reader {
     fn peek(&self) -> Option<char> {
         self.chars.get(self.at).copied()
     }
 
-    fn peek2(&self) -> Option<char> {
-        self.chars.get(self.at + 1).copied()
+    fn peek_at(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.at + offset).copied()
     }
 
-    /// Reads pipelines until the end, or until `close` (`)` or a backtick).
+    fn problem(&mut self, text: &str) {
+        self.problems.push(text.to_string());
+    }
+
+    /// Reads pipelines until the end, or until `close` (`)`).
     fn pipelines(&mut self, close: Option<char>) -> Vec<Pipeline> {
         let mut pipelines = Vec::new();
         let mut pipeline = Pipeline::default();
         let mut command = SimpleCommand::default();
         loop {
             self.skip_blanks();
-            let Some(c) = self.peek() else { break };
+            let Some(c) = self.peek() else {
+                if close.is_some() {
+                    self.problem("an unclosed `(` or `$(`");
+                }
+                break;
+            };
             if Some(c) == close {
                 self.at += 1;
                 break;
             }
             match c {
                 '#' => self.skip_comment(),
+                '&' if self.peek_at(1) == Some('>') => self.redirection(&mut command, 0),
                 '\n' | ';' | '&' | '|' => {
-                    let piped = c == '|' && self.peek2() != Some('|');
+                    let piped = c == '|' && self.peek_at(1) != Some('|');
                     self.at += 1;
                     if matches!(
                         (c, self.peek()),
-                        ('&', Some('&')) | ('|', Some('|')) | ('|', Some('&')) | (';', Some(';'))
+                        ('&', Some('&')) | ('|', Some('|')) | ('|', Some('&'))
                     ) {
+                        self.at += 1;
+                    }
+                    if c == ';' && matches!(self.peek(), Some(';' | '&')) {
+                        self.problem("`;;` outside a `case` the reader follows");
                         self.at += 1;
                     }
                     Self::end_command(&mut pipeline, &mut command);
                     if !piped {
                         Self::end_pipeline(&mut pipelines, &mut pipeline);
                     }
+                    if c == '\n' {
+                        self.heredoc_bodies();
+                    }
                 }
                 '(' => {
-                    // A subshell: its pipelines stand on their own.
+                    if self.peek_at(1) == Some('(') {
+                        self.problem("an arithmetic command `(( … ))`");
+                    }
+                    if !command.words.is_empty() {
+                        // `name() { … }` defines a function.
+                        self.problem("a function definition");
+                    }
                     self.at += 1;
                     Self::end_command(&mut pipeline, &mut command);
                     Self::end_pipeline(&mut pipelines, &mut pipeline);
-                    pipelines.extend(self.pipelines(Some(')')));
+                    let inner = self.pipelines(Some(')'));
+                    pipelines.extend(inner);
                 }
-                ')' => self.at += 1, // unbalanced: ignore, keep reading
-                '<' | '>' => self.redirection(&mut command),
+                ')' => {
+                    self.problem("an unbalanced `)`");
+                    self.at += 1;
+                }
+                '<' | '>' => self.redirection(&mut command, 0),
                 _ => {
-                    let before = command.substitutions.len();
+                    let start = self.at;
                     let word = self.word(&mut command);
-                    let keyword = command.words.is_empty() && command.substitutions.len() == before;
-                    if keyword && PREFIX_KEYWORDS.contains(&word.as_str()) {
+                    // `2>file`: the digits were the descriptor.
+                    if matches!(self.peek(), Some('<' | '>'))
+                        && !word.quoted
+                        && !word.text.is_empty()
+                        && word.text.chars().all(|d| d.is_ascii_digit())
+                    {
+                        self.redirection(&mut command, start);
                         continue;
                     }
-                    if keyword && END_KEYWORDS.contains(&word.as_str()) {
+                    if self.at == start {
+                        // Nothing consumed: a character no rule above takes.
+                        self.problem("a character the reader does not follow");
+                        self.at += 1;
+                        continue;
+                    }
+                    let first = command.words.is_empty() && !word.quoted && !word.opaque;
+                    if first && PREFIX_KEYWORDS.contains(&word.text.as_str()) {
+                        continue;
+                    }
+                    if first && END_KEYWORDS.contains(&word.text.as_str()) {
                         Self::end_command(&mut pipeline, &mut command);
                         Self::end_pipeline(&mut pipelines, &mut pipeline);
                         continue;
                     }
-                    // `2>`: the fd number was dropped, leaving nothing.
-                    if word.is_empty() && matches!(self.peek(), Some('<' | '>')) {
-                        continue;
+                    if first && UNFOLLOWED_KEYWORDS.contains(&word.text.as_str()) {
+                        self.problems
+                            .push(format!("a `{}` compound command", word.text));
                     }
-                    // Assignments before the command name (`A=1 cmd`) are not the command.
-                    if command.words.is_empty() && is_assignment(&word) {
+                    if command.words.is_empty() && is_assignment_word(&word) {
+                        command.assignments.push(word);
                         continue;
                     }
                     command.words.push(word);
@@ -266,7 +482,11 @@ impl Reader {
 
     fn end_command(pipeline: &mut Pipeline, command: &mut SimpleCommand) {
         let command = std::mem::take(command);
-        if !command.words.is_empty() || !command.substitutions.is_empty() {
+        if !command.words.is_empty()
+            || !command.substitutions.is_empty()
+            || !command.assignments.is_empty()
+            || !command.redirects.is_empty()
+        {
             pipeline.commands.push(command);
         }
     }
@@ -279,10 +499,12 @@ impl Reader {
     }
 
     fn skip_blanks(&mut self) {
-        while matches!(self.peek(), Some(' ' | '\t'))
-            || (self.peek() == Some('\\') && self.peek2() == Some('\n'))
-        {
-            self.at += if self.peek() == Some('\\') { 2 } else { 1 };
+        loop {
+            match (self.peek(), self.peek_at(1)) {
+                (Some(' ' | '\t'), _) => self.at += 1,
+                (Some('\\'), Some('\n')) => self.at += 2,
+                _ => break,
+            }
         }
     }
 
@@ -292,129 +514,428 @@ impl Reader {
         }
     }
 
-    /// `>`, `>>`, `<`, `2>&1`, `&>`, `<(…)`: the target word is a file, not an argument.
-    fn redirection(&mut self, command: &mut SimpleCommand) {
-        let c = self.peek();
-        self.at += 1;
-        if self.peek() == Some('(') {
-            // Process substitution: a command of its own.
-            self.at += 1;
-            let inner = self.pipelines(Some(')'));
-            command.substitutions.extend(inner);
-            return;
-        }
-        while matches!(self.peek(), Some('>' | '<' | '&' | '|')) {
-            self.at += 1;
-        }
-        let _ = c;
-        self.skip_blanks();
-        if self
-            .peek()
-            .is_some_and(|c| !matches!(c, '\n' | ';' | '|' | '&' | ')'))
-        {
-            let mut sink = SimpleCommand::default();
-            self.word(&mut sink);
-            command.substitutions.extend(sink.substitutions);
+    /// Skips the bodies of the here-documents opened on the line just ended.
+    fn heredoc_bodies(&mut self) {
+        for heredoc in std::mem::take(&mut self.heredocs) {
+            let mut found = false;
+            while self.at < self.chars.len() {
+                let start = self.at;
+                while self.peek().is_some_and(|c| c != '\n') {
+                    self.at += 1;
+                }
+                let line: String = self.chars[start..self.at].iter().collect();
+                if self.peek() == Some('\n') {
+                    self.at += 1;
+                }
+                let line = if heredoc.strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    line.as_str()
+                };
+                if line == heredoc.delimiter {
+                    found = true;
+                    break;
+                }
+                if !heredoc.quoted && line.contains(['$', '`', '\\']) {
+                    self.problem("a here-document whose body expands `$`, `` ` `` or `\\`");
+                }
+            }
+            if !found {
+                self.problem("a here-document without its closing delimiter");
+            }
         }
     }
 
-    /// One word, quotes removed; substitutions inside it go to `command`.
-    fn word(&mut self, command: &mut SimpleCommand) -> String {
-        let mut word = String::new();
-        while let Some(c) = self.peek() {
-            match c {
-                ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => {
-                    // `2>`: a digit run right before a redirection is its fd.
-                    if matches!(c, '<' | '>')
-                        && !word.is_empty()
-                        && word.chars().all(|d| d.is_ascii_digit())
-                    {
-                        word.clear();
-                    }
+    /// A redirection starting at the operator (or at `start`, where an fd
+    /// number began): `>`, `>>`, `>|`, `<`, `<>`, `&>`, `&>>`, `2>&1`,
+    /// `<<EOF`, `<<<word`, and process substitutions `<(…)`, `>(…)`.
+    fn redirection(&mut self, command: &mut SimpleCommand, _start: usize) {
+        let op: String = {
+            let mut op = String::new();
+            while let Some(c) = self.peek() {
+                if !matches!(c, '<' | '>' | '&' | '|') || op.len() >= 3 {
                     break;
                 }
+                // `>|` and `&>` take their second character; `|` alone ends a command.
+                if c == '|' && op != ">" {
+                    break;
+                }
+                if c == '&' && !(op.is_empty() || op == ">" || op == "<") {
+                    break;
+                }
+                op.push(c);
+                self.at += 1;
+            }
+            if op == "<<" && self.peek() == Some('-') {
+                op.push('-');
+                self.at += 1;
+            }
+            op
+        };
+        if self.peek() == Some('(') && matches!(op.as_str(), "<" | ">") {
+            self.at += 1;
+            let inner = self.pipelines(Some(')'));
+            if op == ">" {
+                self.problem("a process substitution `>(…)` that writes");
+            }
+            command.substitutions.extend(inner);
+            return;
+        }
+        let kind = match op.as_str() {
+            "<" => RedirectKind::Read,
+            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => RedirectKind::Write,
+            ">&" | "<&" => RedirectKind::Duplicate,
+            "<<" | "<<-" | "<<<" => RedirectKind::Data,
+            _ => {
+                self.problems
+                    .push(format!("a redirection `{op}` the reader does not follow"));
+                RedirectKind::Write
+            }
+        };
+        self.skip_blanks();
+        if self
+            .peek()
+            .is_none_or(|c| matches!(c, '\n' | ';' | '|' | '&' | '(' | ')' | '<' | '>'))
+        {
+            self.problem("a redirection without a target");
+            return;
+        }
+        let target = self.word(command);
+        let kind = match kind {
+            // `>&file` is `&>file`; only digits and `-` duplicate.
+            RedirectKind::Duplicate
+                if !(target.text == "-" || target.text.chars().all(|c| c.is_ascii_digit())) =>
+            {
+                if op == "<&" {
+                    RedirectKind::Read
+                } else {
+                    RedirectKind::Write
+                }
+            }
+            other => other,
+        };
+        if op == "<<" || op == "<<-" {
+            self.heredocs.push(PendingHeredoc {
+                delimiter: target.text.clone(),
+                quoted: target.quoted,
+                strip_tabs: op == "<<-",
+            });
+            if target.opaque {
+                self.problem("a here-document delimiter with an expansion");
+            }
+        }
+        command.redirects.push(Redirect { kind, target });
+    }
+
+    /// One word, quotes removed; substitutions inside it go to `command`.
+    fn word(&mut self, command: &mut SimpleCommand) -> Word {
+        let mut word = Word::default();
+        let starts_at = self.at;
+        while let Some(c) = self.peek() {
+            if !word.quoted && matches!(c, '\\' | '\'' | '"' | '$' | '`') {
+                word.unquoted_prefix = word.text.len();
+            }
+            match c {
+                ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
                 '\\' => {
+                    word.quoted = true;
                     self.at += 1;
                     if let Some(next) = self.peek() {
                         if next != '\n' {
-                            word.push(next);
+                            word.text.push(next);
                         }
                         self.at += 1;
                     }
                 }
                 '\'' => {
+                    word.quoted = true;
                     self.at += 1;
-                    while let Some(q) = self.peek() {
-                        self.at += 1;
-                        if q == '\'' {
-                            break;
-                        }
-                        word.push(q);
-                    }
+                    self.single_quoted(&mut word);
                 }
                 '"' => {
+                    word.quoted = true;
                     self.at += 1;
-                    while let Some(q) = self.peek() {
-                        match q {
-                            '"' => {
-                                self.at += 1;
-                                break;
-                            }
-                            '\\' if matches!(self.peek2(), Some('"' | '\\' | '$' | '`')) => {
-                                word.push(self.peek2().unwrap_or('\\'));
-                                self.at += 2;
-                            }
-                            '$' if self.peek2() == Some('(') => {
-                                word.push_str(&self.substitution(command))
-                            }
-                            '`' => word.push_str(&self.backtick(command)),
-                            _ => {
-                                word.push(q);
-                                self.at += 1;
-                            }
-                        }
-                    }
+                    self.double_quoted(&mut word, command);
                 }
-                '$' if self.peek2() == Some('(') => word.push_str(&self.substitution(command)),
-                '`' if self.in_backtick => break,
-                '`' => word.push_str(&self.backtick(command)),
+                '$' if self.peek_at(1) == Some('\'') => {
+                    word.quoted = true;
+                    self.at += 2;
+                    self.ansi_c_quoted(&mut word);
+                }
+                '$' if self.peek_at(1) == Some('"') => {
+                    word.quoted = true;
+                    self.at += 2;
+                    self.double_quoted(&mut word, command);
+                }
+                '$' => self.dollar(&mut word, command),
+                '`' => self.backtick(&mut word, command),
+                '*' | '?' | '[' => {
+                    word.glob = true;
+                    word.text.push(c);
+                    self.at += 1;
+                }
+                '~' if self.at == starts_at => {
+                    // `~`, `~user`: a home directory.
+                    word.opaque = true;
+                    word.text.push(c);
+                    self.at += 1;
+                }
+                '{' => {
+                    // `{a,b}`, `{1..9}`: brace expansion makes several words.
+                    if self.brace_expands() {
+                        word.opaque = true;
+                    }
+                    word.text.push(c);
+                    self.at += 1;
+                }
                 _ => {
-                    word.push(c);
+                    word.text.push(c);
                     self.at += 1;
                 }
             }
         }
+        if !word.quoted {
+            word.unquoted_prefix = word.text.len();
+        }
         word
     }
 
-    /// `$(…)` (or `$((…))`, read the same way): the inner line is parsed and
-    /// kept; the word gets a placeholder.
-    fn substitution(&mut self, command: &mut SimpleCommand) -> String {
-        self.at += 2;
-        let inner = self.pipelines(Some(')'));
-        command.substitutions.extend(inner);
-        "$(…)".to_string()
+    /// Whether the `{` at the cursor opens a brace expansion (`,` or `..`
+    /// before its matching `}`).
+    fn brace_expands(&self) -> bool {
+        let mut depth = 0;
+        let mut previous = '{';
+        for &c in &self.chars[self.at..] {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return false;
+                    }
+                }
+                ',' if depth >= 1 => return true,
+                '.' if previous == '.' && depth >= 1 => return true,
+                ' ' | '\t' | '\n' | ';' | '|' | '&' => return false,
+                _ => {}
+            }
+            previous = c;
+        }
+        false
     }
 
-    fn backtick(&mut self, command: &mut SimpleCommand) -> String {
+    fn single_quoted(&mut self, word: &mut Word) {
+        while let Some(q) = self.peek() {
+            self.at += 1;
+            if q == '\'' {
+                return;
+            }
+            word.text.push(q);
+        }
+        self.problem("an unterminated `'` quote");
+    }
+
+    /// `$'…'`: backslash escapes as in C. Escapes that build characters from
+    /// numbers make the word opaque rather than decoded here.
+    fn ansi_c_quoted(&mut self, word: &mut Word) {
+        while let Some(q) = self.peek() {
+            self.at += 1;
+            match q {
+                '\'' => return,
+                '\\' => {
+                    let Some(escaped) = self.peek() else { break };
+                    self.at += 1;
+                    let plain = match escaped {
+                        'a' => Some('\u{7}'),
+                        'b' => Some('\u{8}'),
+                        'e' | 'E' => Some('\u{1b}'),
+                        'f' => Some('\u{c}'),
+                        'n' => Some('\n'),
+                        'r' => Some('\r'),
+                        't' => Some('\t'),
+                        'v' => Some('\u{b}'),
+                        '\\' | '\'' | '"' | '?' => Some(escaped),
+                        _ => None,
+                    };
+                    match plain {
+                        Some(c) => word.text.push(c),
+                        None => {
+                            // \xHH, \NNN, \uHHHH, \cX: a character the reader does not rebuild.
+                            word.opaque = true;
+                            word.text.push('\\');
+                            word.text.push(escaped);
+                        }
+                    }
+                }
+                _ => word.text.push(q),
+            }
+        }
+        self.problem("an unterminated `$'` quote");
+    }
+
+    fn double_quoted(&mut self, word: &mut Word, command: &mut SimpleCommand) {
+        while let Some(q) = self.peek() {
+            match q {
+                '"' => {
+                    self.at += 1;
+                    return;
+                }
+                '\\' => {
+                    match self.peek_at(1) {
+                        Some(next @ ('"' | '\\' | '$' | '`')) => word.text.push(next),
+                        Some('\n') => {}
+                        Some(next) => {
+                            word.text.push('\\');
+                            word.text.push(next);
+                        }
+                        None => word.text.push('\\'),
+                    }
+                    self.at += 2;
+                }
+                '$' => self.dollar(word, command),
+                '`' => self.backtick(word, command),
+                _ => {
+                    word.text.push(q);
+                    self.at += 1;
+                }
+            }
+        }
+        self.problem("an unterminated `\"` quote");
+    }
+
+    /// `$name`, `${…}`, `$(…)`, `$((…))`, or a lone `$`.
+    fn dollar(&mut self, word: &mut Word, command: &mut SimpleCommand) {
+        match self.peek_at(1) {
+            Some('(') if self.peek_at(2) == Some('(') => {
+                let start = self.at;
+                self.at += 3;
+                let body = self.balanced(')');
+                if body.contains("$(") || body.contains('`') {
+                    self.problem("an arithmetic expansion that runs commands");
+                }
+                if self.peek() == Some(')') {
+                    self.at += 1; // the first `)`, where `balanced` stopped
+                }
+                if self.peek() == Some(')') {
+                    self.at += 1;
+                } else {
+                    self.problem("an unterminated `$((`");
+                }
+                word.opaque = true;
+                word.text.extend(&self.chars[start..self.at]);
+            }
+            Some('(') => {
+                self.at += 2;
+                let inner = self.pipelines(Some(')'));
+                command.substitutions.extend(inner);
+                word.opaque = true;
+                word.text.push_str("$(…)");
+            }
+            Some('{') => {
+                let start = self.at;
+                self.at += 2;
+                let body = self.balanced('}');
+                if body.contains(['$', '`', '\'', '"', '\\']) {
+                    self.problem("a `${…}` expansion holding quotes or other expansions");
+                }
+                word.opaque = true;
+                word.text.extend(&self.chars[start..self.at]);
+            }
+            Some(c) if c.is_ascii_alphanumeric() || c == '_' => {
+                word.opaque = true;
+                word.text.push('$');
+                self.at += 1;
+                if c.is_ascii_digit() {
+                    word.text.push(c);
+                    self.at += 1;
+                    return;
+                }
+                while let Some(c) = self
+                    .peek()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                {
+                    word.text.push(c);
+                    self.at += 1;
+                }
+            }
+            Some(c @ ('@' | '*' | '#' | '?' | '-' | '$' | '!')) => {
+                word.opaque = true;
+                word.text.push('$');
+                word.text.push(c);
+                self.at += 2;
+            }
+            _ => {
+                word.text.push('$');
+                self.at += 1;
+            }
+        }
+    }
+
+    /// Text up to the `close` that balances an already-open one; the cursor
+    /// is left on that `close` (consumed for `}`).
+    fn balanced(&mut self, close: char) -> String {
+        let open = if close == ')' { '(' } else { '{' };
+        let mut depth = 1;
+        let mut body = String::new();
+        while let Some(c) = self.peek() {
+            if c == open {
+                depth += 1;
+            } else if c == close {
+                depth -= 1;
+                if depth == 0 {
+                    if close == '}' {
+                        self.at += 1;
+                    }
+                    return body;
+                }
+            }
+            body.push(c);
+            self.at += 1;
+        }
+        self.problems.push(format!("an unterminated `{open}`"));
+        body
+    }
+
+    /// `` `…` ``: the inner text, with `\``, `\\` and `\$` unescaped, is a
+    /// command line of its own.
+    fn backtick(&mut self, word: &mut Word, command: &mut SimpleCommand) {
         self.at += 1;
-        let outer = std::mem::replace(&mut self.in_backtick, true);
-        let inner = self.pipelines(Some('`'));
-        self.in_backtick = outer;
-        command.substitutions.extend(inner);
-        "$(…)".to_string()
+        let mut inner = String::new();
+        let mut closed = false;
+        while let Some(c) = self.peek() {
+            self.at += 1;
+            match c {
+                '`' => {
+                    closed = true;
+                    break;
+                }
+                '\\' if matches!(self.peek(), Some('`' | '\\' | '$')) => {
+                    if let Some(next) = self.peek() {
+                        inner.push(next);
+                    }
+                    self.at += 1;
+                }
+                _ => inner.push(c),
+            }
+        }
+        if !closed {
+            self.problem("an unterminated backtick");
+        }
+        let parsed = parse_at_depth(&inner, self.depth + 1);
+        self.problems.extend(parsed.problems);
+        command.substitutions.extend(parsed.pipelines);
+        word.opaque = true;
+        word.text.push_str("$(…)");
     }
 }
 
-fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-        }
-        None => false,
-    }
+/// An assignment word: its name part unquoted.
+fn is_assignment_word(word: &Word) -> bool {
+    is_assignment(&word.text)
+        && word
+            .text
+            .find('=')
+            .is_some_and(|eq| eq < word.unquoted_prefix)
 }
 
 #[cfg(test)]
@@ -422,14 +943,19 @@ mod tests {
     use super::*;
 
     fn commands(line: &str) -> Vec<Vec<String>> {
-        all_commands(&parse(line))
+        parse(line)
+            .commands()
             .into_iter()
-            .map(|c| c.words.clone())
+            .map(|c| c.words.iter().map(|w| w.text.clone()).collect())
             .collect()
     }
 
     fn words(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn understood(line: &str) -> bool {
+        parse(line).problems.is_empty()
     }
 
     #[test]
@@ -461,6 +987,80 @@ mod tests {
     }
 
     #[test]
+    fn redirect_targets_are_kept_with_their_kind() {
+        let parsed = parse("echo x > /tmp/a 2>>log <in.txt 2>&1 &>all >|clob cat <<<data");
+        let redirects: Vec<(RedirectKind, String)> = parsed
+            .commands()
+            .iter()
+            .flat_map(|c| c.redirects.iter())
+            .map(|r| (r.kind, r.target.text.clone()))
+            .collect();
+        use RedirectKind::*;
+        assert_eq!(
+            redirects,
+            vec![
+                (Write, "/tmp/a".to_string()),
+                (Write, "log".to_string()),
+                (Read, "in.txt".to_string()),
+                (Duplicate, "1".to_string()),
+                (Write, "all".to_string()),
+                (Write, "clob".to_string()),
+                (Data, "data".to_string()),
+            ]
+        );
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    }
+
+    #[test]
+    fn ansi_c_quotes_and_heredocs_hide_nothing() {
+        // bash reads $'\'' as one quote character: the `;` after it is an operator.
+        let found = commands("echo $'\\'' ; rm -rf victim #'");
+        assert!(
+            found.contains(&words(&["rm", "-rf", "victim"])),
+            "{found:?}"
+        );
+        // A quoted here-document's body is data, and what follows the delimiter runs.
+        let found = commands("echo <<'EOF'\necho '\nEOF\nrm -rf victim #'");
+        assert!(
+            found.contains(&words(&["rm", "-rf", "victim"])),
+            "{found:?}"
+        );
+        assert!(!found.iter().flatten().any(|w| w == "'"), "{found:?}");
+        assert!(understood("cat <<'EOF'\n$(not run)\nEOF\n"));
+        assert!(!understood("cat <<EOF\n$(runs)\nEOF\n"));
+        assert!(!understood("cat <<EOF\nno end"));
+    }
+
+    #[test]
+    fn assignments_are_kept_apart() {
+        let parsed = parse("GIT_CONFIG_COUNT=1 GIT_CONFIG_VALUE_0='rm -rf x' git status");
+        let command = &parsed.commands()[0];
+        assert_eq!(command.texts(), vec!["git", "status"]);
+        assert_eq!(command.assignments.len(), 2);
+        assert_eq!(command.assignments[1].text, "GIT_CONFIG_VALUE_0=rm -rf x");
+    }
+
+    #[test]
+    fn expansions_are_opaque_and_globs_marked() {
+        let parsed = parse("cat $HOME/x \"${A}\" ~/y {a,b} $'\\x2f' *.rs 'lit*'");
+        let command = &parsed.commands()[0];
+        let flags: Vec<(bool, bool)> = command.words.iter().map(|w| (w.opaque, w.glob)).collect();
+        assert_eq!(
+            flags,
+            vec![
+                (false, false),
+                (true, false),
+                (true, false),
+                (true, false),
+                (true, false),
+                (true, false),
+                (false, true),
+                (false, false)
+            ]
+        );
+    }
+
+    #[test]
     fn unwraps_shells_and_wrappers() {
         let found = commands("FOO=1 sudo -u root env BAR=2 bash -c 'git push --force origin main'");
         assert!(
@@ -476,16 +1076,53 @@ mod tests {
             found.contains(&words(&["git", "clean", "-fdx"])),
             "{found:?}"
         );
+        let found = commands("echo `echo \\`rm -r x\\``");
+        assert!(found.contains(&words(&["rm", "-r", "x"])), "{found:?}");
     }
 
     #[test]
     fn keywords_and_escapes() {
-        let found = commands("if true; then rm -r ~; fi; for f in *; do echo $f; done");
+        let found = commands("if true; then rm -r ~; fi; while false; do echo; done");
         assert!(found.contains(&words(&["rm", "-r", "~"])), "{found:?}");
         assert_eq!(
             commands("echo a\\ b \\\n c"),
             vec![words(&["echo", "a b", "c"])]
         );
+    }
+
+    #[test]
+    fn what_it_does_not_follow_is_a_problem() {
+        for line in [
+            "case x in a) rm -rf y;; esac",
+            "for f in *; do rm $f; done",
+            "f() { rm -rf x; }; f",
+            "echo $(( $(rm x) ))",
+            "(( x = 1 ))",
+            "echo ${A:-$(rm x)}",
+            "echo 'unterminated",
+            "echo \"x $(",
+            "tee >(sh)",
+            "cat <<EOF",
+            "bash -c \"$CMD\"",
+            "echo )",
+            "[[ -f x ]]",
+        ] {
+            assert!(!understood(line), "understood: {line}");
+        }
+        for line in [
+            "cargo test --release",
+            "git status && git diff | head -n 5",
+            "ls -la src/ > listing.txt 2>&1",
+            "echo \"$(git rev-parse HEAD)\"",
+            "cat <<'EOF' > notes.md\nhello $x\nEOF\n",
+            "if test -f Cargo.toml; then cargo build; fi",
+        ] {
+            assert!(
+                understood(line),
+                "not understood: {line}: {:?}",
+                parse(line).problems
+            );
+        }
     }
 
     #[test]
@@ -501,6 +1138,12 @@ mod tests {
             "echo $(",
             "<(",
             ">",
+            "$'\\",
+            "${",
+            "$((",
+            "<<",
+            "&>",
+            "{",
         ] {
             let _ = parse(line);
         }

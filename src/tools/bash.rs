@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::output::MAX_OUTPUT_CHARS;
 use super::process::{Ending, GroupProcess};
 use super::{Tool, ToolContext, ToolError};
-use crate::permission::{Action, ActionKind, Target};
+use crate::permission::{Action, ActionKind, CommandCheck, Target};
 use crate::workspace::PathResolver;
 
 pub struct Bash;
@@ -39,7 +39,7 @@ impl Tool for Bash {
         stdin is closed; prefer read_file/grep/glob for reading and searching. Returns stdout and stderr together (long \
         output keeps its head and tail) and the exit code.";
 
-    fn action(&self, input: &Input, _paths: &PathResolver) -> Result<Action, ToolError> {
+    fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
         if input.command.trim().is_empty() {
             return Err(ToolError("the command is empty".into()));
         }
@@ -47,7 +47,7 @@ impl Tool for Bash {
             tool: Self::NAME.to_string(),
             kind: ActionKind::Execute,
             summary: input.command.clone(),
-            target: Target::Command(input.command.clone()),
+            target: Target::Command(Box::new(CommandCheck::new(&input.command, paths))),
         })
     }
 

@@ -9,6 +9,7 @@ use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::visibility::HiddenFiles;
 use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
@@ -55,13 +56,19 @@ impl Tool for Glob {
             )));
         }
         let pattern = input.pattern.clone();
-        tokio::task::spawn_blocking(move || find(&pattern, &dir, &paths))
+        let hidden = HiddenFiles::new(cx.agent.gate, Self::NAME, paths.root(), &dir);
+        tokio::task::spawn_blocking(move || find(&pattern, &dir, &paths, &hidden))
             .await
             .map_err(|error| ToolError(format!("glob failed: {error}")))?
     }
 }
 
-fn find(pattern: &str, dir: &Path, paths: &PathResolver) -> Result<String, ToolError> {
+fn find(
+    pattern: &str,
+    dir: &Path,
+    paths: &PathResolver,
+    hidden: &HiddenFiles,
+) -> Result<String, ToolError> {
     let pattern = pattern.trim_start_matches("./");
     let matcher = GlobBuilder::new(pattern)
         .literal_separator(true)
@@ -85,7 +92,7 @@ fn find(pattern: &str, dir: &Path, paths: &PathResolver) -> Result<String, ToolE
         let Ok(relative) = entry.path().strip_prefix(dir) else {
             continue;
         };
-        if matcher.is_match(relative) {
+        if matcher.is_match(relative) && !hidden.hides(entry.path()) {
             let modified = entry
                 .metadata()
                 .ok()
@@ -94,8 +101,13 @@ fn find(pattern: &str, dir: &Path, paths: &PathResolver) -> Result<String, ToolE
             found.push((modified, paths.display(entry.path())));
         }
     }
+    let note = hidden.note();
     if found.is_empty() {
-        return Ok(format!("No files match `{pattern}`."));
+        let none = format!("No files match `{pattern}`.");
+        return Ok(match note {
+            Some(note) => format!("{none}\n{note}"),
+            None => none,
+        });
     }
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = found.len();
@@ -110,5 +122,6 @@ fn find(pattern: &str, dir: &Path, paths: &PathResolver) -> Result<String, ToolE
             total - MAX_PATHS
         ));
     }
+    out.extend(note);
     Ok(out.join("\n"))
 }

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use grep_regex::RegexMatcherBuilder;
@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::output::MAX_OUTPUT_CHARS;
+use super::visibility::HiddenFiles;
 use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
@@ -77,8 +78,10 @@ impl Tool for Grep {
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let paths = cx.workspace().paths();
+        let path = paths.resolve(input.path.as_deref().unwrap_or("."))?;
+        let hidden = HiddenFiles::new(cx.agent.gate, Self::NAME, paths.root(), &path);
         let query = GrepQuery {
-            path: paths.resolve(input.path.as_deref().unwrap_or("."))?,
+            path,
             root: paths.root().to_path_buf(),
             mode: input.output_mode.unwrap_or_default(),
             head_limit: input.head_limit,
@@ -86,6 +89,7 @@ impl Tool for Grep {
             case_insensitive: input.case_insensitive,
             glob: input.glob,
             pattern: input.pattern,
+            hidden: Some(Arc::new(hidden)),
         };
         tokio::task::spawn_blocking(move || search(&query))
             .await
@@ -107,6 +111,8 @@ pub struct GrepQuery {
     pub context: usize,
     pub case_insensitive: bool,
     pub head_limit: Option<usize>,
+    /// The read policy: files it hides are not searched.
+    pub hidden: Option<Arc<HiddenFiles>>,
 }
 
 /// What one file gave.
@@ -125,7 +131,12 @@ pub fn search(query: &GrepQuery) -> Result<String, String> {
         _ => 200,
     });
     let results = search_files(query, limit)?;
-    Ok(render(&results, query, limit))
+    let mut answer = render(&results, query, limit);
+    if let Some(note) = query.hidden.as_ref().and_then(|h| h.note()) {
+        answer.push('\n');
+        answer.push_str(&note);
+    }
+    Ok(answer)
 }
 
 /// Runs the search: every file with a match, sorted by path, with at most
@@ -167,6 +178,9 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
                 return WalkState::Continue;
             };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if query.hidden.as_ref().is_some_and(|h| h.hides(entry.path())) {
                 return WalkState::Continue;
             }
             let mut sink = FileSink::new(query.mode, limit);

@@ -15,6 +15,7 @@ mod process;
 mod read_file;
 mod task;
 mod todo;
+mod visibility;
 mod write_file;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,419 @@
+//! What a command line touches, as far as the shell reader can tell: its
+//! simple commands, the workspace paths it names or writes, and every reason
+//! it cannot be checked (a *concern*). A line with a concern is never
+//! auto-allowed by an `allow` rule; it asks (or, in bypass mode, runs — and
+//! the sandbox still holds).
+//!
+//! Paths go through the same [`PathResolver`] as the file tools, so a path
+//! argument or a redirect counts as inside the workspace only where a file
+//! tool could have reached it.
+
+use std::path::{Path, PathBuf};
+
+use super::shell::{self, Parsed, RedirectKind, SHELLS, SimpleCommand, Word, program_name};
+use crate::workspace::{PathResolver, WorkspaceError};
+
+#[derive(Clone, Debug)]
+pub struct CommandCheck {
+    pub line: String,
+    pub parsed: Parsed,
+    /// Workspace-relative paths the line names as arguments or reads.
+    pub reads: Vec<String>,
+    /// Workspace-relative paths the line writes through redirects.
+    pub writes: Vec<String>,
+    /// Why no allow rule may let this line run unasked.
+    pub concerns: Vec<String>,
+}
+
+/// Variables a command may be given inline (`RUST_BACKTRACE=1 cargo test`):
+/// they change output, never which program runs or what it loads.
+const HARMLESS_VARIABLES: [&str; 16] = [
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CARGO_TERM_COLOR",
+    "TERM",
+    "TZ",
+    "LANG",
+    "LC_ALL",
+    "CI",
+    "DEBUG",
+    "VERBOSE",
+    "NODE_ENV",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+];
+
+/// Builtins that change the shell itself or run text as code.
+const SHELL_STATE_BUILTINS: [&str; 16] = [
+    "eval", "source", ".", "alias", "unalias", "export", "declare", "typeset", "local", "readonly",
+    "set", "shopt", "trap", "enable", "hash", "mapfile",
+];
+
+/// Interpreters, and the flags with which they run code given inline.
+const INTERPRETERS: [(&str, &[&str]); 17] = [
+    ("python", &["-c"]),
+    ("python2", &["-c"]),
+    ("python3", &["-c"]),
+    ("pypy", &["-c"]),
+    ("pypy3", &["-c"]),
+    ("node", &["-e", "-p", "--eval", "--print"]),
+    ("nodejs", &["-e", "-p", "--eval", "--print"]),
+    ("deno", &["eval"]),
+    ("bun", &["-e", "--eval", "-p", "--print"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("Rscript", &["-e"]),
+    ("osascript", &["-e"]),
+    ("tclsh", &[]),
+    ("pwsh", &["-c", "-Command", "-command"]),
+];
+
+/// awk's program is its first argument, and `system()` runs commands.
+const AWKS: [&str; 4] = ["awk", "gawk", "mawk", "nawk"];
+
+/// `find` actions that run commands, delete or write files.
+const FIND_ACTIONS: [&str; 9] = [
+    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+];
+
+/// Commands whose arguments are never paths, so an expansion among them is
+/// harmless.
+const NO_PATH_ARGUMENTS: [&str; 12] = [
+    "echo", "printf", "true", "false", "test", "[", ":", "sleep", "seq", "expr", "basename", "date",
+];
+
+/// Paths outside the workspace that every command may name.
+const HARMLESS_DEVICES: [&str; 8] = [
+    "/dev/null",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+];
+
+/// How many entries of one directory a glob argument is checked against.
+const MAX_GLOB_ENTRIES: usize = 2000;
+
+impl CommandCheck {
+    pub fn new(line: &str, paths: &PathResolver) -> CommandCheck {
+        let parsed = shell::parse(line);
+        let mut check = CommandCheck {
+            line: line.to_string(),
+            concerns: parsed
+                .problems
+                .iter()
+                .map(|p| format!("the line holds {p}, which the permission check does not follow"))
+                .collect(),
+            parsed: Parsed::default(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+        };
+        let bases = check.directories(&parsed, paths);
+        for command in parsed.commands() {
+            check.command(command, &bases, paths);
+        }
+        for pipeline in parsed.all_pipelines() {
+            for (at, command) in pipeline.commands.iter().enumerate() {
+                let program = command.program().unwrap_or_default();
+                let feeds_stdin = at > 0
+                    || command
+                        .redirects
+                        .iter()
+                        .any(|r| matches!(r.kind, RedirectKind::Data | RedirectKind::Read));
+                let is_interpreter = SHELLS.contains(&program)
+                    || INTERPRETERS.iter().any(|(name, _)| *name == program);
+                let has_script = command.words[1..].iter().any(|w| !w.text.starts_with('-'));
+                if feeds_stdin && is_interpreter && !has_script {
+                    check.concern(format!("`{program}` reads a program from its input"));
+                }
+            }
+        }
+        check.reads.sort();
+        check.reads.dedup();
+        check.writes.sort();
+        check.writes.dedup();
+        check.concerns.dedup();
+        check.parsed = parsed;
+        check
+    }
+
+    /// Every simple command's words, for rules to match.
+    pub fn commands(&self) -> Vec<Vec<&str>> {
+        self.parsed
+            .commands()
+            .into_iter()
+            .map(|c| c.texts())
+            .collect()
+    }
+
+    fn concern(&mut self, text: String) {
+        if !self.concerns.contains(&text) {
+            self.concerns.push(text);
+        }
+    }
+
+    /// The directories relative paths may be read from: the root, and every
+    /// directory a `cd` in the line moves to. A path must stay inside from
+    /// each of them, since the reader does not track which one is current.
+    fn directories(&mut self, parsed: &Parsed, paths: &PathResolver) -> Vec<PathBuf> {
+        let mut bases = vec![paths.root().to_path_buf()];
+        for command in parsed.commands() {
+            let Some(program) = command.program() else {
+                continue;
+            };
+            if !matches!(program, "cd" | "pushd" | "popd") {
+                continue;
+            }
+            let target = command.words[1..].iter().find(|w| !w.text.starts_with('-'));
+            match target {
+                Some(word) if !word.opaque && !word.glob => match paths.resolve(&word.text) {
+                    Ok(real) => bases.push(real),
+                    Err(_) => self.concern(format!(
+                        "it changes directory to `{}`, outside the workspace",
+                        word.text
+                    )),
+                },
+                _ => self.concern(format!(
+                    "`{program}` moves to a directory the check cannot resolve"
+                )),
+            }
+        }
+        bases
+    }
+
+    fn command(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
+        for assignment in &command.assignments {
+            self.assignment(&assignment.text);
+        }
+        for redirect in &command.redirects {
+            match redirect.kind {
+                RedirectKind::Read => self.path(&redirect.target, false, bases, paths),
+                RedirectKind::Write => self.path(&redirect.target, true, bases, paths),
+                RedirectKind::Duplicate | RedirectKind::Data => {}
+            }
+        }
+        let Some(first) = command.words.first() else {
+            return;
+        };
+        if first.opaque {
+            self.concern(format!(
+                "the program `{}` is known only when the line runs",
+                first.text
+            ));
+            return;
+        }
+        let program = program_name(&first.text);
+        let args = &command.words[1..];
+        if SHELL_STATE_BUILTINS.contains(&program) {
+            self.concern(format!(
+                "`{program}` changes the shell or runs text as code"
+            ));
+        }
+        if program == "exec" && args.is_empty() {
+            self.concern("`exec` without a command redirects the whole shell".into());
+        }
+        if program == "env" {
+            for word in args
+                .iter()
+                .take_while(|w| !w.text.starts_with('-') || w.text == "-i")
+            {
+                if shell::is_assignment(&word.text) {
+                    self.assignment(&word.text);
+                }
+            }
+        }
+        if let Some((_, flags)) = INTERPRETERS.iter().find(|(name, _)| *name == program) {
+            let inline = args.iter().any(|w| {
+                flags.contains(&w.text.as_str())
+                    || flags.iter().any(|f| {
+                        f.len() == 2 && shell::is_short_flag_with(&w.text, f.as_bytes()[1] as char)
+                    })
+            });
+            if inline {
+                self.concern(format!("`{program}` runs code given on the command line"));
+            }
+        }
+        if AWKS.contains(&program) && !args.iter().any(|w| w.text == "-f") {
+            self.concern(format!(
+                "`{program}` runs a program given on the command line"
+            ));
+        }
+        if program == "xargs" {
+            self.concern("`xargs` runs commands built from its input".into());
+        }
+        if program == "find" {
+            if let Some(action) = args
+                .iter()
+                .find(|w| FIND_ACTIONS.contains(&w.text.as_str()))
+            {
+                self.concern(format!(
+                    "`find {}` runs commands or changes files",
+                    action.text
+                ));
+            }
+        }
+        if matches!(program, "watch" | "script" | "flock" | "parallel" | "ssh") {
+            self.concern(format!("`{program}` runs a command line of its own"));
+        }
+        let paths_free = NO_PATH_ARGUMENTS.contains(&program);
+        for word in args {
+            if word.opaque {
+                if !paths_free {
+                    self.concern(format!(
+                        "the argument `{}` is known only when the line runs",
+                        word.text
+                    ));
+                }
+                continue;
+            }
+            if paths_free {
+                continue;
+            }
+            let candidate = match word.text.strip_prefix("--") {
+                Some(option) => match option.split_once('=') {
+                    Some((_, value)) => value,
+                    None => continue,
+                },
+                None if word.text.starts_with('-') && word.text.len() > 1 => continue,
+                None => word.text.as_str(),
+            };
+            if looks_like_path(candidate, bases) {
+                let mut word = word.clone();
+                word.text = candidate.to_string();
+                self.path(&word, false, bases, paths);
+            }
+        }
+    }
+
+    fn assignment(&mut self, text: &str) {
+        let name = text.split('=').next().unwrap_or(text);
+        let name = name.strip_suffix('+').unwrap_or(name);
+        if !HARMLESS_VARIABLES.contains(&name) {
+            self.concern(format!(
+                "it sets `{name}`, which can change what the command runs"
+            ));
+        }
+    }
+
+    /// A path the line names: inside the workspace from every base, or a concern.
+    fn path(&mut self, word: &Word, write: bool, bases: &[PathBuf], paths: &PathResolver) {
+        let verb = if write { "writes" } else { "names" };
+        if HARMLESS_DEVICES.contains(&word.text.as_str()) || word.text.starts_with("/dev/fd/") {
+            return;
+        }
+        if word.opaque {
+            self.concern(format!(
+                "it {verb} `{}`, a path known only when the line runs",
+                word.text
+            ));
+            return;
+        }
+        let found = if word.glob {
+            if write {
+                self.concern(format!("it writes to a glob `{}`", word.text));
+                return;
+            }
+            match glob_matches(&word.text, bases) {
+                Some(found) => found,
+                None => {
+                    self.concern(format!(
+                        "it names `{}`, a glob the check cannot expand",
+                        word.text
+                    ));
+                    return;
+                }
+            }
+        } else {
+            bases.iter().map(|base| base.join(&word.text)).collect()
+        };
+        for path in found {
+            match paths.resolve(&path.to_string_lossy()) {
+                Ok(real) => {
+                    let shown = paths.display(&real);
+                    let shown = if shown.is_empty() { ".".into() } else { shown };
+                    if write {
+                        self.writes.push(shown);
+                    } else {
+                        self.reads.push(shown);
+                    }
+                }
+                Err(WorkspaceError::NulByte | WorkspaceError::Empty) => {}
+                Err(WorkspaceError::NotRegular(_)) => self.concern(format!(
+                    "it {verb} `{}`, a device, pipe or socket",
+                    word.text
+                )),
+                Err(_) => self.concern(format!("it {verb} `{}`, outside the workspace", word.text)),
+            }
+        }
+    }
+}
+
+/// Whether an argument is a path: it has a `/`, starts with `.`, or names
+/// something that exists from one of the bases.
+fn looks_like_path(text: &str, bases: &[PathBuf]) -> bool {
+    !text.is_empty()
+        && (text.contains('/')
+            || text.starts_with('.')
+            || bases
+                .iter()
+                .any(|base| std::fs::symlink_metadata(base.join(text)).is_ok()))
+}
+
+/// The paths a glob argument matches, for globs whose wildcards are all in
+/// the last component (`src/*.rs`); `None` for any other glob.
+fn glob_matches(pattern: &str, bases: &[PathBuf]) -> Option<Vec<PathBuf>> {
+    let (dir, name) = match pattern.rsplit_once('/') {
+        Some((dir, name)) => (dir, name),
+        None => ("", pattern),
+    };
+    if dir.contains(['*', '?', '[']) || name.is_empty() {
+        return None;
+    }
+    let matcher = globset::GlobBuilder::new(name)
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    let mut found = Vec::new();
+    for base in bases {
+        let directory = if dir.is_empty() {
+            base.clone()
+        } else if dir.starts_with('/') {
+            PathBuf::from(dir)
+        } else {
+            base.join(dir)
+        };
+        // The directory itself must be checked too: `../*` matches nothing
+        // visible here but is outside all the same.
+        found.push(directory.clone());
+        let Ok(entries) = std::fs::read_dir(&directory) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok).take(MAX_GLOB_ENTRIES) {
+            let entry_name = entry.file_name();
+            if matcher.is_match(Path::new(&entry_name)) {
+                found.push(directory.join(entry_name));
+            }
+        }
+    }
+    Some(found)
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// A check against an empty workspace of its own.
+    pub fn check(line: &str) -> CommandCheck {
+        let root = tempfile::tempdir().expect("temp dir").keep();
+        CommandCheck::new(line, &PathResolver::new(&root).expect("resolver"))
+    }
+}
