@@ -1,6 +1,14 @@
 //! Settings from `~/.config/bareagent/config.toml` and the project's
-//! `.bareagent/config.toml` (the project's win; rule lists add up).
-//! Secrets are never read from here: keys come from the environment.
+//! `.bareagent/config.toml`. Secrets are never read from here: keys come
+//! from the environment.
+//!
+//! A project's settings come with the repository, so whoever wrote the
+//! repository chose them. Until the user trusts the directory (recorded in
+//! the user's config as `[projects."/abs/path"] trusted = true`, written by
+//! `bareagent trust`), they may only restrict: `deny` and `ask` rules and a
+//! stricter mode are taken, while `allow` rules and a wider mode are
+//! ignored, each named in [`Config::ignored`] for the user to be told. A
+//! trusted project's settings win over the user's; rule lists add up.
 //!
 //! ```toml
 //! provider = "anthropic"          # or "openai"
@@ -12,6 +20,7 @@
 //! deny = ["read_file(secrets/**)"]
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -26,6 +35,23 @@ pub struct Config {
     pub model: Option<String>,
     #[serde(default)]
     pub permissions: Permissions,
+    /// Directories the user trusts (read from the user's config only).
+    #[serde(default)]
+    pub projects: BTreeMap<String, ProjectEntry>,
+    /// The untrusted project's settings that were left out, as written.
+    #[serde(skip)]
+    pub ignored: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectEntry {
+    #[serde(default)]
+    pub trusted: bool,
+    /// Rules the user allowed for this project ("allow always"): the
+    /// user's own, so they hold whether or not the project is trusted.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -41,7 +67,8 @@ pub fn project_config_path(root: &Path) -> PathBuf {
     root.join(".bareagent").join("config.toml")
 }
 
-fn user_config_path() -> Option<PathBuf> {
+/// The user's own config file.
+pub fn user_config_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
@@ -49,22 +76,83 @@ fn user_config_path() -> Option<PathBuf> {
 }
 
 impl Config {
-    /// The user's config, then the project's over it. A missing file is an
-    /// empty config; a malformed one is an error naming the file.
+    /// The user's config, then the project's over it — all of it if the
+    /// user trusts the project, else only what restricts. A missing file is
+    /// an empty config; a malformed one is an error naming the file.
     pub fn load(root: &Path) -> Result<Config, String> {
-        let mut config = match user_config_path() {
+        let user = match user_config_path() {
             Some(path) => Config::load_file(&path)?,
             None => Config::default(),
         };
         let project = Config::load_file(&project_config_path(root))?;
+        Ok(Config::merge(user, project, root))
+    }
+
+    /// The project's settings over the user's, as far as trust allows.
+    fn merge(user: Config, project: Config, root: &Path) -> Config {
+        let mut config = user;
+        if !project.projects.is_empty() {
+            config
+                .ignored
+                .push("[projects] (trust is recorded only in the user's config)".into());
+        }
+        let trusted = config.trusts(root);
+        if let Some(entry) = config.project_entry(root) {
+            let allowed = entry.allow.clone();
+            config.permissions.rules.allow.extend(allowed);
+        }
         config.provider = project.provider.or(config.provider);
         config.model = project.model.or(config.model);
-        config.permissions.mode = project.permissions.mode.or(config.permissions.mode);
+        let user_mode = config.permissions.mode.unwrap_or_default();
+        match project.permissions.mode {
+            Some(mode) if trusted || mode.latitude() <= user_mode.latitude() => {
+                config.permissions.mode = Some(mode);
+            }
+            Some(mode) => config.ignored.push(format!(
+                "mode = \"{}\"",
+                serde_json::to_value(mode)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            )),
+            None => {}
+        }
         let (mine, theirs) = (&mut config.permissions.rules, project.permissions.rules);
-        mine.allow.extend(theirs.allow);
+        if trusted {
+            mine.allow.extend(theirs.allow);
+        } else {
+            for rule in theirs.allow {
+                config.ignored.push(format!("allow \"{rule}\""));
+            }
+        }
+        let mine = &mut config.permissions.rules;
         mine.ask.extend(theirs.ask);
         mine.deny.extend(theirs.deny);
-        Ok(config)
+        config
+    }
+
+    /// Whether the user's config trusts the project at `root`.
+    pub fn trusts(&self, root: &Path) -> bool {
+        self.project_entry(root).is_some_and(|entry| entry.trusted)
+    }
+
+    fn project_entry(&self, root: &Path) -> Option<&ProjectEntry> {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        self.projects.get(root.to_string_lossy().as_ref())
+    }
+
+    /// What to tell the user about ignored project settings, once.
+    pub fn ignored_notice(&self, root: &Path) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "Ignored settings in {} because this directory is not trusted: {}. \
+             If you trust this repository, run `bareagent trust` in it (or the editor command \
+             `bareagent.trustWorkspace`).",
+            project_config_path(root).display(),
+            self.ignored.join(", ")
+        ))
     }
 
     pub fn load_file(path: &Path) -> Result<Config, String> {
@@ -108,6 +196,64 @@ pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
+/// Records in the user's config that the user trusts the directory `root`:
+/// its project settings then apply in full. Comments and layout of the file
+/// are kept; the write is atomic.
+pub fn trust_project(root: &Path) -> Result<PathBuf, String> {
+    let path = user_config_path()
+        .ok_or("cannot find the user's config directory: set HOME or XDG_CONFIG_HOME")?;
+    record_trust(&path, root)?;
+    Ok(path)
+}
+
+fn record_trust(path: &Path, root: &Path) -> Result<(), String> {
+    let root = root
+        .canonicalize()
+        .map_err(|error| format!("cannot resolve {}: {error}", root.display()))?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let mut document: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    let projects = document
+        .entry("projects")
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            table.set_implicit(true);
+            toml_edit::Item::Table(table)
+        })
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `projects` is not a table", path.display()))?;
+    let entry = projects
+        .entry(&root.to_string_lossy())
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: the project entry is not a table", path.display()))?;
+    entry["trusted"] = toml_edit::value(true);
+    write_atomically(path, document.to_string().as_bytes())
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+/// A temp file in the target's directory, renamed over it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let parent = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
+    std::fs::create_dir_all(parent)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".config-")
+        .suffix(".tmp")
+        .tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +281,122 @@ mod tests {
             config.permissions.rules.deny,
             vec!["bash(curl:*)".to_string()]
         );
+    }
+
+    /// An untrusted project may only restrict; a trusted one may widen.
+    #[test]
+    fn untrusted_projects_only_restrict() {
+        use PermissionMode::*;
+        // (user mode, project toml, trusted, mode, allow count, ignored count)
+        type Case = (
+            Option<PermissionMode>,
+            &'static str,
+            bool,
+            Option<PermissionMode>,
+            usize,
+            usize,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                None,
+                "[permissions]\nmode = \"bypass\"\nallow = [\"bash\"]",
+                false,
+                None,
+                0,
+                2,
+            ),
+            (
+                None,
+                "[permissions]\nmode = \"bypass\"\nallow = [\"bash\"]",
+                true,
+                Some(Bypass),
+                1,
+                0,
+            ),
+            (
+                None,
+                "[permissions]\nmode = \"plan\"",
+                false,
+                Some(Plan),
+                0,
+                0,
+            ),
+            (
+                Some(AcceptEdits),
+                "[permissions]\nmode = \"default\"",
+                false,
+                Some(Default),
+                0,
+                0,
+            ),
+            (
+                Some(Default),
+                "[permissions]\nmode = \"accept-edits\"",
+                false,
+                Some(Default),
+                0,
+                1,
+            ),
+            (
+                None,
+                "[permissions]\ndeny = [\"bash(curl:*)\"]\nask = [\"bash\"]",
+                false,
+                None,
+                0,
+                0,
+            ),
+            (None, "[projects.\"/\"]\ntrusted = true", false, None, 0, 1),
+        ];
+        for (index, (user_mode, project, trusted, mode, allows, ignored)) in
+            cases.into_iter().enumerate()
+        {
+            let home = tempfile::tempdir().unwrap();
+            let root = tempfile::tempdir().unwrap();
+            let project_path = project_config_path(root.path());
+            std::fs::create_dir_all(project_path.parent().unwrap()).unwrap();
+            std::fs::write(&project_path, project).unwrap();
+            let mut user = Config::default();
+            user.permissions.mode = user_mode;
+            if trusted {
+                let key = root.path().canonicalize().unwrap().display().to_string();
+                user.projects.insert(
+                    key,
+                    ProjectEntry {
+                        trusted: true,
+                        allow: vec![],
+                    },
+                );
+            }
+            let config =
+                Config::merge(user, Config::load_file(&project_path).unwrap(), root.path());
+            assert_eq!(config.permissions.mode, mode.or(user_mode), "case {index}");
+            assert_eq!(config.permissions.rules.allow.len(), allows, "case {index}");
+            assert_eq!(
+                config.ignored.len(),
+                ignored,
+                "case {index}: {:?}",
+                config.ignored
+            );
+            assert_eq!(config.ignored_notice(root.path()).is_some(), ignored > 0);
+            drop(home);
+        }
+    }
+
+    #[test]
+    fn trust_is_recorded_keeping_the_file_layout() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("config.toml");
+        std::fs::write(&path, "# my settings\nmodel = \"m\" # pinned\n").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        record_trust(&path, root.path()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("# my settings\nmodel = \"m\" # pinned\n"),
+            "{text}"
+        );
+        let config = Config::load_file(&path).unwrap();
+        assert!(config.trusts(root.path()));
+        assert!(!config.trusts(home.path()));
     }
 
     #[test]

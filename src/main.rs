@@ -24,6 +24,13 @@ fn main() -> ExitCode {
             runtime.shutdown_background();
             ExitCode::SUCCESS
         }
+        Some(Command::Trust { path }) => match bareagent::cli::trust(path) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bareagent: {error:#}");
+                ExitCode::from(2)
+            }
+        },
         Some(Command::Run(args)) => match runtime.block_on(bareagent::cli::run(args)) {
             Ok(code) => code,
             Err(error) => {

@@ -31,6 +31,27 @@ pub enum Command {
     Lsp,
     /// Run one agent turn in the current directory, without an editor.
     Run(RunArgs),
+    /// Trust a directory's own settings (`.bareagent/config.toml`): until
+    /// then they may only restrict what the agent may do.
+    Trust {
+        /// The project directory (default: the current one).
+        path: Option<PathBuf>,
+    },
+}
+
+/// `bareagent trust [PATH]`.
+pub fn trust(path: Option<PathBuf>) -> anyhow::Result<()> {
+    let root = match path {
+        Some(path) => path,
+        None => std::env::current_dir()?,
+    };
+    let written = crate::config::trust_project(&root).map_err(anyhow::Error::msg)?;
+    println!(
+        "Trusted {}: its .bareagent/config.toml now applies in full (recorded in {}).",
+        root.canonicalize().unwrap_or(root).display(),
+        written.display()
+    );
+    Ok(())
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let root = std::env::current_dir().context("cannot read the current directory")?;
     let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
     let settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
+    if let Some(notice) = settings.ignored_notice(workspace.paths().root()) {
+        eprintln!("bareagent: {notice}");
+    }
     let provider = build_provider(&args, &settings)?;
 
     let sink: Box<dyn TurnSink> = if args.json {

@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 8] = [
+pub const COMMANDS: [&str; 9] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -26,6 +26,7 @@ pub const COMMANDS: [&str; 8] = [
     "bareagent.newSession",
     "bareagent.status",
     "bareagent.openChat",
+    "bareagent.trustWorkspace",
 ];
 
 pub struct Backend {
@@ -240,6 +241,7 @@ impl LanguageServer for Backend {
             }
             "bareagent.status" => self.state.status(),
             "bareagent.openChat" => self.open_chat().await?,
+            "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",
@@ -486,6 +488,63 @@ impl Backend {
                 None => "no approval is pending".to_string(),
             })),
         }
+    }
+
+    /// Records that the user trusts this workspace's own settings, after a
+    /// confirmation: a dialog where the editor has one, else the argument
+    /// `{"confirm": true}` given by the user's own command.
+    async fn trust_workspace(&self, arguments: &[Value]) -> Result<Value> {
+        let root = self.state.init().root.clone();
+        let confirmed_by_argument = arguments
+            .first()
+            .and_then(|a| a.get("confirm"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        let confirmed = confirmed_by_argument
+            || {
+                let question = format!(
+                    "Trust {}? Its .bareagent/config.toml may then allow commands and widen the permission mode.",
+                    root.display()
+                );
+                let actions = vec![
+                    MessageActionItem {
+                        title: "Trust".into(),
+                        properties: Default::default(),
+                    },
+                    MessageActionItem {
+                        title: "Cancel".into(),
+                        properties: Default::default(),
+                    },
+                ];
+                let answer = tokio::time::timeout(
+                    std::time::Duration::from_secs(300),
+                    self.state.client.show_message_request(
+                        MessageType::WARNING,
+                        question,
+                        Some(actions),
+                    ),
+                )
+                .await;
+                matches!(answer, Ok(Ok(Some(item))) if item.title == "Trust")
+            };
+        if !confirmed {
+            return Ok(json!({
+                "trusted": false,
+                "message": "not confirmed; run bareagent.trustWorkspace with {\"confirm\": true} where the editor shows no dialog"
+            }));
+        }
+        let root_for_write = root.clone();
+        let written =
+            tokio::task::spawn_blocking(move || crate::config::trust_project(&root_for_write))
+                .await
+                .map_err(|e| invalid(e.to_string()))?
+                .map_err(invalid)?;
+        Ok(json!({
+            "trusted": true,
+            "root": root.display().to_string(),
+            "config": written.display().to_string(),
+            "message": "trusted; the project's settings apply from the next session (bareagent.newSession)"
+        }))
     }
 
     async fn open_chat(&self) -> Result<Value> {

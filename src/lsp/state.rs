@@ -119,6 +119,8 @@ pub struct State {
     /// True once the editor's configuration was asked for (or cannot be):
     /// turns wait for it, so the first one uses the editor's settings.
     pub configured: tokio::sync::watch::Sender<bool>,
+    /// Set once the user was told which untrusted project settings were ignored.
+    pub trust_notice_shown: std::sync::atomic::AtomicBool,
 }
 
 /// The main session: the one the chat file shows.
@@ -137,6 +139,8 @@ impl State {
             approvals: Approvals::default(),
             next_turn: Mutex::new(0),
             configured: tokio::sync::watch::Sender::new(false),
+
+            trust_notice_shown: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -283,6 +283,16 @@ async fn run_agent(
     let settings = state.settings()?;
     let editor = state.editor_settings();
     let root = state.init().root.clone();
+    if let Some(notice) = settings.ignored_notice(&root) {
+        if !state
+            .trust_notice_shown
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            state
+                .show(tower_lsp_server::ls_types::MessageType::WARNING, notice)
+                .await;
+        }
+    }
     let choice = ProviderChoice {
         kind: settings.provider,
         model: settings.model.clone(),

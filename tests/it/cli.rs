@@ -492,3 +492,70 @@ fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
     );
     assert_eq!(server.requests().len(), 1, "no model call after the cancel");
 }
+
+/// A cloned repository's own config asks for bypass and a broad allow: both
+/// are ignored, and the user told, until the user runs `bareagent trust`.
+#[test]
+fn an_untrusted_project_cannot_grant_itself_power() {
+    let dir = workspace(&[(
+        ".bareagent/config.toml",
+        "[permissions]\nmode = \"bypass\"\nallow = [\"bash\"]\n",
+    )]);
+    let config_home = tempfile::tempdir().unwrap();
+    let script = || {
+        vec![
+            Reply::tool("bash", json!({"command": "echo pwned > pwned.txt"})).into(),
+            Reply::text("done").into(),
+        ]
+    };
+    let run = |server: &ModelServer| {
+        let mut command = bareagent(dir.path());
+        command
+            .env("XDG_CONFIG_HOME", config_home.path())
+            .args(["run", "--provider", "anthropic", "--base-url"])
+            .arg(server.anthropic_base())
+            .arg("write the file")
+            .env("ANTHROPIC_API_KEY", TEST_KEY)
+            .output()
+            .unwrap()
+    };
+
+    let server = ModelServer::start(script());
+    let out = run(&server);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("Ignored settings")
+            && stderr.contains("mode = \"bypass\"")
+            && stderr.contains("allow \"bash\"")
+            && stderr.contains("bareagent trust"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("pwned.txt").exists(),
+        "the command ran: {stderr}"
+    );
+    let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+    assert!(sent[0].1, "{sent:?}");
+
+    let trust = bareagent(dir.path())
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert!(trust.status.success(), "{}", text(&trust.stderr));
+    assert!(
+        text(&trust.stdout).contains("Trusted"),
+        "{}",
+        text(&trust.stdout)
+    );
+
+    let server = ModelServer::start(script());
+    let out = run(&server);
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("Ignored settings"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("pwned.txt")).unwrap_or_default(),
+        "pwned\n",
+        "{stderr}"
+    );
+}

@@ -10,7 +10,9 @@ use bareagent::agent::{
     Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop,
 };
 use bareagent::events::{AgentEvent, EventSink};
-use bareagent::permission::{Approver, DenyAll, PermissionGate, PermissionMode};
+use bareagent::permission::{
+    Approver, DenyAll, PermissionGate, PermissionMode, RuleLists, RuleSet,
+};
 use bareagent::provider::retry::RetryPolicy;
 use bareagent::provider::{Anthropic, HttpSettings, OpenAi, Provider};
 use bareagent::tools::{BackgroundTasks, ToolRegistry};
@@ -133,6 +135,7 @@ pub struct TurnOptions {
     pub mode: PermissionMode,
     pub approver: Box<dyn Approver>,
     pub inbox: Option<bareagent::agent::Inbox>,
+    pub rules: RuleLists,
 }
 
 impl Default for TurnOptions {
@@ -145,6 +148,7 @@ impl Default for TurnOptions {
             mode: PermissionMode::Bypass,
             approver: Box::new(DenyAll("Denied by user".into())),
             inbox: None,
+            rules: RuleLists::default(),
         }
     }
 }
@@ -167,7 +171,8 @@ pub async fn continue_turn(
 ) -> Turn {
     let workspace = DiskWorkspace::new(root).expect("workspace");
     let tools = ToolRegistry::standard();
-    let gate = PermissionGate::new(options.mode, options.approver);
+    let gate = PermissionGate::new(options.mode, options.approver)
+        .with_rules(RuleSet::from_lists(&options.rules).expect("valid rules"));
     let config = LoopConfig {
         system: "You are a test.".into(),
         max_iterations: options.max_iterations,
