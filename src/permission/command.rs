@@ -21,6 +21,11 @@ pub struct CommandCheck {
     pub reads: Vec<String>,
     /// Workspace-relative paths the line writes through redirects.
     pub writes: Vec<String>,
+    /// Directories a recursive reader (`grep -r`, `rg`, `tar`, …) reads
+    /// whole, as real paths.
+    pub scans: Vec<PathBuf>,
+    /// The workspace root, for showing paths.
+    pub root: PathBuf,
     /// Why no allow rule may let this line run unasked.
     pub concerns: Vec<String>,
 }
@@ -115,6 +120,8 @@ impl CommandCheck {
             parsed: Parsed::default(),
             reads: Vec::new(),
             writes: Vec::new(),
+            scans: Vec::new(),
+            root: paths.root().to_path_buf(),
         };
         let bases = check.directories(&parsed, paths);
         for command in parsed.commands() {
@@ -136,6 +143,23 @@ impl CommandCheck {
                 }
             }
         }
+        for command in parsed.commands() {
+            if reads_recursively(command) {
+                let named: Vec<PathBuf> = command.words[1..]
+                    .iter()
+                    .filter(|w| !w.opaque && !w.text.starts_with('-'))
+                    .filter_map(|w| paths.resolve(&w.text).ok())
+                    .filter(|real| real.is_dir())
+                    .collect();
+                // With no directory named, they read the current one.
+                if named.is_empty() {
+                    check.scans.extend(bases.iter().cloned());
+                }
+                check.scans.extend(named);
+            }
+        }
+        check.scans.sort();
+        check.scans.dedup();
         check.reads.sort();
         check.reads.dedup();
         check.writes.sort();
@@ -353,6 +377,29 @@ impl CommandCheck {
                 Err(_) => self.concern(format!("it {verb} `{}`, outside the workspace", word.text)),
             }
         }
+    }
+}
+
+/// Commands that read every file under a directory they are given.
+fn reads_recursively(command: &SimpleCommand) -> bool {
+    let Some(program) = command.program() else {
+        return false;
+    };
+    let flag = |letters: &[char], long: &[&str]| {
+        command.words[1..].iter().any(|w| {
+            long.contains(&w.text.as_str())
+                || letters
+                    .iter()
+                    .any(|letter| shell::is_short_flag_with(&w.text, *letter))
+        })
+    };
+    match program {
+        "rg" | "ag" | "ack" | "tar" | "zip" | "rsync" | "scp" | "du" | "tree" => true,
+        "grep" | "egrep" | "fgrep" => {
+            flag(&['r', 'R'], &["--recursive", "--dereference-recursive"])
+        }
+        "cp" => flag(&['r', 'R', 'a'], &["--recursive", "--archive"]),
+        _ => false,
     }
 }
 

@@ -357,6 +357,11 @@ impl PermissionGate {
                 break;
             }
         }
+        if let Target::Command(check) = &action.target {
+            if let Some(reason) = self.scan_reason(check, &rules) {
+                reasons.push(reason);
+            }
+        }
         if let (Target::Command(check), Verdict::Allow(rule)) = (&action.target, &verdict) {
             if let Some(concern) = check.concerns.first() {
                 reasons.push(format!("`{rule}` cannot cover it: {concern}"));
@@ -380,6 +385,47 @@ impl PermissionGate {
             Some(reason) => Assessment::Ask(reason),
             None => Assessment::Allow,
         }
+    }
+
+    /// Why a recursive read of the directories a command line scans must
+    /// ask: a file under them that a rule denies or asks for, or that may
+    /// hold secrets. Looks at the first files of a walk only (hidden and
+    /// ignored ones included), and asks when the walk is cut short.
+    fn scan_reason(&self, check: &CommandCheck, rules: &RuleSet) -> Option<String> {
+        const MAX_SCANNED: usize = 20_000;
+        let mut seen = 0;
+        for dir in &check.scans {
+            let walk = ignore::WalkBuilder::new(dir)
+                .standard_filters(false)
+                .follow_links(false)
+                .build();
+            for entry in walk.flatten() {
+                seen += 1;
+                if seen > MAX_SCANNED {
+                    return Some(format!(
+                        "it reads every file under `{}`, too many to check for secrets",
+                        dir.strip_prefix(&check.root).unwrap_or(dir).display()
+                    ));
+                }
+                let Ok(relative) = entry.path().strip_prefix(&check.root) else {
+                    continue;
+                };
+                let relative = relative.to_string_lossy();
+                let why = match rules.read_verdict("bash", &relative) {
+                    Verdict::Deny(rule) | Verdict::Ask(rule) => format!("the rule `{rule}` covers"),
+                    _ if self.sensitive.is_match(relative.as_ref())
+                        && !rules.allows("bash", Subject::Read(&relative)) =>
+                    {
+                        "may hold secrets".to_string()
+                    }
+                    _ => continue,
+                };
+                return Some(format!(
+                    "it reads every file under its directory, `{relative}` among them, which {why}"
+                ));
+            }
+        }
+        None
     }
 
     /// Whether a file found by a listing or a search may be shown: grep and

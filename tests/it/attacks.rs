@@ -342,6 +342,8 @@ fn cases() -> Vec<Case> {
         ("case", "case x in x) rm -rf victim;; esac"),
         ("redirect inside in default mode", "echo x > victim/file"),
         ("git hook by tee", "echo x | tee .git/hooks/pre-commit"),
+        ("recursive grep over a .env", "grep -r TOKEN ."),
+        ("recursive grep of the current directory", "grep -rn TOKEN"),
     ];
     for (name, line) in must_ask {
         cases.push(bash(name, NARROW, line, Asked));
