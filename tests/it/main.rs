@@ -6,6 +6,7 @@ mod common;
 mod concurrency;
 mod faults;
 mod lsp;
+mod lsp_frames;
 mod model_server_smoke;
 mod neovim;
 mod tools;
