@@ -240,8 +240,15 @@ impl PermissionGate {
             }
             Approval::AllowAlways => {
                 self.add_session_rule(&rule);
-                if let Some(path) = &self.project_config {
-                    if let Err(error) = crate::config::add_allow_rule(path, &rule) {
+                if let Some(path) = self.project_config.clone() {
+                    let saving = rule.clone();
+                    // File work blocks: off the runtime's threads.
+                    let saved = tokio::task::spawn_blocking(move || {
+                        crate::config::add_allow_rule(&path, &saving)
+                    })
+                    .await
+                    .unwrap_or_else(|error| Err(error.to_string()));
+                    if let Err(error) = saved {
                         tracing::warn!(%error, "cannot save the permission rule");
                     }
                 }
