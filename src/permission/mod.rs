@@ -12,6 +12,7 @@
 
 pub mod dangerous;
 pub mod rules;
+pub mod serial;
 pub mod shell;
 
 use std::path::PathBuf;
@@ -150,7 +151,7 @@ impl PermissionGate {
         PermissionGate {
             mode,
             rules: Arc::new(RwLock::new(RuleSet::default())),
-            approver: Arc::from(approver),
+            approver: Arc::new(serial::OneAtATime::new(approver)),
             sensitive: Arc::new(sensitive.build().unwrap_or_else(|_| GlobSet::empty())),
             project_config: None,
         }
@@ -175,7 +176,7 @@ impl PermissionGate {
     /// another approver: a new turn's.
     pub fn with_approver(&self, approver: Box<dyn Approver>) -> PermissionGate {
         PermissionGate {
-            approver: Arc::from(approver),
+            approver: Arc::new(serial::OneAtATime::new(approver)),
             ..self.clone()
         }
     }

@@ -178,7 +178,7 @@ fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"{\"decision\": \"allow\"}\n")
+        .write_all(b"{\"id\": 1, \"decision\": \"allow\"}\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -188,6 +188,7 @@ fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|e| e["type"] == "approval_request")
         .expect("an approval request");
+    assert_eq!(request["id"], 1);
     assert_eq!(request["tool"], "edit_file");
     assert_eq!(request["summary"], "greet.py (+1 -1)");
     assert!(

@@ -928,3 +928,50 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
     assert_eq!(server.requests().len(), 2, "no other turn called the model");
     assert_eq!(client.shutdown().code(), Some(0));
 }
+
+#[test]
+fn a_session_asks_one_question_at_a_time_in_call_order() {
+    let dir = workspace(&[(".env", "KEY=one\n"), ("config/.env.local", "KEY=two\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tools(vec![
+            ("read_file", json!({"path": ".env"})),
+            ("read_file", json!({"path": "config/.env.local"})),
+        ])
+        .into(),
+        Reply::text("Read them.").into(),
+    ]);
+    let mut opts = options(dir.path(), &server, "default");
+    opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
+    let client = start(dir.path(), opts);
+    let pending = || {
+        client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.status"}),
+            )
+            .unwrap()["pendingApprovals"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let turn = ask(&client, json!("read both"))["turn"].as_u64().unwrap();
+    for (n, path) in [".env", "config/.env.local"].iter().enumerate() {
+        client.wait_until(LONG, "the next question", |c| {
+            events_of(c, "approval_requested").len() > n
+        });
+        let asked = &events_of(&client, "approval_requested")[n];
+        assert_eq!(asked["summary"], *path, "{asked}");
+        let open = pending();
+        assert_eq!(open.len(), 1, "one question at a time: {open:?}");
+        assert_eq!(open[0]["id"], asked["id"]);
+        client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.approve", "arguments": [{"id": asked["id"]}]}),
+            )
+            .unwrap();
+    }
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+    assert!(sent.iter().all(|(_, is_error)| !is_error), "{sent:?}");
+}

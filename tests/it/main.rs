@@ -1,6 +1,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approvals;
 mod cli;
 mod common;
 mod concurrency;
