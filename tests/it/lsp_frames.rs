@@ -61,6 +61,15 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Outcome)> {
             Refused(-32600),
         ),
         (
+            "params nested 100 000 deep",
+            framed(&format!(
+                r#"{{"jsonrpc":"2.0","id":5,"method":"x","params":{}{}}}"#,
+                "[".repeat(100_000),
+                "]".repeat(100_000)
+            )),
+            Refused(-32700),
+        ),
+        (
             "a response with a float id",
             framed(r#"{"jsonrpc":"2.0","id":2.5,"result":null}"#),
             Dropped,
