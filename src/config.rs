@@ -166,34 +166,158 @@ impl Config {
     }
 }
 
-/// Appends `rule` to `[permissions] allow` in the file, keeping everything else.
+/// Appends `rule` to `[permissions] allow` in the file, keeping everything
+/// else — comments and layout included (`toml_edit`). The file is replaced
+/// atomically (a temp file in its directory, then a rename), so a crash or a
+/// concurrent reader never sees half a file. Blocking: call it off the async
+/// runtime.
 pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), String> {
+    use std::io::Write;
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
     };
-    let mut table: toml::Table =
-        toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
-    let permissions = table
+    let mut document: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    let permissions = document
         .entry("permissions")
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-        .as_table_mut()
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
         .ok_or_else(|| format!("{}: `permissions` is not a table", path.display()))?;
     let allow = permissions
         .entry("allow")
-        .or_insert_with(|| toml::Value::Array(Vec::new()))
+        .or_insert_with(|| toml_edit::value(toml_edit::Array::new()))
         .as_array_mut()
         .ok_or_else(|| format!("{}: `permissions.allow` is not a list", path.display()))?;
-    if !allow.iter().any(|value| value.as_str() == Some(rule)) {
-        allow.push(toml::Value::String(rule.to_string()));
+    if allow.iter().any(|value| value.as_str() == Some(rule)) {
+        return Ok(());
     }
-    let text = toml::to_string_pretty(&table).map_err(|error| error.to_string())?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+    // The new entry is laid out like the last one: on its own line in a
+    // list written one per line, after a space in a list written inline.
+    let mut entry = toml_edit::Value::from(rule);
+    if let Some(last) = allow.len().checked_sub(1).and_then(|at| allow.get_mut(at)) {
+        // Only the line break and indentation: a comment above the last
+        // entry is about that entry.
+        if let Some(prefix) = last.decor().prefix().and_then(|p| p.as_str()) {
+            let layout = match prefix.rfind('\n') {
+                Some(at) => format!("\n{}", &prefix[at + 1..]),
+                None => prefix.to_string(),
+            };
+            entry.decor_mut().set_prefix(layout);
+        }
+        // What follows the last entry (the newline before `]`) moves after
+        // the new one, unless it is a comment about the last entry.
+        let suffix = last.decor().suffix().cloned();
+        let is_comment = suffix
+            .as_ref()
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| s.contains('#'));
+        if let Some(suffix) = suffix.filter(|_| !is_comment) {
+            last.decor_mut().set_suffix("");
+            entry.decor_mut().set_suffix(suffix);
+        }
     }
-    std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
+    allow.push_formatted(entry);
+
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(directory)
+        .map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+    let cannot_write = |error: std::io::Error| format!("cannot write {}: {error}", path.display());
+    let mut temp = tempfile::Builder::new()
+        .prefix(".config.toml.")
+        .suffix(".tmp")
+        .tempfile_in(directory)
+        .map_err(cannot_write)?;
+    temp.write_all(document.to_string().as_bytes())
+        .map_err(cannot_write)?;
+    // The temp file is private (0600); the replacement keeps the old mode.
+    if let Ok(metadata) = std::fs::metadata(path) {
+        temp.as_file()
+            .set_permissions(metadata.permissions())
+            .map_err(cannot_write)?;
+    }
+    temp.as_file().sync_all().map_err(cannot_write)?;
+    temp.persist(path)
+        .map_err(|error| cannot_write(error.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod allow_rule_tests {
+    use super::*;
+
+    #[test]
+    fn adding_a_rule_keeps_comments_and_layout() {
+        let cases = [
+            // One rule per line, with comments everywhere.
+            (
+                "# Project settings, reviewed by the team.\nmodel = \"m\" # pinned\n\n[permissions]\n# what runs unasked\nallow = [\n    \"bash(cargo test:*)\", # tests\n    \"edit_file(src/**)\",\n]\ndeny = [\"bash(curl:*)\"]\n\n[other]\nx = 1\n",
+                "# Project settings, reviewed by the team.\nmodel = \"m\" # pinned\n\n[permissions]\n# what runs unasked\nallow = [\n    \"bash(cargo test:*)\", # tests\n    \"edit_file(src/**)\",\n    \"bash(npm run:*)\",\n]\ndeny = [\"bash(curl:*)\"]\n\n[other]\nx = 1\n",
+            ),
+            // Without a trailing comma.
+            (
+                "[permissions]\nallow = [\n  \"a\",\n  \"b\"\n]\n",
+                "[permissions]\nallow = [\n  \"a\",\n  \"b\",\n  \"bash(npm run:*)\"\n]\n",
+            ),
+            // Inline.
+            (
+                "[permissions] # rules\nallow = [\"a\", \"b\"]\n",
+                "[permissions] # rules\nallow = [\"a\", \"b\", \"bash(npm run:*)\"]\n",
+            ),
+            // No list yet, no table yet, no file content yet.
+            (
+                "# mine\n[permissions]\nmode = \"default\"\n",
+                "# mine\n[permissions]\nmode = \"default\"\nallow = [\"bash(npm run:*)\"]\n",
+            ),
+            (
+                "model = \"m\"\n",
+                "model = \"m\"\n\n[permissions]\nallow = [\"bash(npm run:*)\"]\n",
+            ),
+            ("", "[permissions]\nallow = [\"bash(npm run:*)\"]\n"),
+            // Already there: the file is left as it is.
+            (
+                "[permissions]\nallow = [ \"bash(npm run:*)\" ]  # same\n",
+                "[permissions]\nallow = [ \"bash(npm run:*)\" ]  # same\n",
+            ),
+        ];
+        for (before, after) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(".bareagent/config.toml");
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, before).unwrap();
+            add_allow_rule(&path, "bash(npm run:*)").unwrap();
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                after,
+                "from {before:?}"
+            );
+            let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(left, vec!["config.toml"], "no temp file is left behind");
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_toml_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for text in [
+            "allow = [",
+            "permissions = 3\n",
+            "[permissions]\nallow = \"x\"\n",
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert!(add_allow_rule(&path, "bash(ls)").is_err(), "{text:?}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+    }
 }
 
 /// Records in the user's config that the user trusts the directory `root`:

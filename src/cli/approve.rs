@@ -1,6 +1,8 @@
 //! Asking the user on the command line: a prompt on a terminal, a JSON
 //! request and reply line with `--json`, and no when nobody can be asked.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -10,8 +12,9 @@ use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
 pub enum TerminalApprover {
     /// Prompt on stderr, answer on stdin.
     Tty,
-    /// `{"type":"approval_request",…}` on stdout, one answer line on stdin.
-    JsonLines,
+    /// `{"type":"approval_request","id":N,…}` on stdout; the answer is the
+    /// line on stdin that names the same id (see docs/protocol.md).
+    JsonLines { last_id: AtomicU64 },
     /// stdin is not a terminal: nobody can answer, so the answer is no.
     Nobody,
 }
@@ -19,13 +22,17 @@ pub enum TerminalApprover {
 impl TerminalApprover {
     pub fn for_run(json: bool, stdin_is_terminal: bool) -> Self {
         match (json, stdin_is_terminal) {
-            (true, _) => TerminalApprover::JsonLines,
+            (true, _) => TerminalApprover::JsonLines {
+                last_id: AtomicU64::new(0),
+            },
             (false, true) => TerminalApprover::Tty,
             (false, false) => TerminalApprover::Nobody,
         }
     }
 }
 
+// The gate asks one question at a time (`permission::serial`), so each of
+// these reads the answer to its own question and no other.
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn ask(&self, question: &Question<'_>) -> Approval {
@@ -41,49 +48,82 @@ impl Approver for TerminalApprover {
                     "Allow {} {}? ({})\n  [y] once  [s] allow {} for this session  [a] always (saved in .bareagent/config.toml)  [N] no: ",
                     action.tool, action.summary, question.reason, question.rule
                 );
-                parse_answer(&read_line().await)
+                parse_word(&read_line().await.unwrap_or_default())
             }
-            TerminalApprover::JsonLines => {
+            TerminalApprover::JsonLines { last_id } => {
+                let id = last_id.fetch_add(1, Ordering::Relaxed) + 1;
                 print_json_line(&json!({
-                    "type": "approval_request", "tool": action.tool,
+                    "type": "approval_request", "id": id, "tool": action.tool,
                     "kind": format!("{:?}", action.kind).to_lowercase(), "summary": action.summary,
                     "reason": question.reason, "rule": question.rule,
                 }));
-                parse_answer(&read_line().await)
+                // Until an answer for this id, or the end of input (no).
+                while let Some(line) = read_line().await {
+                    match parse_json_answer(&line, id) {
+                        Ok(approval) => return approval,
+                        Err(problem) => {
+                            let message = format!(
+                                "{problem}; approval {id} is still open: answer {{\"id\": {id}, \"decision\": \"allow\" | \"allow_session\" | \"allow_always\" | \"reject\"}}"
+                            );
+                            eprintln!("bareagent: refused an approval answer: {message}");
+                            print_json_line(&json!({
+                                "type": "approval_answer_refused", "id": id, "message": message,
+                            }));
+                        }
+                    }
+                }
+                Approval::Reject(DENIED_BY_USER.to_string())
             }
         }
     }
 }
 
-/// One line of stdin; empty at end of input.
-async fn read_line() -> String {
+/// One line of stdin; `None` at the end of input.
+async fn read_line() -> Option<String> {
     tokio::task::spawn_blocking(|| {
         let mut line = String::new();
-        let _ = std::io::stdin().read_line(&mut line);
-        line
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
     })
     .await
     .unwrap_or_default()
 }
 
-/// `y`, `s`, `a`, or a JSON `{"decision": "allow" | "allow_session" |
-/// "allow_always" | "reject"}`; anything else, end of input included, is no.
-fn parse_answer(line: &str) -> Approval {
-    let line = line.trim();
-    let word = serde_json::from_str::<Value>(line)
-        .ok()
-        .and_then(|value| {
-            value
-                .get("decision")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| line.to_lowercase());
-    match word.as_str() {
-        "y" | "yes" | "allow" | "once" => Approval::AllowOnce,
-        "s" | "session" | "allow_session" => Approval::AllowForSession,
-        "a" | "always" | "allow_always" => Approval::AllowAlways,
+/// On a terminal: `y`, `s`, `a`; anything else, end of input included, is no.
+fn parse_word(line: &str) -> Approval {
+    match line.trim().to_lowercase().as_str() {
+        "y" | "yes" => Approval::AllowOnce,
+        "s" | "session" => Approval::AllowForSession,
+        "a" | "always" => Approval::AllowAlways,
         _ => Approval::Reject(DENIED_BY_USER.to_string()),
+    }
+}
+
+/// With `--json`: `{"id": N, "decision": "allow" | "allow_session" |
+/// "allow_always" | "reject"}` for the open question `id`. Anything else
+/// is refused (the question stays open), never taken as an answer: an
+/// answer meant for another question must not decide this one.
+fn parse_json_answer(line: &str, id: u64) -> Result<Approval, String> {
+    let value: Value = serde_json::from_str(line.trim())
+        .map_err(|_| "the answer is not a JSON object".to_string())?;
+    match value.get("id") {
+        None => return Err("the answer has no \"id\"".into()),
+        Some(given) if given.as_u64() != Some(id) => {
+            return Err(format!(
+                "the answer is for approval {given}, not for the open approval {id}"
+            ));
+        }
+        Some(_) => {}
+    }
+    match value.get("decision").and_then(Value::as_str) {
+        Some("allow") => Ok(Approval::AllowOnce),
+        Some("allow_session") => Ok(Approval::AllowForSession),
+        Some("allow_always") => Ok(Approval::AllowAlways),
+        Some("reject") => Ok(Approval::Reject(DENIED_BY_USER.to_string())),
+        Some(other) => Err(format!("unknown decision \"{other}\"")),
+        None => Err("the answer has no \"decision\"".into()),
     }
 }
 
@@ -92,18 +132,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answers_parse() {
-        assert_eq!(parse_answer("y\n"), Approval::AllowOnce);
-        assert_eq!(parse_answer("S"), Approval::AllowForSession);
-        assert_eq!(parse_answer("a"), Approval::AllowAlways);
-        assert_eq!(
-            parse_answer(r#"{"decision":"allow_session"}"#),
-            Approval::AllowForSession
-        );
-        assert_eq!(parse_answer(""), Approval::Reject(DENIED_BY_USER.into()));
-        assert_eq!(
-            parse_answer("maybe"),
-            Approval::Reject(DENIED_BY_USER.into())
-        );
+    fn terminal_answers_parse() {
+        assert_eq!(parse_word("y\n"), Approval::AllowOnce);
+        assert_eq!(parse_word("S"), Approval::AllowForSession);
+        assert_eq!(parse_word("a"), Approval::AllowAlways);
+        assert_eq!(parse_word(""), Approval::Reject(DENIED_BY_USER.into()));
+        assert_eq!(parse_word("maybe"), Approval::Reject(DENIED_BY_USER.into()));
+    }
+
+    #[test]
+    fn json_answers_count_only_for_their_own_id() {
+        let no = Approval::Reject(DENIED_BY_USER.into());
+        let cases: Vec<(&str, Result<Approval, &str>)> = vec![
+            (r#"{"id": 3, "decision": "allow"}"#, Ok(Approval::AllowOnce)),
+            (
+                r#"{"decision": "allow_session", "id": 3}"#,
+                Ok(Approval::AllowForSession),
+            ),
+            (
+                r#"{"id": 3, "decision": "allow_always"}"#,
+                Ok(Approval::AllowAlways),
+            ),
+            (r#"{"id": 3, "decision": "reject"}"#, Ok(no)),
+            (r#"{"id": 4, "decision": "allow"}"#, Err("for approval 4")),
+            (
+                r#"{"id": "3", "decision": "allow"}"#,
+                Err("for approval \"3\""),
+            ),
+            (
+                r#"{"id": 3.0, "decision": "allow"}"#,
+                Err("for approval 3.0"),
+            ),
+            (r#"{"decision": "allow"}"#, Err("no \"id\"")),
+            (r#"{"id": 3}"#, Err("no \"decision\"")),
+            (r#"{"id": 3, "decision": "yes"}"#, Err("unknown decision")),
+            ("y", Err("not a JSON object")),
+            ("", Err("not a JSON object")),
+        ];
+        for (line, expected) in cases {
+            match (parse_json_answer(line, 3), expected) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{line}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{line}: {got}"),
+                (got, want) => panic!("{line}: got {got:?}, wanted {want:?}"),
+            }
+        }
     }
 }

@@ -39,7 +39,11 @@ struct Pending {
 pub struct Approvals {
     pending: Mutex<Vec<Pending>>,
     next_id: Mutex<u64>,
-    /// One dialog at a time: editors show them poorly stacked.
+    /// One dialog at a time: editors show them poorly stacked. Within a
+    /// session the gate already asks one question at a time
+    /// (`permission::serial`); this orders the dialogs of different
+    /// sessions, whose approvals all stay pending (and answerable by code
+    /// action) meanwhile.
     dialog: tokio::sync::Mutex<()>,
 }
 

@@ -235,8 +235,7 @@ impl LanguageServer for Backend {
                     .and_then(|a| a.get("session"))
                     .and_then(Value::as_str)
                     .unwrap_or(MAIN_SESSION);
-                turn::cancel(&self.state, Some(name), None);
-                self.state.lock_sessions().remove(name);
+                turn::clear_session(&self.state, name);
                 json!({"session": name, "cleared": true})
             }
             "bareagent.status" => self.state.status(),

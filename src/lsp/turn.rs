@@ -18,7 +18,7 @@ use tower_lsp_server::ls_types::{
 use super::approvals::EditorApprover;
 use super::chat::{self, ChatWriter};
 use super::editor::EditorWorkspace;
-use super::session::{Running, Session};
+use super::session::Running;
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
     Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop, system_prompt,
@@ -76,6 +76,16 @@ pub fn start(state: &Arc<State>, ask: Ask) -> Value {
     drop(sessions);
     tokio::spawn(turn.run(messages, ask));
     json!({"turn": id, "queued": false})
+}
+
+/// `bareagent.newSession`: removes the session and cancels its turn, under
+/// one lock, so no ask can slip in between and see the old session.
+pub fn clear_session(state: &State, name: &str) {
+    let removed = state.lock_sessions().remove(name);
+    if let Some(running) = removed.and_then(|s| s.running) {
+        running.cancel.cancel();
+        state.approvals.clear_turn(running.id);
+    }
 }
 
 /// Cancels the running turn of a session (or, by progress token, any).
@@ -182,11 +192,23 @@ impl Turn {
             chat.finish().await;
         }
         {
+            // Only while the session is still this turn's: `newSession` may
+            // have removed it (and another turn may run in its successor),
+            // so a cancelled turn must not bring the old history back or
+            // mark someone else's turn as ended.
             let mut sessions = state.lock_sessions();
-            let session: &mut Session = sessions.entry(self.session.clone()).or_default();
-            session.messages = messages;
-            session.running = None;
-            session.usage += totals.usage;
+            match sessions.get_mut(&self.session) {
+                Some(session) if session.running.as_ref().is_some_and(|r| r.id == self.id) => {
+                    session.messages = messages;
+                    session.running = None;
+                    session.usage += totals.usage;
+                }
+                _ => tracing::info!(
+                    turn = self.id,
+                    session = %self.session,
+                    "the session was cleared during the turn; its history is dropped"
+                ),
+            }
         }
         state.approvals.clear_turn(self.id);
         state.publish_approvals().await;

@@ -18,6 +18,7 @@
 pub mod command;
 pub mod dangerous;
 pub mod rules;
+pub mod serial;
 pub mod shell;
 
 use std::path::PathBuf;
@@ -227,7 +228,7 @@ impl PermissionGate {
         PermissionGate {
             mode,
             rules: Arc::new(RwLock::new(RuleSet::default())),
-            approver: Arc::from(approver),
+            approver: Arc::new(serial::OneAtATime::new(approver)),
             sensitive: Arc::new(glob_set(&SENSITIVE_FILES)),
             power: Arc::new(glob_set(&POWER_FILES)),
             project_config: None,
@@ -253,7 +254,7 @@ impl PermissionGate {
     /// another approver: a new turn's.
     pub fn with_approver(&self, approver: Box<dyn Approver>) -> PermissionGate {
         PermissionGate {
-            approver: Arc::from(approver),
+            approver: Arc::new(serial::OneAtATime::new(approver)),
             ..self.clone()
         }
     }
@@ -290,8 +291,15 @@ impl PermissionGate {
             }
             Approval::AllowAlways => {
                 self.add_session_rule(&rule);
-                if let Some(path) = &self.project_config {
-                    if let Err(error) = crate::config::add_allow_rule(path, &rule) {
+                if let Some(path) = self.project_config.clone() {
+                    let saving = rule.clone();
+                    // File work blocks: off the runtime's threads.
+                    let saved = tokio::task::spawn_blocking(move || {
+                        crate::config::add_allow_rule(&path, &saving)
+                    })
+                    .await
+                    .unwrap_or_else(|error| Err(error.to_string()));
+                    if let Err(error) = saved {
                         tracing::warn!(%error, "cannot save the permission rule");
                     }
                 }

@@ -303,10 +303,22 @@ fn subjects<'a>(action: &'a Action, commands: &'a [Vec<&'a str>]) -> Vec<Subject
     }
 }
 
-/// The rule that "allow always" adds for an action: the tool for file tools,
-/// the command's first words as a prefix for `bash`.
+/// The rule that "allow always" adds for an action: the command's first
+/// words as a prefix for `bash`; for a read (which asks only for a file that
+/// may hold secrets or that an ask rule names) that one path; the tool for
+/// other file tools.
 pub fn suggested_rule(action: &Action) -> String {
     match &action.target {
+        Target::Path(path) if action.kind == ActionKind::Read => {
+            let escaped: String = path
+                .chars()
+                .map(|c| match c {
+                    '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' | '!' | '\\' => format!("[{c}]"),
+                    c => c.to_string(),
+                })
+                .collect();
+            format!("{}(./{escaped})", action.tool)
+        }
         Target::Command(check) => {
             let commands = check.commands();
             let first = commands.first().cloned().unwrap_or_default();
@@ -486,5 +498,27 @@ mod tests {
             "bash(python3:*)"
         );
         assert_eq!(suggested_rule(&edit("a.rs")), "edit_file");
+        // A read asks only for one file: its rule names that file, not every read.
+        let read = |path: &str| Action {
+            tool: "read_file".into(),
+            kind: ActionKind::Read,
+            summary: String::new(),
+            target: Target::Path(path.into()),
+        };
+        let rule = suggested_rule(&read("config/.env"));
+        assert_eq!(rule, "read_file(./config/.env)");
+        let set = rules(&[&rule], &[], &[]);
+        assert_eq!(
+            set.evaluate(&read("config/.env")),
+            Verdict::Allow(rule.clone())
+        );
+        assert_eq!(set.evaluate(&read("other/.env")), Verdict::Unmatched);
+        let odd = suggested_rule(&read("a*(b).pem"));
+        let set = rules(&[&odd], &[], &[]);
+        assert!(
+            matches!(set.evaluate(&read("a*(b).pem")), Verdict::Allow(_)),
+            "{odd}"
+        );
+        assert_eq!(set.evaluate(&read("axx(b).pem")), Verdict::Unmatched);
     }
 }

@@ -14,7 +14,11 @@ const DEMO_PROMPT: &str = "Fix the bug in greet.py";
 
 fn bareagent(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
-    command.current_dir(dir).stdin(Stdio::null());
+    // Not the developer's own settings; a test that needs some sets its own.
+    command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
     for name in [
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
@@ -53,7 +57,11 @@ fn demo_dir() -> tempfile::TempDir {
 const FIXED: &str = "return f\"Hello, {name}!\"";
 
 fn run_against(server: &ModelServer, dir: &Path, extra: &[&str]) -> Output {
-    bareagent(dir)
+    run_in(bareagent(dir), server, extra)
+}
+
+fn run_in(mut command: Command, server: &ModelServer, extra: &[&str]) -> Output {
+    command
         .args([
             "run",
             "--provider",
@@ -178,7 +186,7 @@ fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"{\"decision\": \"allow\"}\n")
+        .write_all(b"{\"id\": 1, \"decision\": \"allow\"}\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -188,6 +196,7 @@ fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|e| e["type"] == "approval_request")
         .expect("an approval request");
+    assert_eq!(request["id"], 1);
     assert_eq!(request["tool"], "edit_file");
     assert_eq!(request["summary"], "greet.py (+1 -1)");
     assert!(
@@ -395,7 +404,16 @@ fn config_rules_allow_deny_and_dangerous_commands_ask_anyway() {
         .into(),
         Reply::text("done").into(),
     ]);
-    let out = run_against(&server, dir.path(), &[]);
+    // The project's allow rules hold once the user trusts the project.
+    let config_home = tempfile::tempdir().unwrap();
+    let mut trust = bareagent(dir.path());
+    trust
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .arg("trust");
+    assert!(trust.output().unwrap().status.success());
+    let mut command = bareagent(dir.path());
+    command.env("XDG_CONFIG_HOME", config_home.path());
+    let out = run_in(command, &server, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let sent = crate::common::sent_tool_results(&server.requests()[1].body);
     assert_eq!(sent[0], ("allowed-by-rule\n".to_string(), false));

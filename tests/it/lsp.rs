@@ -831,3 +831,147 @@ fn an_edit_the_editor_refuses_or_silently_skips_is_an_error_for_the_model() {
         assert_eq!(client.text(&uri).unwrap(), "x\n");
     }
 }
+
+/// Every text the user's messages of a model request hold.
+fn user_texts(body: &Value) -> Vec<String> {
+    let mut texts = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        if message["role"] != "user" {
+            continue;
+        }
+        match &message["content"] {
+            Value::String(text) => texts.push(text.clone()),
+            content => texts.extend(
+                content
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|b| b["text"].as_str().map(str::to_string)),
+            ),
+        }
+    }
+    texts
+}
+
+#[test]
+fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo old"})).into(),
+        Reply::tool("bash", json!({"command": "echo new"})).into(),
+    ]);
+    let mut opts = options(dir.path(), &server, "default");
+    // Both turns wait for an approval nobody gives: each is mid-turn as
+    // long as the test needs.
+    opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
+    // The chat is open and every edit of it refused: a cancelled turn takes
+    // a while (retries) to write its footer, so the new turn usually starts
+    // before the old one ends. Either order must hold.
+    opts.apply_edit = ApplyEditBehaviour::Refuse;
+    let client = start(dir.path(), opts);
+    client.open(".bareagent/chat.md", "# chat\n");
+    let asking = |c: &LspClient, turn: u64| {
+        events_of(c, "approval_requested")
+            .iter()
+            .any(|e| e["turn"] == turn)
+    };
+    let old = ask(&client, json!("old prompt"))["turn"].as_u64().unwrap();
+    client.wait_until(LONG, "the old turn to ask", |c| asking(c, old));
+
+    let cleared = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.newSession"}),
+        )
+        .unwrap();
+    assert_eq!(cleared["cleared"], true);
+    let started = ask(&client, json!("new prompt"));
+    assert_eq!(started["queued"], false, "{started}");
+    let new = started["turn"].as_u64().unwrap();
+    turn_end(&client, old);
+    client.wait_until(LONG, "the new turn to ask", |c| asking(c, new));
+
+    // Whether the old turn ended before or after the new one started, the
+    // new session's history is the new prompt alone…
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        user_texts(&requests[1].body),
+        vec!["new prompt".to_string()]
+    );
+    // …and the new turn is still the session's: a third ask joins it.
+    let third = ask(&client, json!("third prompt"));
+    assert_eq!(third["queued"], true, "a second turn started: {third}");
+    assert_eq!(third["turn"], new);
+    let status = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.status"}),
+        )
+        .unwrap();
+    let main = status["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "main")
+        .cloned()
+        .unwrap();
+    assert_eq!(main["running"], new, "{status}");
+
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.cancel"}),
+        )
+        .unwrap();
+    turn_end(&client, new);
+    assert_eq!(server.requests().len(), 2, "no other turn called the model");
+    assert_eq!(client.shutdown().code(), Some(0));
+}
+
+#[test]
+fn a_session_asks_one_question_at_a_time_in_call_order() {
+    let dir = workspace(&[(".env", "KEY=one\n"), ("config/.env.local", "KEY=two\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tools(vec![
+            ("read_file", json!({"path": ".env"})),
+            ("read_file", json!({"path": "config/.env.local"})),
+        ])
+        .into(),
+        Reply::text("Read them.").into(),
+    ]);
+    let mut opts = options(dir.path(), &server, "default");
+    opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
+    let client = start(dir.path(), opts);
+    let pending = || {
+        client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.status"}),
+            )
+            .unwrap()["pendingApprovals"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let turn = ask(&client, json!("read both"))["turn"].as_u64().unwrap();
+    for (n, path) in [".env", "config/.env.local"].iter().enumerate() {
+        client.wait_until(LONG, "the next question", |c| {
+            events_of(c, "approval_requested").len() > n
+        });
+        let asked = &events_of(&client, "approval_requested")[n];
+        assert_eq!(asked["summary"], *path, "{asked}");
+        let open = pending();
+        assert_eq!(open.len(), 1, "one question at a time: {open:?}");
+        assert_eq!(open[0]["id"], asked["id"]);
+        client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.approve", "arguments": [{"id": asked["id"]}]}),
+            )
+            .unwrap();
+    }
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+    assert!(sent.iter().all(|(_, is_error)| !is_error), "{sent:?}");
+}

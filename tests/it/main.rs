@@ -1,12 +1,14 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approvals;
 mod attacks;
 mod cli;
 mod common;
 mod concurrency;
 mod faults;
 mod lsp;
+mod lsp_frames;
 mod model_server_smoke;
 mod neovim;
 mod shell_differential;

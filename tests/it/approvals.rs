@@ -1,0 +1,279 @@
+//! Approvals one at a time: one response with two sensitive reads (which the
+//! loop runs at once) asks one question, waits for its answer, then asks the
+//! next — on a real terminal (a pseudo-terminal) and with `--json`, where
+//! every question has an id and only an answer naming it counts.
+
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{TEST_KEY, sent_tool_results, workspace};
+use crate::support::model_server::{ModelServer, Reply};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn two_sensitive_reads() -> (tempfile::TempDir, ModelServer) {
+    let dir = workspace(&[(".env", "KEY=one\n"), ("config/.env.local", "KEY=two\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tools(vec![
+            ("read_file", json!({"path": ".env"})),
+            ("read_file", json!({"path": "config/.env.local"})),
+        ])
+        .into(),
+        Reply::text("Read them.").into(),
+    ]);
+    (dir, server)
+}
+
+fn bareagent(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
+    command
+        .current_dir(dir)
+        .args(["run", "--provider", "anthropic", "--base-url"])
+        .arg(server.anthropic_base())
+        .args(extra)
+        .arg("read both env files")
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("NO_COLOR", "1");
+    for name in [
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "BAREAGENT_PROVIDER",
+        "BAREAGENT_MODEL",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// Everything read from one of the child's outputs, as it arrives.
+#[derive(Clone, Default)]
+struct Output(Arc<(Mutex<Vec<u8>>, Condvar)>);
+
+impl Output {
+    fn collect(reader: impl Read + Send + 'static) -> Output {
+        let output = Output::default();
+        let shared = output.clone();
+        std::thread::spawn(move || {
+            let mut reader = reader;
+            let mut chunk = [0u8; 4096];
+            // A pseudo-terminal's master reads EIO once the child is gone.
+            while let Ok(n @ 1..) = reader.read(&mut chunk) {
+                shared.0.0.lock().unwrap().extend_from_slice(&chunk[..n]);
+                shared.0.1.notify_all();
+            }
+        });
+        output
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `done` holds for the text so far; panics after [`WAIT`].
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        let mut bytes = self.0.0.lock().unwrap();
+        loop {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if done(&text) {
+                return text;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}; got:\n{text}"
+            );
+            bytes = self.0.1.wait_timeout(bytes, left).unwrap().0;
+        }
+    }
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "bareagent did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A pseudo-terminal: (master, slave).
+fn pty() -> (std::fs::File, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the given integers; the
+    // name, termios and window size pointers may be null.
+    let result = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(result, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nothing else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            OwnedFd::from_raw_fd(slave),
+        )
+    }
+}
+
+#[test]
+fn on_a_terminal_the_second_question_comes_after_the_first_answer() {
+    let (dir, server) = two_sensitive_reads();
+    let (mut master, slave) = pty();
+    let mut child = bareagent(dir.path(), &server, &[])
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The parent's copies of the slave are gone with `Stdio`: the master
+    // ends when the child does.
+    let terminal = Output::collect(master.try_clone().unwrap());
+    let questions = |text: &str| text.matches("Allow read_file").count();
+
+    // Both calls have started; only the first asked.
+    let shown = terminal.wait_for("the first question and the second call", |t| {
+        questions(t) >= 1 && t.contains("→ read_file config/.env.local")
+    });
+    assert_eq!(questions(&shown), 1, "{shown}");
+    assert!(shown.contains("Allow read_file .env?"), "{shown}");
+    master.write_all(b"y\n").unwrap();
+    let shown = terminal.wait_for("the second question", |t| questions(t) == 2);
+    master.write_all(b"n\n").unwrap();
+    assert!(wait_exit(&mut child).success(), "{}", terminal.text());
+
+    // The terminal shows: question, its answer (the echo), next question.
+    let shown = shown.replace("\r\n", "\n");
+    let first = shown.find("Allow read_file .env?").unwrap();
+    let second = shown.find("Allow read_file config/.env.local?").unwrap();
+    assert!(first < second, "{shown}");
+    // The echo of the answer: after the prompt, or on a line of its own when
+    // the second call's line came in between.
+    assert!(
+        shown[first..second]
+            .lines()
+            .any(|l| l == "y" || l.ends_with("[N] no: y")),
+        "the second question came before the first answer:\n{shown}"
+    );
+    // Each answer went to its own question.
+    let sent = sent_tool_results(&server.requests()[1].body);
+    assert!(!sent[0].1 && sent[0].0.contains("KEY=one"), "{sent:?}");
+    assert!(sent[1].1 && sent[1].0.contains("Denied"), "{sent:?}");
+}
+
+#[test]
+fn with_json_each_question_has_an_id_and_only_its_answer_counts() {
+    let (dir, server) = two_sensitive_reads();
+    let mut child = bareagent(dir.path(), &server, &["--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = Output::collect(child.stdout.take().unwrap());
+    let stderr = Output::collect(child.stderr.take().unwrap());
+    let events = |text: &str| -> Vec<Value> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let of_type = |text: &str, kind: &str| -> Vec<Value> {
+        events(text)
+            .into_iter()
+            .filter(|e| e["type"] == kind)
+            .collect()
+    };
+
+    let text = stdout.wait_for("the first approval request", |t| {
+        !of_type(t, "approval_request").is_empty()
+    });
+    let first = of_type(&text, "approval_request")[0].clone();
+    assert_eq!(first["summary"], ".env", "{first}");
+    let id = first["id"].as_u64().expect("an id");
+
+    // Answers that do not name this question are refused; it stays open.
+    let wrong = [
+        json!({"id": id + 1, "decision": "allow"}).to_string(),
+        json!({"decision": "allow"}).to_string(),
+        "y".to_string(),
+    ];
+    for (n, line) in wrong.iter().enumerate() {
+        writeln!(stdin, "{line}").unwrap();
+        let text = stdout.wait_for("a refusal", |t| {
+            of_type(t, "approval_answer_refused").len() > n
+        });
+        let refused = &of_type(&text, "approval_answer_refused")[n];
+        assert_eq!(refused["id"], id, "{refused}");
+        assert!(
+            refused["message"].as_str().unwrap().contains("still open"),
+            "{refused}"
+        );
+    }
+    stderr.wait_for("the refusal on stderr", |t| {
+        t.contains("refused an approval answer")
+    });
+    let text = stdout.text();
+    assert_eq!(
+        of_type(&text, "approval_request").len(),
+        1,
+        "the second question came before the first answer:\n{text}"
+    );
+    assert!(
+        of_type(&text, "tool_result").is_empty(),
+        "a refused answer decided the question:\n{text}"
+    );
+
+    writeln!(stdin, "{}", json!({"id": id, "decision": "allow"})).unwrap();
+    let text = stdout.wait_for("the second approval request", |t| {
+        of_type(t, "approval_request").len() == 2
+    });
+    let second = of_type(&text, "approval_request")[1].clone();
+    assert_eq!(second["summary"], "config/.env.local", "{second}");
+    let second_id = second["id"].as_u64().expect("an id");
+    assert_ne!(second_id, id);
+    // The first question's answer does not answer the second.
+    writeln!(stdin, "{}", json!({"id": id, "decision": "allow"})).unwrap();
+    stdout.wait_for("a refusal of the stale answer", |t| {
+        of_type(t, "approval_answer_refused")
+            .iter()
+            .any(|r| r["id"] == second_id)
+    });
+    writeln!(stdin, "{}", json!({"id": second_id, "decision": "reject"})).unwrap();
+    assert!(wait_exit(&mut child).success(), "{}", stderr.text());
+
+    let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
+    let order: Vec<String> = events(&text)
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_string))
+        .filter(|t| t.starts_with("approval"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "approval_request",
+            "approval_answer_refused",
+            "approval_answer_refused",
+            "approval_answer_refused",
+            "approval_request",
+            "approval_answer_refused",
+        ]
+    );
+    let sent = sent_tool_results(&server.requests()[1].body);
+    assert!(!sent[0].1 && sent[0].0.contains("KEY=one"), "{sent:?}");
+    assert!(sent[1].1 && sent[1].0.contains("Denied"), "{sent:?}");
+}
