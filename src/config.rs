@@ -62,7 +62,7 @@ pub struct Permissions {
     pub rules: RuleLists,
 }
 
-/// The project's config file, where "allow always" answers go.
+/// The project's config file.
 pub fn project_config_path(root: &Path) -> PathBuf {
     root.join(".bareagent").join("config.toml")
 }
@@ -166,31 +166,33 @@ impl Config {
     }
 }
 
-/// Appends `rule` to `[permissions] allow` in the file, keeping everything
+/// Appends `rule` to the `allow` list of the table at `table` (`["permissions"]`,
+/// or `["projects", "/abs/root"]` in the user's config), keeping everything
 /// else — comments and layout included (`toml_edit`). The file is replaced
 /// atomically (a temp file in its directory, then a rename), so a crash or a
 /// concurrent reader never sees half a file. Blocking: call it off the async
 /// runtime.
-pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), String> {
-    use std::io::Write;
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-    };
-    let mut document: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|error| format!("{}: {error}", path.display()))?;
-    let permissions = document
-        .entry("permissions")
-        .or_insert_with(toml_edit::table)
-        .as_table_like_mut()
-        .ok_or_else(|| format!("{}: `permissions` is not a table", path.display()))?;
+pub fn add_allow_rule(path: &Path, table: &[&str], rule: &str) -> Result<(), String> {
+    edit_config(path, |document| {
+        let permissions = table_at(document, table)
+            .map_err(|key| format!("{}: `{key}` is not a table", path.display()))?;
+        push_rule(permissions, rule).map_err(|()| {
+            format!(
+                "{}: `{}.allow` is not a list",
+                path.display(),
+                table.join(".")
+            )
+        })
+    })
+}
+
+/// Appends `rule` to the table's `allow` list unless it is there already.
+fn push_rule(permissions: &mut dyn toml_edit::TableLike, rule: &str) -> Result<(), ()> {
     let allow = permissions
         .entry("allow")
         .or_insert_with(|| toml_edit::value(toml_edit::Array::new()))
         .as_array_mut()
-        .ok_or_else(|| format!("{}: `permissions.allow` is not a list", path.display()))?;
+        .ok_or(())?;
     if allow.iter().any(|value| value.as_str() == Some(rule)) {
         return Ok(());
     }
@@ -220,7 +222,47 @@ pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), String> {
         }
     }
     allow.push_formatted(entry);
+    Ok(())
+}
 
+/// The table at `keys` (created, implicit, where missing), or the first key
+/// that names something else.
+fn table_at<'a>(
+    document: &'a mut toml_edit::DocumentMut,
+    keys: &[&str],
+) -> Result<&'a mut dyn toml_edit::TableLike, String> {
+    let mut table: &mut dyn toml_edit::TableLike = document.as_table_mut();
+    for key in keys {
+        table = table
+            .entry(key)
+            .or_insert_with(|| {
+                let mut new = toml_edit::Table::new();
+                new.set_implicit(true);
+                toml_edit::Item::Table(new)
+            })
+            .as_table_like_mut()
+            .ok_or_else(|| key.to_string())?;
+    }
+    Ok(table)
+}
+
+/// Reads a TOML file (a missing one is empty), lets `change` edit it with
+/// comments and layout kept, and replaces the file atomically: a temp file
+/// in its directory, synced, renamed over it, with the old file's mode.
+fn edit_config(
+    path: &Path,
+    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), String>,
+) -> Result<(), String> {
+    use std::io::Write;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let mut document: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    change(&mut document)?;
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -290,7 +332,7 @@ mod allow_rule_tests {
             let path = dir.path().join(".bareagent/config.toml");
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, before).unwrap();
-            add_allow_rule(&path, "bash(npm run:*)").unwrap();
+            add_allow_rule(&path, &["permissions"], "bash(npm run:*)").unwrap();
             assert_eq!(
                 std::fs::read_to_string(&path).unwrap(),
                 after,
@@ -314,7 +356,10 @@ mod allow_rule_tests {
             "[permissions]\nallow = \"x\"\n",
         ] {
             std::fs::write(&path, text).unwrap();
-            assert!(add_allow_rule(&path, "bash(ls)").is_err(), "{text:?}");
+            assert!(
+                add_allow_rule(&path, &["permissions"], "bash(ls)").is_err(),
+                "{text:?}"
+            );
             assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         }
     }
@@ -334,48 +379,13 @@ fn record_trust(path: &Path, root: &Path) -> Result<(), String> {
     let root = root
         .canonicalize()
         .map_err(|error| format!("cannot resolve {}: {error}", root.display()))?;
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-    };
-    let mut document: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|error| format!("{}: {error}", path.display()))?;
-    let projects = document
-        .entry("projects")
-        .or_insert_with(|| {
-            let mut table = toml_edit::Table::new();
-            table.set_implicit(true);
-            toml_edit::Item::Table(table)
-        })
-        .as_table_mut()
-        .ok_or_else(|| format!("{}: `projects` is not a table", path.display()))?;
-    let entry = projects
-        .entry(&root.to_string_lossy())
-        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-        .as_table_mut()
-        .ok_or_else(|| format!("{}: the project entry is not a table", path.display()))?;
-    entry["trusted"] = toml_edit::value(true);
-    write_atomically(path, document.to_string().as_bytes())
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))
-}
-
-/// A temp file in the target's directory, renamed over it.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let parent = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
-    std::fs::create_dir_all(parent)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".config-")
-        .suffix(".tmp")
-        .tempfile_in(parent)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
+    let key = root.to_string_lossy();
+    edit_config(path, |document| {
+        let entry = table_at(document, &["projects", &key])
+            .map_err(|key| format!("{}: `{key}` is not a table", path.display()))?;
+        entry.insert("trusted", toml_edit::value(true));
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -392,8 +402,8 @@ mod tests {
             "model = \"m\"\n[permissions]\nmode = \"plan\"\ndeny = [\"bash(curl:*)\"]\n",
         )
         .unwrap();
-        add_allow_rule(&path, "bash(cargo test:*)").unwrap();
-        add_allow_rule(&path, "bash(cargo test:*)").unwrap();
+        add_allow_rule(&path, &["permissions"], "bash(cargo test:*)").unwrap();
+        add_allow_rule(&path, &["permissions"], "bash(cargo test:*)").unwrap();
         let config = Config::load_file(&path).unwrap();
         assert_eq!(config.model.as_deref(), Some("m"));
         assert_eq!(config.permissions.mode, Some(PermissionMode::Plan));

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{
     Agent, Inbox, LoopConfig, LoopError, Message, NoCompaction, run_loop, system_prompt,
 };
-use crate::config::{Config, project_config_path};
+use crate::config::Config;
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, Provider, ProviderChoice, retry::RetryPolicy};
 use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
@@ -40,9 +40,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .or(settings.permissions.mode)
         .unwrap_or_default();
     let rules = RuleSet::from_lists(&settings.permissions.rules).map_err(anyhow::Error::msg)?;
-    let gate = PermissionGate::new(mode, Box::new(approver))
-        .with_rules(rules)
-        .saving_to(project_config_path(workspace.paths().root()));
+    let gate = PermissionGate::new(mode, Box::new(approver)).with_rules(rules);
+    let gate = match crate::config::user_config_path() {
+        Some(user) => gate.saving_to(user, workspace.paths().root()),
+        None => gate,
+    };
     let tools = ToolRegistry::standard();
     let config = LoopConfig {
         system: system_prompt(workspace.paths().root()),

@@ -23,7 +23,6 @@ use super::state::{MAIN_SESSION, State};
 use crate::agent::{
     Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop, system_prompt,
 };
-use crate::config::project_config_path;
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
@@ -344,8 +343,11 @@ async fn run_agent(
                 settings.permissions.mode.unwrap_or_default(),
                 Box::new(approver),
             )
-            .with_rules(rules)
-            .saving_to(project_config_path(&root));
+            .with_rules(rules);
+            let gate = match crate::config::user_config_path() {
+                Some(user) => gate.saving_to(user, &root),
+                None => gate,
+            };
             // Kept in the session, so "allow for session" outlives this turn.
             if let Some(session) = state
                 .lock_sessions()

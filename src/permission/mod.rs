@@ -219,8 +219,10 @@ pub struct PermissionGate {
     approver: Arc<dyn Approver>,
     sensitive: Arc<GlobSet>,
     power: Arc<GlobSet>,
-    /// Where "allow always" answers are saved.
-    project_config: Option<PathBuf>,
+    /// Where "allow always" answers are saved: the user's config file, under
+    /// the project's own entry — the user's word, so it holds whether or not
+    /// the project's settings are trusted.
+    saving: Option<(PathBuf, String)>,
 }
 
 impl PermissionGate {
@@ -231,7 +233,7 @@ impl PermissionGate {
             approver: Arc::new(serial::OneAtATime::new(approver)),
             sensitive: Arc::new(glob_set(&SENSITIVE_FILES)),
             power: Arc::new(glob_set(&POWER_FILES)),
-            project_config: None,
+            saving: None,
         }
     }
 
@@ -240,9 +242,11 @@ impl PermissionGate {
         self
     }
 
-    /// Saves "allow always" answers to this config file.
-    pub fn saving_to(mut self, project_config: PathBuf) -> Self {
-        self.project_config = Some(project_config);
+    /// Saves "allow always" answers to `user_config`, as rules of the
+    /// project at `root` (`[projects."/abs/root"] allow`).
+    pub fn saving_to(mut self, user_config: PathBuf, root: &std::path::Path) -> Self {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        self.saving = Some((user_config, root.to_string_lossy().into_owned()));
         self
     }
 
@@ -291,11 +295,11 @@ impl PermissionGate {
             }
             Approval::AllowAlways => {
                 self.add_session_rule(&rule);
-                if let Some(path) = self.project_config.clone() {
+                if let Some((path, root)) = self.saving.clone() {
                     let saving = rule.clone();
                     // File work blocks: off the runtime's threads.
                     let saved = tokio::task::spawn_blocking(move || {
-                        crate::config::add_allow_rule(&path, &saving)
+                        crate::config::add_allow_rule(&path, &["projects", &root], &saving)
                     })
                     .await
                     .unwrap_or_else(|error| Err(error.to_string()));
@@ -729,20 +733,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn allow_always_saves_the_rule_to_the_project() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(".bareagent/config.toml");
+    async fn allow_always_saves_the_rule_for_the_project_in_the_users_config() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let path = home.path().join("bareagent/config.toml");
         let (gate, _) = gate(
             PermissionMode::Default,
             vec![Approval::AllowAlways],
             lists(&[], &[], &[]),
         );
-        let gate = gate.saving_to(path.clone());
+        let gate = gate.saving_to(path.clone(), project.path());
         assert_eq!(gate.check(&bash("npm run lint")).await, Decision::Allow);
         let saved = crate::config::Config::load_file(&path).unwrap();
-        assert_eq!(
-            saved.permissions.rules.allow,
-            vec!["bash(npm run:*)".to_string()]
+        let entry = saved
+            .projects
+            .get(project.path().canonicalize().unwrap().to_str().unwrap())
+            .expect("the project's entry");
+        assert_eq!(entry.allow, vec!["bash(npm run:*)".to_string()]);
+        assert!(
+            !entry.trusted,
+            "allowing a rule is not trusting the project"
         );
     }
 }
