@@ -17,7 +17,7 @@ use crate::support::model_server::{ModelServer, Reply};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-fn two_sensitive_reads() -> (tempfile::TempDir, ModelServer) {
+pub fn two_sensitive_reads() -> (tempfile::TempDir, ModelServer) {
     let dir = workspace(&[(".env", "KEY=one\n"), ("config/.env.local", "KEY=two\n")]);
     let server = ModelServer::start(vec![
         Reply::tools(vec![
@@ -31,24 +31,14 @@ fn two_sensitive_reads() -> (tempfile::TempDir, ModelServer) {
 }
 
 fn bareagent(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
+    let mut command = crate::common::bareagent(dir);
     command
-        .current_dir(dir)
         .args(["run", "--provider", "anthropic", "--base-url"])
         .arg(server.anthropic_base())
         .args(extra)
         .arg("read both env files")
         .env("ANTHROPIC_API_KEY", TEST_KEY)
         .env("NO_COLOR", "1");
-    for name in [
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "BAREAGENT_PROVIDER",
-        "BAREAGENT_MODEL",
-    ] {
-        command.env_remove(name);
-    }
     command
 }
 

@@ -7,30 +7,10 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{TEST_KEY, workspace};
+use crate::common::{TEST_KEY, bareagent, workspace};
 use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 
 const DEMO_PROMPT: &str = "Fix the bug in greet.py";
-
-fn bareagent(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
-    // Not the developer's own settings; a test that needs some sets its own.
-    command
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
-    for name in [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "BAREAGENT_PROVIDER",
-        "BAREAGENT_MODEL",
-    ] {
-        command.env_remove(name);
-    }
-    command
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -3,6 +3,7 @@
 //! remembers what the loop showed.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -224,4 +225,26 @@ pub fn sent_tool_results(body: &serde_json::Value) -> Vec<(String, bool)> {
         }
     }
     results
+}
+
+/// The built binary in `dir`, with no provider settings from the environment
+/// and not the developer's own config.
+pub fn bareagent(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
+    // Not the developer's own settings; a test that needs some sets its own.
+    command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "BAREAGENT_PROVIDER",
+        "BAREAGENT_MODEL",
+    ] {
+        command.env_remove(name);
+    }
+    command
 }

@@ -931,15 +931,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
 
 #[test]
 fn a_session_asks_one_question_at_a_time_in_call_order() {
-    let dir = workspace(&[(".env", "KEY=one\n"), ("config/.env.local", "KEY=two\n")]);
-    let server = ModelServer::start(vec![
-        Reply::tools(vec![
-            ("read_file", json!({"path": ".env"})),
-            ("read_file", json!({"path": "config/.env.local"})),
-        ])
-        .into(),
-        Reply::text("Read them.").into(),
-    ]);
+    let (dir, server) = crate::approvals::two_sensitive_reads();
     let mut opts = options(dir.path(), &server, "default");
     opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
     let client = start(dir.path(), opts);
