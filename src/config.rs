@@ -26,6 +26,8 @@ pub struct Config {
     pub model: Option<String>,
     #[serde(default)]
     pub permissions: Permissions,
+    #[serde(default)]
+    pub sandbox: crate::sandbox::SandboxSettings,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -41,7 +43,7 @@ pub fn project_config_path(root: &Path) -> PathBuf {
     root.join(".bareagent").join("config.toml")
 }
 
-fn user_config_path() -> Option<PathBuf> {
+pub(crate) fn user_config_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
@@ -64,6 +66,7 @@ impl Config {
         mine.allow.extend(theirs.allow);
         mine.ask.extend(theirs.ask);
         mine.deny.extend(theirs.deny);
+        config.sandbox = config.sandbox.merged(project.sandbox);
         Ok(config)
     }
 

@@ -8,5 +8,6 @@ mod faults;
 mod lsp;
 mod model_server_smoke;
 mod neovim;
+mod sandbox;
 mod tools;
 mod turns;
