@@ -37,6 +37,7 @@ pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::{FileResult, Grep, GrepQuery, OutputMode, search, search_files};
 pub use multi_edit::MultiEdit;
+pub use process::{Ending, GroupProcess};
 pub use read_file::ReadFile;
 pub use reaper::start as start_reaper;
 pub use task::Task;

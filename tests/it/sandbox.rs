@@ -317,3 +317,26 @@ fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
     assert!(f.outside.exists(), "with the sandbox off the write lands");
     let _ = std::fs::remove_file(&f.outside);
 }
+
+#[test]
+fn the_language_server_reports_the_sandbox_in_its_status() {
+    let Some(abi) = landlock_abi() else { return };
+    let dir = workspace(&[]);
+    let client = crate::support::lsp_client::LspClient::start(
+        Path::new(env!("CARGO_BIN_EXE_bareagent")),
+        crate::support::lsp_client::ClientOptions::new(dir.path()),
+    );
+    client.initialize();
+    let status = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.status", "arguments": []}),
+        )
+        .expect("status");
+    let sandbox = status["sandbox"].as_str().unwrap_or_default();
+    assert!(
+        sandbox.starts_with(&format!("sandbox on (Landlock ABI {abi})")),
+        "{status}"
+    );
+    client.shutdown();
+}
