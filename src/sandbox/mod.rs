@@ -384,3 +384,35 @@ impl ChildConfinement {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_merge_and_expand() {
+        let user: SandboxSettings =
+            toml::from_str("mode = \"read-only\"\nwritable = [\"~/venvs\"]\n").unwrap();
+        let project: SandboxSettings =
+            toml::from_str("network = true\nwritable = [\"build\"]\n").unwrap();
+        let merged = user.merged(project);
+        assert_eq!(merged.mode, Some(SandboxMode::ReadOnly));
+        assert_eq!(merged.network, Some(true));
+        assert!(toml::from_str::<SandboxSettings>("mode = \"yolo\"\n").is_err());
+        assert!(toml::from_str::<SandboxSettings>("colour = 1\n").is_err());
+
+        let policy = SandboxPolicy::new(&merged, Path::new("/ws"));
+        assert!(
+            policy.writable.contains(&PathBuf::from("/ws/build")),
+            "{policy:?}"
+        );
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            assert!(policy.writable.contains(&home.join("venvs")), "{policy:?}");
+            assert!(policy.deny_read.contains(&home.join(".ssh")), "{policy:?}");
+        }
+        assert_eq!(
+            SandboxSettings::default().mode.unwrap_or_default(),
+            SandboxMode::WorkspaceWrite
+        );
+    }
+}
