@@ -35,6 +35,8 @@ pub struct Config {
     pub model: Option<String>,
     #[serde(default)]
     pub permissions: Permissions,
+    #[serde(default)]
+    pub sandbox: crate::sandbox::SandboxSettings,
     /// Directories the user trusts (read from the user's config only).
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectEntry>,
@@ -128,6 +130,13 @@ impl Config {
         let mine = &mut config.permissions.rules;
         mine.ask.extend(theirs.ask);
         mine.deny.extend(theirs.deny);
+        config.sandbox = if trusted {
+            config.sandbox.merged(project.sandbox)
+        } else {
+            let (sandbox, ignored) = config.sandbox.restricted_by(project.sandbox);
+            config.ignored.extend(ignored);
+            sandbox
+        };
         config
     }
 

@@ -7,6 +7,11 @@ use bareagent::cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // Still one thread: the only time forking the reaper is sound.
+    protect_environment();
+    if let Err(error) = bareagent::tools::start_reaper() {
+        tracing::warn!(%error, "cannot start the process reaper: commands may outlive the agent if it is killed");
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -38,6 +43,18 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Children may not read the keys in our `/proc/self/environ` (nor attach a
+/// debugger): a non-dumpable process's `/proc` files belong to root. Root
+/// with CAP_SYS_PTRACE still passes; the sandbox (Landlock refuses ptrace-
+/// mode access to processes outside the command) and the scrubbing of tool
+/// output close that.
+fn protect_environment() {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "cannot make the agent non-dumpable");
     }
 }
 

@@ -77,6 +77,8 @@ pub struct Agent<'a> {
     pub depth: usize,
     /// Which version of each file the model has seen.
     pub reads: &'a ReadLedger,
+    /// What confines the commands this agent runs.
+    pub sandbox: &'a crate::sandbox::Sandbox,
 }
 
 #[derive(Clone, Debug, PartialEq)]

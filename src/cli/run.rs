@@ -17,6 +17,7 @@ use crate::agent::{
 use crate::config::Config;
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, Provider, ProviderChoice, retry::RetryPolicy};
+use crate::sandbox::{Sandbox, SandboxPolicy, SandboxStatus};
 use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
@@ -52,6 +53,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         stream: !args.no_stream,
         ..LoopConfig::default()
     };
+    let sandbox = Sandbox::new(
+        SandboxPolicy::new(&settings.sandbox, workspace.paths().root())
+            .denying_reads(gate.denied_read_prefixes()),
+    )
+    .context("cannot set up the sandbox")?;
+    if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {
+        eprintln!("bareagent: {}", sandbox.status());
+    }
     let inbox = Inbox::new();
     let background = BackgroundTasks::new(inbox.clone());
     let cancel = CancellationToken::new();
@@ -69,6 +78,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         background: Some(&background),
         depth: 0,
         reads: &ReadLedger::default(),
+        sandbox: &sandbox,
     };
     let mut messages = vec![Message::user_text(args.prompt.join(" "))];
     let outcome = run_loop(&agent, &mut messages).await;

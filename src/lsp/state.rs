@@ -19,6 +19,7 @@ use super::session::Session;
 use crate::config::Config;
 use crate::permission::{PermissionMode, RuleLists};
 use crate::provider::ProviderKind;
+use crate::sandbox::{SandboxPolicy, SandboxStatus};
 use crate::workspace::PathResolver;
 
 /// What `initialize` told us, fixed for the server's life.
@@ -307,7 +308,14 @@ impl State {
             .iter()
             .map(|v| json!({"id": v.id, "turn": v.turn, "tool": v.tool, "summary": v.summary}))
             .collect();
-        json!({"sessions": sessions, "pendingApprovals": approvals})
+        let sandbox = match self.settings() {
+            Ok(settings) => {
+                let policy = SandboxPolicy::new(&settings.sandbox, &self.init().root);
+                SandboxStatus::of(&policy).to_string()
+            }
+            Err(error) => format!("unknown: {error}"),
+        };
+        json!({"sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox})
     }
 }
 

@@ -26,6 +26,7 @@ use crate::agent::{
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
+use crate::sandbox::{Sandbox, SandboxPolicy};
 use crate::tools::{ReadLedger, ToolRegistry};
 
 pub struct Ask {
@@ -367,6 +368,10 @@ async fn run_agent(
         max_iterations: editor.max_iterations.unwrap_or(200),
         ..LoopConfig::default()
     };
+    let sandbox = Sandbox::new(
+        SandboxPolicy::new(&settings.sandbox, &root).denying_reads(gate.denied_read_prefixes()),
+    )
+    .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
     let agent = Agent {
         provider: provider.as_ref(),
         tools: &tools,
@@ -380,6 +385,7 @@ async fn run_agent(
         background: Some(&background),
         depth: 0,
         reads: &reads,
+        sandbox: &sandbox,
     };
     match run_loop(&agent, messages).await {
         Ok(outcome) => Ok(outcome),

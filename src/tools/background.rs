@@ -17,6 +17,7 @@ use super::process::{Ending, GroupProcess, SharedOutput};
 use super::{Tool, ToolContext, ToolError, plain_action};
 use crate::agent::Inbox;
 use crate::permission::{Action, ActionKind};
+use crate::sandbox::Sandbox;
 use crate::workspace::PathResolver;
 
 /// How much of a finished command's output the notice carries.
@@ -55,8 +56,8 @@ impl BackgroundTasks {
     }
 
     /// Starts `command` and returns its id (`bash_1`, `bash_2`, …).
-    pub fn start(&self, command: &str, cwd: &Path) -> Result<String, ToolError> {
-        let mut process = GroupProcess::spawn(command, cwd)
+    pub fn start(&self, command: &str, cwd: &Path, sandbox: &Sandbox) -> Result<String, ToolError> {
+        let mut process = GroupProcess::spawn(command, cwd, sandbox)
             .map_err(|error| ToolError(format!("cannot start bash: {error}")))?;
         let id = {
             let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
@@ -74,6 +75,7 @@ impl BackgroundTasks {
         let (ending, output, inbox) =
             (task.ending.clone(), task.output.clone(), self.inbox.clone());
         let (notice_id, notice_command) = (id.clone(), command.to_string());
+        let sandbox = sandbox.clone();
         self.tasks().insert(id.clone(), task);
         tokio::spawn(async move {
             let end = process.wait(None, &stop).await;
@@ -82,8 +84,15 @@ impl BackgroundTasks {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .render(NOTICE_CHARS);
+            let note = match end {
+                Ending::Exited(0) => None,
+                _ => sandbox
+                    .explain_failure(&shown)
+                    .map(|note| format!("{note}\n")),
+            };
+            let note = note.unwrap_or_default();
             inbox.push(format!(
-                "<background-command id=\"{notice_id}\" status=\"{end}\">\n$ {notice_command}\n{shown}\n</background-command>"
+                "<background-command id=\"{notice_id}\" status=\"{end}\">\n$ {notice_command}\n{shown}\n{note}</background-command>"
             ));
         });
         Ok(id)

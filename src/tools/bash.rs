@@ -59,7 +59,7 @@ impl Tool for Bash {
                     "background commands are not available here; run it in the foreground".into(),
                 )
             })?;
-            let id = background.start(&input.command, &root)?;
+            let id = background.start(&input.command, &root, cx.agent.sandbox)?;
             return Ok(format!(
                 "Started in the background as {id}. Its output arrives when it ends; read it sooner with bash_output, stop it with kill_bash."
             ));
@@ -68,7 +68,7 @@ impl Tool for Bash {
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
             .min(MAX_TIMEOUT);
-        let mut process = GroupProcess::spawn(&input.command, &root)
+        let mut process = GroupProcess::spawn(&input.command, &root, cx.agent.sandbox)
             .map_err(|error| ToolError(format!("cannot start bash: {error}")))?;
         let ending = process.wait(Some(timeout), &cx.agent.cancel).await;
         let output = process
@@ -83,7 +83,15 @@ impl Tool for Bash {
         };
         match ending {
             Ending::Exited(0) => Ok(output),
-            other => Err(ToolError(format!("{other}\n{output}"))),
+            other => {
+                let note = cx
+                    .agent
+                    .sandbox
+                    .explain_failure(&output)
+                    .map(|note| format!("\n{note}"))
+                    .unwrap_or_default();
+                Err(ToolError(format!("{other}\n{output}{note}")))
+            }
         }
     }
 }

@@ -3,7 +3,9 @@
 //! grandchildren included — and nothing is left behind.
 //!
 //! Built on tokio's `Command` with `process_group(0)` and `killpg`, rather
-//! than a wrapper crate: the whole mechanism is the few lines below.
+//! than a wrapper crate: the whole mechanism is the few lines below. In the
+//! child, before exec, the group registers with the reaper (so it dies with
+//! the agent, see `reaper.rs`) and the sandbox confines it (see `sandbox`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -15,6 +17,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::output::OutputBuffer;
+use super::reaper;
+use crate::sandbox::Sandbox;
 
 /// How long to keep reading pipes after the command exits: a grandchild
 /// that inherited them (`server &`) would otherwise keep us waiting forever.
@@ -53,6 +57,8 @@ pub struct GroupProcess {
     pgid: i32,
     pub output: SharedOutput,
     readers: Option<JoinHandle<()>>,
+    /// Keeps the sandbox's private temp folder while the command runs.
+    _temp: Option<Arc<tempfile::TempDir>>,
 }
 
 /// Environment variables a command must not see: the provider keys.
@@ -62,8 +68,9 @@ fn is_secret(name: &str) -> bool {
 
 impl GroupProcess {
     /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
-    /// captured together, in a new process group.
-    pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<GroupProcess> {
+    /// captured together, in a new process group, inside `sandbox`.
+    pub fn spawn(command: &str, cwd: &Path, sandbox: &Sandbox) -> std::io::Result<GroupProcess> {
+        let confinement = sandbox.confinement().map_err(std::io::Error::other)?;
         // One pipe for stdout and stderr, as a terminal has: the output
         // keeps the order in which the command wrote it.
         let (reader, writer) = std::io::pipe()?;
@@ -85,7 +92,27 @@ impl GroupProcess {
                 cmd.env_remove(name);
             }
         }
-        let child = cmd.spawn()?;
+        let temp = confinement.environment(&mut cmd);
+        let confine = confinement.for_child();
+        // SAFETY: the closure makes only async-signal-safe syscalls (getpid,
+        // send, prctl, landlock_restrict_self), as the child of a threaded
+        // process must; `confinement` keeps the ruleset open until spawned.
+        unsafe {
+            cmd.pre_exec(move || {
+                reaper::register_self()?;
+                confine.apply()
+            });
+        }
+        let child = cmd.spawn().map_err(|error| {
+            if error.raw_os_error() == Some(libc::EPIPE) && reaper::is_running() {
+                std::io::Error::other(
+                    "the process reaper is gone, so commands could outlive the agent; restart bareagent",
+                )
+            } else {
+                error
+            }
+        })?;
+        drop(confinement);
         // Our copies of the write end went into the Command, which is dropped
         // here: the pipe ends when the last process holding it exits.
         drop(cmd);
@@ -110,6 +137,7 @@ impl GroupProcess {
             pgid,
             output,
             readers: Some(readers),
+            _temp: temp,
         })
     }
 
@@ -178,6 +206,9 @@ impl Drop for GroupProcess {
     /// its whole group with it.
     fn drop(&mut self) {
         self.kill_group();
+        // The leader may not be reaped yet, but its id stays taken until it
+        // is: no other group can have this id when the reaper forgets it.
+        reaper::forget(self.pgid);
         if let Some(readers) = self.readers.take() {
             readers.abort();
         }

@@ -112,6 +112,7 @@ impl Tool for Task {
             background: parent.background,
             depth: parent.depth + 1,
             reads: &reads,
+            sandbox: parent.sandbox,
         };
         let mut messages = vec![Message::user_text(input.prompt)];
         let outcome = run_loop(&child, &mut messages).await;

@@ -194,6 +194,7 @@ pub async fn continue_turn(
         background: options.background.as_ref(),
         depth: 0,
         reads: &bareagent::tools::ReadLedger::default(),
+        sandbox: &bareagent::sandbox::Sandbox::off(),
     };
     let result = run_loop(&agent, &mut messages).await;
     Turn {

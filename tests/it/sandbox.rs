@@ -1,0 +1,412 @@
+//! The sandbox, end to end: the built `bareagent run`, under a fake `$HOME`
+//! holding a secret key, runs the `bash` calls the scripted model asks for —
+//! once with the sandbox on and once with the user's `sandbox.mode = "off"`,
+//! both in `bypass` mode (no questions: only the kernel stands in the way).
+//! What the model server received as tool results is what is checked, so
+//! "the model is told why" is tested where the model would read it. The off
+//! run proves it is the sandbox that stopped the attacks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use bareagent::sandbox::{SandboxMode, SandboxPolicy, SandboxSettings, SandboxStatus};
+use serde_json::json;
+
+use crate::common::{TEST_KEY, sent_tool_results, workspace};
+use crate::support::model_server::{ModelServer, Reply, Step};
+
+const KEY_TEXT: &str = "-----BEGIN FAKE KEY----- do-not-leak-0451";
+/// In the workspace, under a `read(secrets/**)` deny rule.
+const DENIED_TEXT: &str = "denied-by-rule-7731";
+
+/// What a command must do.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// Fails; the result carries the sandbox's note with this text (or no
+    /// note, when the refusal's message names nothing we can explain).
+    Refused(Option<&'static str>),
+    Succeeds,
+    /// Not checked (e.g. depends on being root when the sandbox is off).
+    Any,
+}
+
+struct Case {
+    name: &'static str,
+    command: String,
+    on: Expect,
+    off: Expect,
+    /// Text that must never reach the model with the sandbox on.
+    secret: Option<&'static str>,
+}
+
+struct Fixture {
+    home: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    outside: PathBuf,
+    port: u16,
+}
+
+fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
+    use Expect::*;
+    let outside = f.outside.display();
+    let port = f.port;
+    // SAFETY: geteuid only reads our credentials.
+    let root = unsafe { libc::geteuid() } == 0;
+    let case = |name, command: String, on, off, secret| Case {
+        name,
+        command,
+        on,
+        off,
+        secret,
+    };
+    vec![
+        case(
+            "write to the shared /tmp",
+            format!("echo x > {outside}"),
+            Refused(Some("writing it is refused: it is outside the workspace")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write to $HOME",
+            "echo x > \"$HOME/planted\"".into(),
+            Refused(Some("/planted: writing it is refused")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write to /etc through a tool",
+            "touch /etc/bareagent-sandbox-probe && rm /etc/bareagent-sandbox-probe".into(),
+            Refused(Some("/etc/bareagent-sandbox-probe: writing it is refused")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "read the ssh key",
+            "cat \"$HOME/.ssh/id_rsa\"".into(),
+            Refused(Some("id_rsa: reading it is refused")),
+            Succeeds,
+            Some(KEY_TEXT),
+        ),
+        case(
+            "read the key through a symlink made in the workspace",
+            "ln -s \"$HOME/.ssh\" keys && cat keys/id_rsa".into(),
+            Refused(Some("reading it is refused")),
+            Succeeds,
+            Some(KEY_TEXT),
+        ),
+        case(
+            "hard-link the key into the workspace",
+            "ln \"$HOME/.ssh/id_rsa\" stolen && cat stolen".into(),
+            Refused(None),
+            Succeeds,
+            Some(KEY_TEXT),
+        ),
+        case(
+            "copy the key with another tool",
+            "python3 -c \"import os; print(open(os.path.expanduser('~/.ssh/id_rsa')).read())\""
+                .into(),
+            Refused(Some("reading it is refused")),
+            Succeeds,
+            Some(KEY_TEXT),
+        ),
+        case(
+            "read the agent's own config",
+            "cat \"$HOME/.config/bareagent/config.toml\"".into(),
+            Refused(Some("reading it is refused")),
+            Succeeds,
+            None,
+        ),
+        // The agent is non-dumpable, which closes its /proc/PID/environ to a
+        // command of another user, or of the same user when not root. As root
+        // it stays readable here (kernel 6.18), CAP_SYS_PTRACE dropped and
+        // Landlock on notwithstanding: only scrubbing the output helps then.
+        case(
+            "read the agent's environment",
+            "tr '\\0' '\\n' < /proc/$PPID/environ".into(),
+            if root {
+                Any
+            } else {
+                Refused(Some("/proc files are refused"))
+            },
+            Any,
+            (!root).then_some(TEST_KEY),
+        ),
+        case(
+            "connect to a TCP listener",
+            format!("echo hi > /dev/tcp/127.0.0.1/{port}"),
+            if tcp_confined {
+                Refused(Some("outbound TCP is off"))
+            } else {
+                Succeeds
+            },
+            Succeeds,
+            None,
+        ),
+        case(
+            "write and read back in the workspace",
+            "mkdir -p out && echo ok > out/inside.txt && cat out/inside.txt".into(),
+            Succeeds,
+            Succeeds,
+            None,
+        ),
+        case(
+            "write and read back in $TMPDIR",
+            "test \"$TMPDIR\" != /tmp && echo ok > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"".into(),
+            Succeeds,
+            Any,
+            None,
+        ),
+        case(
+            "write a toolchain cache",
+            "echo ok > \"$HOME/.cache/made\" && cat \"$HOME/.cache/made\"".into(),
+            Succeeds,
+            Succeeds,
+            None,
+        ),
+        case(
+            "read beside the denied folder",
+            "cat \"$HOME/notes.txt\" /etc/hostname >/dev/null".into(),
+            Succeeds,
+            Succeeds,
+            None,
+        ),
+    ]
+}
+
+fn fixture() -> Fixture {
+    let home = tempfile::tempdir().expect("home");
+    for (path, text) in [
+        (".ssh/id_rsa", KEY_TEXT),
+        ("notes.txt", "not a secret\n"),
+        (".cache/keep", ""),
+    ] {
+        let path = home.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let outside = PathBuf::from(format!(
+        "/tmp/bareagent-sandbox-outside-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    Fixture {
+        home,
+        dir: workspace(&[("secrets/key.txt", DENIED_TEXT)]),
+        outside,
+        port: 0,
+    }
+}
+
+/// One `bareagent run` doing every case's command in turn; the tool results
+/// the model server received, in order.
+fn run_all(f: &Fixture, cases: &[Case], mode: &str) -> (Vec<(String, bool)>, String) {
+    run_with(f, cases, mode, "")
+}
+
+/// The same, with more settings (TOML) before the `[sandbox]` table.
+fn run_with(
+    f: &Fixture,
+    cases: &[Case],
+    mode: &str,
+    settings: &str,
+) -> (Vec<(String, bool)>, String) {
+    let config = f.home.path().join(".config/bareagent/config.toml");
+    std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &config,
+        format!("{settings}\n[sandbox]\nmode = \"{mode}\"\n"),
+    )
+    .expect("config");
+    let mut script: Vec<Step> = cases
+        .iter()
+        .map(|c| Reply::tool("bash", json!({"command": c.command, "timeout_ms": 20_000})).into())
+        .collect();
+    script.push(Reply::text("done").into());
+    let server = ModelServer::start(script);
+    let out = Command::new(env!("CARGO_BIN_EXE_bareagent"))
+        .current_dir(f.dir.path())
+        .stdin(Stdio::null())
+        .env("HOME", f.home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("OPENAI_API_KEY")
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .args([
+            "run",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.anthropic_base(),
+        ])
+        .args(["--permission-mode", "bypass", "--idle-timeout", "10", "go"])
+        .output()
+        .expect("bareagent runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "bareagent run failed: {stderr}");
+    let requests = server.requests();
+    let last = requests.last().expect("the model was called");
+    let results = sent_tool_results(&last.body);
+    assert_eq!(results.len(), cases.len(), "{stderr}");
+    (results, stderr)
+}
+
+fn check(case: &Case, expect: Expect, result: &(String, bool), mode: &str) {
+    let (content, is_error) = result;
+    let what = format!("[{mode}] {}: `{}` gave {content}", case.name, case.command);
+    match expect {
+        Expect::Succeeds => assert!(!is_error, "{what}"),
+        Expect::Refused(note) => {
+            assert!(is_error, "{what}");
+            if let Some(note) = note {
+                assert!(content.contains("[sandbox]"), "{what}");
+                assert!(content.contains(note), "expected {note:?}: {what}");
+            }
+        }
+        Expect::Any => {}
+    }
+}
+
+/// Landlock's ABI here, or `None` (and the reason printed) where the kernel
+/// has none; CI sets `BAREAGENT_REQUIRE_LANDLOCK=1` so a skip there fails.
+pub fn landlock_abi() -> Option<i32> {
+    let policy = SandboxPolicy::new(
+        &SandboxSettings {
+            mode: Some(SandboxMode::WorkspaceWrite),
+            ..SandboxSettings::default()
+        },
+        Path::new("/"),
+    );
+    match SandboxStatus::of(&policy) {
+        SandboxStatus::Enforced { abi, .. } => Some(abi),
+        other => {
+            assert!(
+                std::env::var("BAREAGENT_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+                "BAREAGENT_REQUIRE_LANDLOCK=1 but {other}"
+            );
+            eprintln!("skipped: {other}");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
+    let Some(abi) = landlock_abi() else { return };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let mut f = fixture();
+    f.port = listener.local_addr().expect("port").port();
+    let cases = cases(&f, abi >= 4);
+
+    let (on, stderr) = run_all(&f, &cases, "workspace-write");
+    assert!(!stderr.contains("sandbox off"), "{stderr}");
+    for (case, result) in cases.iter().zip(&on) {
+        check(case, case.on, result, "on");
+        if let Some(secret) = case.secret {
+            assert!(
+                !result.0.contains(secret),
+                "[on] {} leaked: {}",
+                case.name,
+                result.0
+            );
+        }
+    }
+    assert!(
+        !f.outside.exists(),
+        "the sandbox let {} be written",
+        f.outside.display()
+    );
+    assert!(!f.home.path().join("planted").exists());
+
+    // Clean what the first run made, so the second starts alike.
+    for made in ["keys", "stolen", "out"] {
+        let path = f.dir.path().join(made);
+        let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir_all(&path));
+    }
+    let (off, stderr) = run_all(&f, &cases, "off");
+    assert!(
+        stderr.contains("sandbox off"),
+        "bareagent run says so: {stderr}"
+    );
+    for (case, result) in cases.iter().zip(&off) {
+        check(case, case.off, result, "off");
+    }
+    assert!(f.outside.exists(), "with the sandbox off the write lands");
+    let _ = std::fs::remove_file(&f.outside);
+}
+
+#[test]
+fn the_language_server_reports_the_sandbox_in_its_status() {
+    let Some(abi) = landlock_abi() else { return };
+    let dir = workspace(&[]);
+    let client = crate::support::lsp_client::LspClient::start(
+        Path::new(env!("CARGO_BIN_EXE_bareagent")),
+        crate::support::lsp_client::ClientOptions::new(dir.path()),
+    );
+    client.initialize();
+    let status = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.status", "arguments": []}),
+        )
+        .expect("status");
+    let sandbox = status["sandbox"].as_str().unwrap_or_default();
+    assert!(
+        sandbox.starts_with(&format!("sandbox on (Landlock ABI {abi})")),
+        "{status}"
+    );
+    client.shutdown();
+}
+
+/// A read-deny rule holds for commands too: a program the gate lets through
+/// (here in bypass mode, naming the file inside a string) cannot read it.
+/// Landlock only grants, so the files beside it stay readable, and an entry
+/// made in the workspace root by a command is readable from its next command
+/// on (the rules are built per command; docs/security.md says so).
+#[test]
+fn a_read_deny_rule_is_enforced_by_the_kernel() {
+    let Some(_) = landlock_abi() else { return };
+    let f = fixture();
+    std::fs::write(f.dir.path().join("beside.txt"), "readable\n").expect("write");
+    let case = |name, command: &str, on| Case {
+        name,
+        command: command.into(),
+        on,
+        off: Expect::Succeeds,
+        secret: None,
+    };
+    let cases = [
+        case(
+            "read what the rule denies, past the gate",
+            "python3 -c \"print(open('secrets/key.txt').read())\"",
+            Expect::Refused(Some("reading it is refused")),
+        ),
+        case("read beside it", "cat beside.txt", Expect::Succeeds),
+        case(
+            "make a directory",
+            "mkdir -p made && echo ok > made/x",
+            Expect::Succeeds,
+        ),
+        case(
+            "read it in the next command",
+            "cat made/x",
+            Expect::Succeeds,
+        ),
+    ];
+    let deny = "[permissions]\ndeny = [\"read(secrets/**)\"]";
+    for mode in ["workspace-write", "off"] {
+        let _ = std::fs::remove_dir_all(f.dir.path().join("made"));
+        let (results, _) = run_with(&f, &cases, mode, deny);
+        for (case, result) in cases.iter().zip(&results) {
+            let expect = if mode == "off" { case.off } else { case.on };
+            check(case, expect, result, mode);
+            if mode != "off" {
+                assert!(
+                    !result.0.contains(DENIED_TEXT),
+                    "{} leaked: {}",
+                    case.name,
+                    result.0
+                );
+            }
+        }
+    }
+}
