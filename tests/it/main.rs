@@ -4,6 +4,7 @@ mod support;
 mod cli;
 mod common;
 mod concurrency;
+mod escapes;
 mod faults;
 mod lsp;
 mod model_server_smoke;
