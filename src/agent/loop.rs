@@ -19,7 +19,7 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::Inbox;
-use super::message::{ContentBlock, Message, ToolCall, push_user_blocks};
+use super::message::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{ActionKind, Decision, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
@@ -141,7 +141,8 @@ pub async fn run_loop(
             total: usage,
         });
 
-        let assistant = response.into_message();
+        let mut assistant = response.into_message();
+        make_tool_use_ids_unique(messages, &mut assistant);
         if assistant.content.is_empty() {
             // An empty assistant message would make the history unsendable.
             return Ok(TurnOutcome {

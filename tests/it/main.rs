@@ -9,5 +9,6 @@ mod faults;
 mod lsp;
 mod model_server_smoke;
 mod neovim;
+mod tool_ids;
 mod tools;
 mod turns;
