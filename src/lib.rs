@@ -13,5 +13,6 @@ pub mod events;
 pub mod lsp;
 pub mod permission;
 pub mod provider;
+pub mod secrets;
 pub mod tools;
 pub mod workspace;

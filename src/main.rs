@@ -7,6 +7,9 @@ use bareagent::cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // Read the keys once, now, so every tool result can be scrubbed of them.
+    let secrets = bareagent::secrets::Secrets::global();
+    tracing::debug!(names = ?secrets.names().collect::<Vec<_>>(), "secrets to scrub from tool output");
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

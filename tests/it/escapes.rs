@@ -585,3 +585,41 @@ async fn a_swapped_directory_never_redirects_a_write() {
         "something was created outside"
     );
 }
+
+/// An agent killed in the middle of `write_file` leaves its temporary file
+/// behind; the next agent on the workspace removes it, so git never shows
+/// it. (Planted here: a kill lands in the middle of a write too rarely to test.)
+#[test]
+fn a_killed_writes_temporary_file_is_removed_at_the_next_start() {
+    let dir = workspace(&[("sub/keep.txt", "x"), ("sub/.bareagent-notes.txt", "x")]);
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for name in [".bareagent-4242-dead.tmp", "sub/.bareagent-4242-dead.tmp"] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, "half a write").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(an_hour_ago).unwrap();
+    }
+    let wait = "for i in $(seq 200); do [ -e .bareagent-4242-dead.tmp ] || [ -e sub/.bareagent-4242-dead.tmp ] || break; sleep 0.05; done";
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({ "command": wait })).into(),
+        Reply::text("done").into(),
+    ]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bareagent"))
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .args(["run", "--provider", "anthropic", "--base-url"])
+        .arg(server.anthropic_base())
+        .args(["--permission-mode", "bypass", "go"])
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join(".bareagent-4242-dead.tmp").exists());
+    assert!(!dir.path().join("sub/.bareagent-4242-dead.tmp").exists());
+    assert!(dir.path().join("sub/keep.txt").exists());
+    assert!(dir.path().join("sub/.bareagent-notes.txt").exists());
+}

@@ -9,6 +9,7 @@ mod faults;
 mod lsp;
 mod model_server_smoke;
 mod neovim;
+mod secrets;
 mod tool_ids;
 mod tools;
 mod turns;
