@@ -55,13 +55,28 @@ pub enum WorkspaceError {
 pub struct PathResolver {
     root: PathBuf,
     fd: Arc<OwnedFd>,
+    strategy: beneath::Strategy,
 }
 
 impl PathResolver {
     pub fn new(root: &Path) -> std::io::Result<Self> {
         let root = root.canonicalize()?;
         let fd = Arc::new(beneath::open_root(&root)?);
-        Ok(PathResolver { root, fd })
+        Ok(PathResolver {
+            root,
+            fd,
+            strategy: beneath::Strategy::Fastest,
+        })
+    }
+
+    /// The same, opening by the component walk only (what systems without
+    /// `openat2` get), so tests cover both ways.
+    #[cfg(test)]
+    fn walking_only(root: &Path) -> std::io::Result<Self> {
+        Ok(PathResolver {
+            strategy: beneath::Strategy::Walk,
+            ..PathResolver::new(root)?
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -154,8 +169,8 @@ impl PathResolver {
     pub fn open_file(&self, path: &Path) -> Result<std::fs::File, WorkspaceError> {
         let shown = self.display(path);
         let relative = self.relative(path)?;
-        let (file, stat) =
-            beneath::open_read(self.fd.as_fd(), relative).map_err(|e| io_error(&shown, e))?;
+        let (file, stat) = beneath::open_read(self.fd.as_fd(), relative, self.strategy)
+            .map_err(|e| io_error(&shown, e))?;
         match beneath::file_type(&stat) {
             FileType::RegularFile => Ok(file),
             FileType::Directory => Err(WorkspaceError::IsDirectory(shown)),
@@ -169,14 +184,17 @@ impl PathResolver {
         let Ok(relative) = self.relative(path) else {
             return false;
         };
-        beneath::open_dir(self.fd.as_fd(), relative, false).is_ok()
+        let flags = rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::CLOEXEC;
+        beneath::open_beneath(self.fd.as_fd(), relative, flags, self.strategy).is_ok()
     }
 
     /// The modification time of a regular file reached through no link;
     /// `None` for anything else (a link, a directory, gone).
     pub fn file_modified(&self, path: &Path) -> Option<std::time::SystemTime> {
         let relative = self.relative(path).ok()?;
-        let stat = beneath::stat(self.fd.as_fd(), relative).ok()?;
+        let stat = beneath::stat(self.fd.as_fd(), relative, self.strategy).ok()?;
         (beneath::file_type(&stat) == FileType::RegularFile).then(|| {
             let seconds = u64::try_from(stat.st_mtime).unwrap_or(0);
             std::time::UNIX_EPOCH + std::time::Duration::new(seconds, stat.st_mtime_nsec as u32)
@@ -556,14 +574,34 @@ mod tests {
     /// the open, never followed.
     #[tokio::test]
     async fn a_link_swapped_in_after_resolving_is_refused() {
+        for walking in [false, true] {
+            a_link_swapped_in_is_refused(walking).await;
+        }
+    }
+
+    /// The workspace, opening through `openat2` or by the walk only.
+    fn disk(root: &Path, walking: bool) -> DiskWorkspace {
+        let paths = match walking {
+            false => PathResolver::new(root),
+            true => PathResolver::walking_only(root),
+        };
+        DiskWorkspace {
+            paths: paths.unwrap(),
+        }
+    }
+
+    async fn a_link_swapped_in_is_refused(walking: bool) {
         let (root, outside, _) = setup();
-        let workspace = DiskWorkspace::new(root.path()).unwrap();
+        let workspace = disk(root.path(), walking);
         std::fs::write(root.path().join("file.txt"), "inside").unwrap();
         std::fs::create_dir(root.path().join("dir")).unwrap();
         std::fs::write(root.path().join("dir/file.txt"), "inside").unwrap();
         let file = workspace.paths().resolve("file.txt").unwrap();
         let nested = workspace.paths().resolve("dir/file.txt").unwrap();
         let new_in_dir = workspace.paths().resolve("dir/new.txt").unwrap();
+        for path in [&file, &nested] {
+            assert_eq!(workspace.read_text(path).await.unwrap().text, "inside");
+        }
         std::fs::remove_file(root.path().join("file.txt")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), root.path().join("file.txt"))
             .unwrap();
@@ -604,8 +642,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_fifo_swapped_in_is_refused_without_blocking() {
+        for walking in [false, true] {
+            a_fifo_swapped_in_is_refused(walking).await;
+        }
+    }
+
+    async fn a_fifo_swapped_in_is_refused(walking: bool) {
         let (root, _outside, _) = setup();
-        let workspace = DiskWorkspace::new(root.path()).unwrap();
+        let workspace = disk(root.path(), walking);
         std::fs::write(root.path().join("later"), "x").unwrap();
         let path = workspace.paths().resolve("later").unwrap();
         std::fs::remove_file(&path).unwrap();

@@ -6,15 +6,19 @@
 //! the target's own directory (`O_CREAT | O_EXCL | O_NOFOLLOW` on the
 //! directory's descriptor) and renamed within that descriptor.
 //!
-//! Why a walk and not `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`: the
-//! paths we open come from [`super::PathResolver::resolve`], which already
-//! resolved every link to its real location, so a link found now means the
-//! tree changed under us and is refused; for such paths the two give the
-//! same guarantee. The walk is still needed to create missing parents one
-//! by one, it works where `openat2` does not (kernels before 5.6, container
-//! seccomp profiles answering `ENOSYS`/`EPERM`, macOS), and one mechanism is
-//! one thing to test. It also never needs the whole path at once, so
-//! `PATH_MAX` does not limit it.
+//! Two ways to open, with one guarantee: on Linux, `openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` has the
+//! kernel check the whole path in one call (measured here on 12,000 files:
+//! 6.6 µs an open with its `fstat`, against 16 µs for the walk and 3.2 µs
+//! for a plain open by name — it counts for `grep`, which opens them all);
+//! where it is missing (kernels before 5.6, container seccomp profiles
+//! answering `ENOSYS`/`EPERM`, other systems) the same path is walked one
+//! component at a time, each `openat` with `O_NOFOLLOW`. Writes always walk:
+//! missing parents are created one by one. Either way no link is followed:
+//! the paths we open come from [`super::PathResolver::resolve`], which
+//! already resolved every link to its real location, so a link found now
+//! means the tree changed under us, and the open is refused. Neither needs
+//! the whole path at once, so `PATH_MAX` does not limit them.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -23,6 +27,16 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+
+/// Which way [`open_beneath`] opens; tests force the walk to cover both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// `openat2` where the kernel has it, else the walk.
+    Fastest,
+    // Only tests choose it; elsewhere the fallback is taken inside `Fastest`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Walk,
+}
 
 /// The start of every temporary file name; see [`is_temp_name`].
 pub const TEMP_PREFIX: &str = ".bareagent-";
@@ -59,12 +73,62 @@ pub fn open_root(path: &Path) -> io::Result<OwnedFd> {
     Ok(rustix::fs::open(path, DIR_FLAGS, Mode::empty())?)
 }
 
+/// Opens `relative` below `root` with `flags`, through no link: the
+/// kernel's `openat2` where it can, else the walk (see the module notes).
+pub fn open_beneath(
+    root: BorrowedFd<'_>,
+    relative: &Path,
+    flags: OFlags,
+    strategy: Strategy,
+) -> io::Result<OwnedFd> {
+    let names = components(relative)?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if strategy == Strategy::Fastest {
+        use rustix::fs::ResolveFlags;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static MISSING: AtomicBool = AtomicBool::new(false);
+        if !MISSING.load(Ordering::Relaxed) {
+            let how =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            let path = if names.is_empty() {
+                Path::new(".")
+            } else {
+                relative
+            };
+            match rustix::fs::openat2(root, path, flags | OFlags::NOFOLLOW, Mode::empty(), how) {
+                // Not there, or filtered: walk, now and from now on.
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+                    MISSING.store(true, Ordering::Relaxed);
+                }
+                // A rename raced the lookup: the walk does not mind.
+                Err(rustix::io::Errno::AGAIN) => {}
+                other => return Ok(other?),
+            }
+        }
+    }
+    let _ = strategy;
+    let Some((last, parents)) = names.split_last() else {
+        return Ok(rustix::fs::openat(root, ".", flags, Mode::empty())?);
+    };
+    let dir = walk(root, parents, false)?;
+    match rustix::fs::openat(&dir, *last, flags | OFlags::NOFOLLOW, Mode::empty()) {
+        Err(rustix::io::Errno::NOTDIR) if is_link(&dir, last) => {
+            Err(rustix::io::Errno::LOOP.into())
+        }
+        other => Ok(other?),
+    }
+}
+
 /// Opens the directory at `relative` below `root`, creating missing
 /// directories when `create` is set. A symbolic link anywhere on the way
 /// fails the walk (`ELOOP` or `ENOTDIR`).
 pub fn open_dir(root: BorrowedFd<'_>, relative: &Path, create: bool) -> io::Result<OwnedFd> {
+    walk(root, &components(relative)?, create)
+}
+
+fn walk(root: BorrowedFd<'_>, names: &[&OsStr], create: bool) -> io::Result<OwnedFd> {
     let mut dir = rustix::fs::openat(root, ".", DIR_FLAGS, Mode::empty())?;
-    for name in components(relative)? {
+    for &name in names {
         dir = match rustix::fs::openat(&dir, name, DIR_FLAGS, Mode::empty()) {
             Err(rustix::io::Errno::NOENT) if create => {
                 match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
@@ -102,23 +166,21 @@ fn split(relative: &Path) -> io::Result<(&Path, &OsStr)> {
 /// Opens `relative` for reading. `O_NONBLOCK` so that a FIFO swapped in
 /// cannot block the open; the caller checks the type on the descriptor.
 /// The empty path opens the root.
-pub fn open_read(root: BorrowedFd<'_>, relative: &Path) -> io::Result<(File, Stat)> {
-    let fd = if relative.as_os_str().is_empty() {
-        rustix::fs::openat(root, ".", DIR_FLAGS, Mode::empty())?
-    } else {
-        let (parent, name) = split(relative)?;
-        let dir = open_dir(root, parent, false)?;
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        rustix::fs::openat(&dir, name, flags, Mode::empty())?
-    };
+pub fn open_read(
+    root: BorrowedFd<'_>,
+    relative: &Path,
+    strategy: Strategy,
+) -> io::Result<(File, Stat)> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = open_beneath(root, relative, flags, strategy)?;
     let stat = rustix::fs::fstat(&fd)?;
     Ok((File::from(fd), stat))
 }
 
 /// The status of `relative` itself (a link is reported as a link).
-pub fn stat(root: BorrowedFd<'_>, relative: &Path) -> io::Result<Stat> {
+pub fn stat(root: BorrowedFd<'_>, relative: &Path, strategy: Strategy) -> io::Result<Stat> {
     let (parent, name) = split(relative)?;
-    let dir = open_dir(root, parent, false)?;
+    let dir = open_beneath(root, parent, DIR_FLAGS, strategy)?;
     Ok(rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?)
 }
 
