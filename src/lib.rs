@@ -14,5 +14,6 @@ pub mod lsp;
 pub mod permission;
 pub mod provider;
 pub mod sandbox;
+pub mod secrets;
 pub mod tools;
 pub mod workspace;

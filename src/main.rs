@@ -12,6 +12,9 @@ fn main() -> ExitCode {
     if let Err(error) = bareagent::tools::start_reaper() {
         tracing::warn!(%error, "cannot start the process reaper: commands may outlive the agent if it is killed");
     }
+    // Read the keys once, now, so every tool result can be scrubbed of them.
+    let secrets = bareagent::secrets::Secrets::global();
+    tracing::debug!(names = ?secrets.names().collect::<Vec<_>>(), "secrets to scrub from tool output");
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,11 +4,23 @@
 //! [`Workspace`] trait then reads and writes the resolved paths. The disk
 //! implementation here serves the headless agent and the tests; the language
 //! server's implementation reads open buffers and writes through the editor.
+//!
+//! Two steps, kept apart: [`PathResolver::resolve`] names the real location
+//! of a path (for the permission gate and for the model), and the disk is
+//! then touched only through [`PathResolver::open_file`] and friends, which
+//! walk that name from a descriptor of the root without following any link
+//! (see [`beneath`]) — a link swapped in between the two is refused, never
+//! followed.
 
-use std::io::Write;
+mod beneath;
+
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use rustix::fs::FileType;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WorkspaceError {
@@ -26,6 +38,10 @@ pub enum WorkspaceError {
     IsDirectory(String),
     #[error("`{0}` is not a regular file (device, socket or pipe)")]
     NotRegular(String),
+    #[error(
+        "`{0}`: a symbolic link appeared on the path while it was being opened (the files changed meanwhile); refused"
+    )]
+    LinkOnPath(String),
     #[error("`{0}` is a binary file, not text")]
     Binary(String),
     #[error("`{path}`: {message}")]
@@ -33,16 +49,33 @@ pub enum WorkspaceError {
 }
 
 /// Confines paths to a root. The root is canonical (symlinks resolved) so
-/// that comparisons are between real locations.
+/// that comparisons are between real locations, and held open so that every
+/// later open starts from the directory that was checked.
 #[derive(Clone, Debug)]
 pub struct PathResolver {
     root: PathBuf,
+    fd: Arc<OwnedFd>,
+    strategy: beneath::Strategy,
 }
 
 impl PathResolver {
     pub fn new(root: &Path) -> std::io::Result<Self> {
+        let root = root.canonicalize()?;
+        let fd = Arc::new(beneath::open_root(&root)?);
         Ok(PathResolver {
-            root: root.canonicalize()?,
+            root,
+            fd,
+            strategy: beneath::Strategy::Fastest,
+        })
+    }
+
+    /// The same, opening by the component walk only (what systems without
+    /// `openat2` get), so tests cover both ways.
+    #[cfg(test)]
+    fn walking_only(root: &Path) -> std::io::Result<Self> {
+        Ok(PathResolver {
+            strategy: beneath::Strategy::Walk,
+            ..PathResolver::new(root)?
         })
     }
 
@@ -117,6 +150,74 @@ impl PathResolver {
             .fold(real, |path, name| path.join(name)))
     }
 
+    /// `path` (absolute inside the root, or relative to it) below the root.
+    fn relative<'p>(&self, path: &'p Path) -> Result<&'p Path, WorkspaceError> {
+        if path.is_absolute() {
+            path.strip_prefix(&self.root)
+                .map_err(|_| WorkspaceError::Outside {
+                    path: path.display().to_string(),
+                    root: self.root.display().to_string(),
+                })
+        } else {
+            Ok(path)
+        }
+    }
+
+    /// Opens a resolved path for reading through the walk from the root:
+    /// the descriptor returned is the file that was checked. Directories,
+    /// devices, FIFOs and sockets are refused on the opened descriptor.
+    pub fn open_file(&self, path: &Path) -> Result<std::fs::File, WorkspaceError> {
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        let (file, stat) = beneath::open_read(self.fd.as_fd(), relative, self.strategy)
+            .map_err(|e| io_error(&shown, e))?;
+        match beneath::file_type(&stat) {
+            FileType::RegularFile => Ok(file),
+            FileType::Directory => Err(WorkspaceError::IsDirectory(shown)),
+            _ => Err(WorkspaceError::NotRegular(shown)),
+        }
+    }
+
+    /// Whether a resolved path is, right now and through no link, a
+    /// directory (for `glob`'s starting point).
+    pub fn is_dir(&self, path: &Path) -> bool {
+        let Ok(relative) = self.relative(path) else {
+            return false;
+        };
+        let flags = rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::CLOEXEC;
+        beneath::open_beneath(self.fd.as_fd(), relative, flags, self.strategy).is_ok()
+    }
+
+    /// The modification time of a regular file reached through no link;
+    /// `None` for anything else (a link, a directory, gone).
+    pub fn file_modified(&self, path: &Path) -> Option<std::time::SystemTime> {
+        let relative = self.relative(path).ok()?;
+        let stat = beneath::stat(self.fd.as_fd(), relative, self.strategy).ok()?;
+        (beneath::file_type(&stat) == FileType::RegularFile).then(|| {
+            let seconds = u64::try_from(stat.st_mtime).unwrap_or(0);
+            std::time::UNIX_EPOCH + std::time::Duration::new(seconds, stat.st_mtime_nsec as u32)
+        })
+    }
+
+    /// Creates a resolved directory and its missing parents, through the walk.
+    pub fn create_dirs(&self, path: &Path) -> Result<(), WorkspaceError> {
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        beneath::open_dir(self.fd.as_fd(), relative, true)
+            .map(drop)
+            .map_err(|e| io_error(&shown, e))
+    }
+
+    /// Replaces a resolved path's content atomically, the temporary file in
+    /// the target's own directory, reached through the walk.
+    pub fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        beneath::write_atomically(self.fd.as_fd(), relative, bytes).map_err(|e| io_error(&shown, e))
+    }
+
     /// The path as the model should see it: relative to the root.
     pub fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)
@@ -159,10 +260,12 @@ pub struct DiskWorkspace {
 }
 
 impl DiskWorkspace {
+    /// Opens the workspace, and (once per root and process, in the
+    /// background) removes temporary files a killed agent left behind.
     pub fn new(root: &Path) -> std::io::Result<Self> {
-        Ok(DiskWorkspace {
-            paths: PathResolver::new(root)?,
-        })
+        let paths = PathResolver::new(root)?;
+        clean_stale_temp_files_once(&paths);
+        Ok(DiskWorkspace { paths })
     }
 }
 
@@ -177,18 +280,21 @@ impl Workspace for DiskWorkspace {
 
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {
         let shown = self.paths.display(path);
-        let metadata = tokio::fs::metadata(path)
-            .await
-            .map_err(|e| io_error(&shown, e))?;
-        if metadata.is_dir() {
-            return Err(WorkspaceError::IsDirectory(shown));
-        }
-        if !metadata.is_file() {
-            return Err(WorkspaceError::NotRegular(shown));
-        }
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|e| io_error(&shown, e))?;
+        let paths = self.paths.clone();
+        let path = path.to_path_buf();
+        // Read from the descriptor that was checked, never by name again.
+        let bytes = tokio::task::spawn_blocking(move || {
+            let mut file = paths.open_file(&path)?;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)
+                .map_err(|e| io_error(&paths.display(&path), e))?;
+            Ok::<_, WorkspaceError>(bytes)
+        })
+        .await
+        .map_err(|error| WorkspaceError::Io {
+            path: shown.clone(),
+            message: error.to_string(),
+        })??;
         if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
             return Err(WorkspaceError::Binary(shown));
         }
@@ -206,43 +312,95 @@ impl Workspace for DiskWorkspace {
         _read_version: Option<i32>,
     ) -> Result<Option<i32>, WorkspaceError> {
         let shown = self.paths.display(path);
+        let paths = self.paths.clone();
         let path = path.to_path_buf();
         let text = text.to_string();
-        tokio::task::spawn_blocking(move || write_atomically(&path, text.as_bytes()))
+        tokio::task::spawn_blocking(move || paths.write_atomically(&path, text.as_bytes()))
             .await
             .map_err(|error| WorkspaceError::Io {
                 path: shown.clone(),
                 message: error.to_string(),
-            })?
-            .map_err(|error| io_error(&shown, error))?;
+            })??;
         Ok(None)
     }
 }
 
-/// Writes to a temporary file beside the target and renames it over: a
-/// reader (or a crash) sees the old file or the new one, never half of one.
-/// The target's permissions are kept.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
-    std::fs::create_dir_all(parent)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".bareagent-")
-        .suffix(".tmp")
-        .tempfile_in(parent)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    if let Ok(metadata) = std::fs::metadata(path) {
-        temp.as_file().set_permissions(metadata.permissions())?;
+/// How old a temporary file must be to count as stale: another agent on the
+/// same workspace may be in the middle of a write (which takes milliseconds).
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes `.bareagent-*.tmp` files that a killed agent left behind, so git
+/// never shows them. Temporary files must sit in the target's directory
+/// (a rename is atomic only within one file system, and only then is the
+/// write atomic), so they can be anywhere in the tree; the walk honours
+/// `.gitignore` — a leftover in an ignored directory is one git does not
+/// see — and skips `.git`. No file name is one git ignores by itself, and
+/// we do not edit the user's `.git/info/exclude`.
+fn clean_stale_temp_files_once(paths: &PathResolver) {
+    static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut cleaned = CLEANED.lock().unwrap_or_else(|p| p.into_inner());
+        if cleaned.contains(&paths.root) {
+            return;
+        }
+        cleaned.push(paths.root.clone());
     }
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
+    let paths = paths.clone();
+    let spawned = std::thread::Builder::new()
+        .name("bareagent-clean-temp".into())
+        .spawn(move || clean_stale_temp_files(&paths));
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start cleaning stale temporary files");
+    }
+}
+
+pub fn clean_stale_temp_files(paths: &PathResolver) -> usize {
+    let walker = ignore::WalkBuilder::new(&paths.root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .build();
+    let mut removed = 0;
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file())
+            || !beneath::is_temp_name(entry.file_name())
+        {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        let Ok(relative) = entry.path().strip_prefix(&paths.root) else {
+            continue;
+        };
+        if old {
+            match beneath::remove_temp(paths.fd.as_fd(), relative) {
+                Ok(()) => {
+                    tracing::info!(file = %relative.display(), "removed a stale temporary file");
+                    removed += 1;
+                }
+                Err(error) => {
+                    tracing::warn!(file = %relative.display(), %error, "cannot remove a stale temporary file")
+                }
+            }
+        }
+    }
+    removed
 }
 
 fn io_error(shown: &str, error: std::io::Error) -> WorkspaceError {
+    match error.raw_os_error() {
+        // O_NOFOLLOW met a link: the tree changed since the path was resolved.
+        Some(libc::ELOOP) => return WorkspaceError::LinkOnPath(shown.to_string()),
+        Some(libc::EISDIR) => return WorkspaceError::IsDirectory(shown.to_string()),
+        _ => {}
+    }
     match error.kind() {
         std::io::ErrorKind::NotFound => WorkspaceError::NotFound(shown.to_string()),
+        std::io::ErrorKind::IsADirectory => WorkspaceError::IsDirectory(shown.to_string()),
         _ => WorkspaceError::Io {
             path: shown.to_string(),
             message: error.to_string(),
@@ -409,5 +567,133 @@ mod tests {
             read("missing.txt").await,
             Err(WorkspaceError::NotFound(_))
         ));
+    }
+
+    /// What the resolver named may change before it is opened: a link put
+    /// in its place (or in place of a directory on its way) is refused at
+    /// the open, never followed.
+    #[tokio::test]
+    async fn a_link_swapped_in_after_resolving_is_refused() {
+        for walking in [false, true] {
+            a_link_swapped_in_is_refused(walking).await;
+        }
+    }
+
+    /// The workspace, opening through `openat2` or by the walk only.
+    fn disk(root: &Path, walking: bool) -> DiskWorkspace {
+        let paths = match walking {
+            false => PathResolver::new(root),
+            true => PathResolver::walking_only(root),
+        };
+        DiskWorkspace {
+            paths: paths.unwrap(),
+        }
+    }
+
+    async fn a_link_swapped_in_is_refused(walking: bool) {
+        let (root, outside, _) = setup();
+        let workspace = disk(root.path(), walking);
+        std::fs::write(root.path().join("file.txt"), "inside").unwrap();
+        std::fs::create_dir(root.path().join("dir")).unwrap();
+        std::fs::write(root.path().join("dir/file.txt"), "inside").unwrap();
+        let file = workspace.paths().resolve("file.txt").unwrap();
+        let nested = workspace.paths().resolve("dir/file.txt").unwrap();
+        let new_in_dir = workspace.paths().resolve("dir/new.txt").unwrap();
+        for path in [&file, &nested] {
+            assert_eq!(workspace.read_text(path).await.unwrap().text, "inside");
+        }
+        std::fs::remove_file(root.path().join("file.txt")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.path().join("file.txt"))
+            .unwrap();
+        std::fs::rename(root.path().join("dir"), root.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("dir")).unwrap();
+        std::fs::write(outside.path().join("file.txt"), "outside").unwrap();
+        for path in [&file, &nested] {
+            assert!(
+                matches!(
+                    workspace.read_text(path).await,
+                    Err(WorkspaceError::LinkOnPath(_))
+                ),
+                "{path:?}"
+            );
+        }
+        assert!(matches!(
+            workspace.write_text(&new_in_dir, "x", None).await,
+            Err(WorkspaceError::LinkOnPath(_))
+        ));
+        // Writing over a link replaces the link; the outside file is untouched.
+        workspace.write_text(&file, "new", None).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("file.txt")).unwrap(),
+            "new"
+        );
+        assert!(!root.path().join("file.txt").is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+            "s"
+        );
+        let mut outside_names: Vec<_> = std::fs::read_dir(outside.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        outside_names.sort();
+        assert_eq!(outside_names, ["file.txt", "secret"]);
+    }
+
+    #[tokio::test]
+    async fn a_fifo_swapped_in_is_refused_without_blocking() {
+        for walking in [false, true] {
+            a_fifo_swapped_in_is_refused(walking).await;
+        }
+    }
+
+    async fn a_fifo_swapped_in_is_refused(walking: bool) {
+        let (root, _outside, _) = setup();
+        let workspace = disk(root.path(), walking);
+        std::fs::write(root.path().join("later"), "x").unwrap();
+        let path = workspace.paths().resolve("later").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::rename(root.path().join("pipe"), &path).unwrap();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            workspace.read_text(&path),
+        )
+        .await
+        .expect("opening a FIFO must not block");
+        assert!(
+            matches!(read, Err(WorkspaceError::NotRegular(_))),
+            "{read:?}"
+        );
+    }
+
+    #[test]
+    fn stale_temp_files_are_removed_and_others_kept() {
+        let (root, _outside, resolver) = setup();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let plant = |name: &str, modified: std::time::SystemTime| {
+            let path = root.path().join(name);
+            std::fs::write(&path, "x").unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(modified)
+                .unwrap();
+        };
+        plant(".bareagent-1-abc.tmp", old);
+        plant("src/deep/.bareagent-2-def.tmp", old);
+        plant(".bareagent-3-fresh.tmp", std::time::SystemTime::now());
+        plant("src/.bareagent-notes.txt", old);
+        plant("src/other.tmp", old);
+        assert_eq!(clean_stale_temp_files(&resolver), 2);
+        assert!(!root.path().join(".bareagent-1-abc.tmp").exists());
+        assert!(!root.path().join("src/deep/.bareagent-2-def.tmp").exists());
+        for kept in [
+            ".bareagent-3-fresh.tmp",
+            "src/.bareagent-notes.txt",
+            "src/other.tmp",
+        ] {
+            assert!(root.path().join(kept).exists(), "{kept}");
+        }
     }
 }

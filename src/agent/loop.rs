@@ -7,7 +7,10 @@
 //!   an error or even a panic in the handler becomes a `tool_result` with
 //!   `is_error`, and the model decides what to do next;
 //! - every `tool_use` gets exactly one `tool_result`, all of one response's
-//!   results in one user message, so the history is always valid to send.
+//!   results in one user message, so the history is always valid to send
+//!   (repeated ids from the model are renamed first);
+//! - no tool result carries the agent's own keys: each is scrubbed of them
+//!   where it is made, before anything else sees it.
 //!
 //! The `messages` list is the only state. Callers may add to it between
 //! turns, or through the [`Inbox`] during one; the loop holds nothing else.
@@ -19,10 +22,11 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::Inbox;
-use super::message::{ContentBlock, Message, ToolCall, push_user_blocks};
+use super::message::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{ActionKind, Decision, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
+use crate::secrets::Secrets;
 use crate::tools::{BackgroundTasks, ReadLedger, ToolContext, ToolRegistry};
 use crate::workspace::Workspace;
 
@@ -120,7 +124,10 @@ pub async fn run_loop(
             let arrived = inbox
                 .drain()
                 .into_iter()
-                .map(|text| ContentBlock::Text { text })
+                // Background notices carry command output: scrubbed like results.
+                .map(|text| ContentBlock::Text {
+                    text: Secrets::global().scrub(&text).into_owned(),
+                })
                 .collect();
             push_user_blocks(messages, arrived);
         }
@@ -143,7 +150,8 @@ pub async fn run_loop(
             total: usage,
         });
 
-        let assistant = response.into_message();
+        let mut assistant = response.into_message();
+        make_tool_use_ids_unique(messages, &mut assistant);
         if assistant.content.is_empty() {
             // An empty assistant message would make the history unsendable.
             return Ok(TurnOutcome {
@@ -296,6 +304,10 @@ async fn run_tool_call(
         Ok(output) => (output, false),
         Err(message) => (message, true),
     };
+    // The one place a tool result is made: whatever the tool printed, the
+    // agent's own keys leave here only as `[redacted NAME]` — for the
+    // model, the events (chat file, `--json`), the session and a recording.
+    let content = Secrets::global().scrub(&content).into_owned();
     agent.sink.emit(AgentEvent::ToolResult {
         id: call.id.to_string(),
         name: call.name.to_string(),

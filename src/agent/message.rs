@@ -133,6 +133,34 @@ pub fn push_user_blocks(messages: &mut Vec<Message>, blocks: Vec<ContentBlock>) 
     }
 }
 
+/// Gives every `tool_use` of `message` an id no earlier `tool_use` of the
+/// history has, nor another of its own: a model (often an OpenAI-compatible
+/// local server) may repeat an id, and a history with a repeated id is one
+/// the APIs refuse — each id must be answered by exactly one result. A
+/// repeat becomes `<id>_2`, `<id>_3`, …; an empty id becomes `toolu_<n>`.
+pub fn make_tool_use_ids_unique(history: &[Message], message: &mut Message) {
+    let mut seen: std::collections::HashSet<String> = history
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|call| call.id.to_string()))
+        .collect();
+    for block in &mut message.content {
+        let ContentBlock::ToolUse { id, .. } = block else {
+            continue;
+        };
+        if !id.is_empty() && seen.insert(id.clone()) {
+            continue;
+        }
+        let base = if id.is_empty() { "toolu" } else { id.as_str() };
+        let fresh = (2..)
+            .map(|n| format!("{base}_{n}"))
+            .find(|candidate| !seen.contains(candidate))
+            .unwrap_or_default();
+        tracing::warn!(repeated = %id, given = %fresh, "the model repeated a tool_use id; renamed");
+        seen.insert(fresh.clone());
+        *id = fresh;
+    }
+}
+
 /// Checks the invariant the APIs enforce: every `tool_use` is answered by
 /// exactly one `tool_result` in the next message, and no result is orphaned.
 /// Returns a description of the first violation.
@@ -203,6 +231,28 @@ mod tests {
         );
         assert_eq!(check_history(&messages), Ok(()));
         assert_eq!(messages.len(), 3, "results join one user message");
+    }
+
+    #[test]
+    fn repeated_tool_use_ids_are_renamed() {
+        let history = vec![
+            Message::user_text("hi"),
+            Message::assistant(vec![tool_use("a")]),
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("a", "ok", false)],
+            },
+        ];
+        let mut message = Message::assistant(vec![
+            tool_use("a"),
+            tool_use("b"),
+            tool_use("b"),
+            tool_use(""),
+            tool_use("b_2"),
+        ]);
+        make_tool_use_ids_unique(&history, &mut message);
+        let ids: Vec<&str> = message.tool_calls().map(|call| call.id).collect();
+        assert_eq!(ids, ["a_2", "b", "b_2", "toolu_2", "b_2_2"]);
     }
 
     #[test]

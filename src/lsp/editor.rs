@@ -125,7 +125,7 @@ impl Workspace for EditorWorkspace {
             self.read_text(path).await?.text
         } else {
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| failed(path, e.to_string()))?;
+                self.paths().create_dirs(parent)?;
             }
             // Never `ignoreIfExists`: a file that appeared meanwhile must not be clobbered.
             operations.push(DocumentChangeOperation::Op(ResourceOp::Create(

@@ -49,7 +49,7 @@ impl Tool for Glob {
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let paths = cx.workspace().paths().clone();
         let dir = paths.resolve(input.path.as_deref().unwrap_or("."))?;
-        if !dir.is_dir() {
+        if !paths.is_dir(&dir) {
             return Err(ToolError(format!(
                 "`{}` is not a directory",
                 paths.display(&dir)
@@ -93,12 +93,11 @@ fn find(
             continue;
         };
         if matcher.is_match(relative) && !hidden.hides(entry.path()) {
-            let modified = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            found.push((modified, paths.display(entry.path())));
+            // Checked through the resolver, not the walk's name: a directory
+            // swapped for a link to outside cannot lend its file names.
+            if let Some(modified) = paths.file_modified(entry.path()) {
+                found.push((modified, paths.display(entry.path())));
+            }
         }
     }
     let note = hidden.note();

@@ -162,6 +162,11 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
                 .map_err(|error| format!("invalid glob `{glob}`: {error}"))?,
         );
     }
+    // Every file is opened through the resolver, never by the walk's name:
+    // a directory swapped for a link to outside is walked, perhaps, but
+    // nothing is read through it.
+    let resolver = PathResolver::new(&query.root)
+        .map_err(|error| format!("cannot open `{}`: {error}", query.root.display()))?;
     let results: Mutex<Vec<FileResult>> = Mutex::default();
     let mut searcher = SearcherBuilder::new();
     searcher
@@ -173,6 +178,7 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
         let matcher = matcher.clone();
         let mut searcher = searcher.build();
         let results = &results;
+        let resolver = &resolver;
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -183,12 +189,20 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
             if query.hidden.as_ref().is_some_and(|h| h.hides(entry.path())) {
                 return WalkState::Continue;
             }
-            let mut sink = FileSink::new(query.mode, limit);
-            if searcher
-                .search_path(&matcher, entry.path(), &mut sink)
-                .is_ok()
-                && sink.count > 0
+            let file = match entry
+                .path()
+                .strip_prefix(&query.root)
+                .map_err(|_| "outside the root".to_string())
+                .and_then(|relative| resolver.open_file(relative).map_err(|e| e.to_string()))
             {
+                Ok(file) => file,
+                Err(error) => {
+                    tracing::debug!(path = %entry.path().display(), %error, "grep skipped a file");
+                    return WalkState::Continue;
+                }
+            };
+            let mut sink = FileSink::new(query.mode, limit);
+            if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.count > 0 {
                 let result = FileResult {
                     path: entry.path().to_path_buf(),
                     count: sink.count,
