@@ -360,7 +360,7 @@ impl Backend {
             .unwrap_or_else(|p| p.into_inner()) = settings;
         // Gates hold the old rules: the next turn builds a new one.
         for session in self.state.lock_sessions().values_mut() {
-            session.gate = None;
+            session.policy = None;
         }
     }
 

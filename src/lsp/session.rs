@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Inbox, Message};
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
+use crate::sandbox::SandboxSettings;
 use crate::tools::{BackgroundTasks, ReadLedger};
 
 pub struct Session {
@@ -17,12 +18,21 @@ pub struct Session {
     pub running: Option<Running>,
     pub usage: Usage,
     /// Built at the first turn from the settings; "allow for session"
-    /// answers accumulate in it. Dropped when the settings change.
-    pub gate: Option<PermissionGate>,
+    /// answers accumulate in it. Dropped when the editor's settings change;
+    /// a settings file changed during the session (by the agent or anyone)
+    /// is not read back into it.
+    pub policy: Option<SessionPolicy>,
     pub background: Arc<BackgroundTasks>,
     pub inbox: Inbox,
     /// What the model of this session has seen of each file.
     pub reads: Arc<ReadLedger>,
+}
+
+/// What a session may do, fixed at its first turn.
+#[derive(Clone)]
+pub struct SessionPolicy {
+    pub gate: PermissionGate,
+    pub sandbox: SandboxSettings,
 }
 
 pub struct Running {
@@ -39,7 +49,7 @@ impl Default for Session {
             messages: Vec::new(),
             running: None,
             usage: Usage::default(),
-            gate: None,
+            policy: None,
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
             reads: Arc::default(),

@@ -18,7 +18,7 @@ use tower_lsp_server::ls_types::{
 use super::approvals::EditorApprover;
 use super::chat::{self, ChatWriter};
 use super::editor::EditorWorkspace;
-use super::session::Running;
+use super::session::{Running, SessionPolicy};
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
     Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop, system_prompt,
@@ -68,7 +68,7 @@ pub fn start(state: &Arc<State>, ask: Ask) -> Value {
         session: ask.session.clone(),
         cancel,
         progress_token,
-        gate: session.gate.clone(),
+        policy: session.policy.clone(),
         background: session.background.clone(),
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
@@ -112,7 +112,7 @@ struct Turn {
     session: String,
     cancel: CancellationToken,
     progress_token: String,
-    gate: Option<PermissionGate>,
+    policy: Option<SessionPolicy>,
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
@@ -154,7 +154,7 @@ impl Turn {
         let parts = TurnParts {
             state: state.clone(),
             id: self.id,
-            gate: self.gate.clone(),
+            policy: self.policy.clone(),
             background: self.background.clone(),
             inbox: self.inbox.clone(),
             reads: self.reads.clone(),
@@ -279,7 +279,7 @@ async fn send_progress(state: &State, token: &str, value: WorkDoneProgress) {
 struct TurnParts {
     state: Arc<State>,
     id: u64,
-    gate: Option<PermissionGate>,
+    policy: Option<SessionPolicy>,
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
@@ -295,7 +295,7 @@ async fn run_agent(
     let TurnParts {
         state,
         id,
-        gate,
+        policy,
         background,
         inbox,
         reads,
@@ -336,8 +336,11 @@ async fn run_agent(
         state: state.clone(),
         turn: id,
     };
-    let gate = match gate {
-        Some(gate) => gate.with_approver(Box::new(approver)),
+    let (gate, sandbox_settings) = match policy {
+        Some(policy) => (
+            policy.gate.with_approver(Box::new(approver)),
+            policy.sandbox,
+        ),
         None => {
             let rules = RuleSet::from_lists(&settings.permissions.rules)?;
             let gate = PermissionGate::new(
@@ -355,9 +358,12 @@ async fn run_agent(
                 .values_mut()
                 .find(|s| s.running.as_ref().is_some_and(|r| r.id == id))
             {
-                session.gate = Some(gate.clone());
+                session.policy = Some(SessionPolicy {
+                    gate: gate.clone(),
+                    sandbox: settings.sandbox.clone(),
+                });
             }
-            gate
+            (gate, settings.sandbox.clone())
         }
     };
     let workspace = EditorWorkspace::new(state.clone())
@@ -369,7 +375,7 @@ async fn run_agent(
         ..LoopConfig::default()
     };
     let sandbox = Sandbox::new(
-        SandboxPolicy::new(&settings.sandbox, &root).denying_reads(gate.denied_read_prefixes()),
+        SandboxPolicy::new(&sandbox_settings, &root).denying_reads(gate.denied_read_prefixes()),
     )
     .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
     let agent = Agent {

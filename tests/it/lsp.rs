@@ -967,3 +967,154 @@ fn a_session_asks_one_question_at_a_time_in_call_order() {
     let sent = crate::common::sent_tool_results(&server.requests()[1].body);
     assert!(sent.iter().all(|(_, is_error)| !is_error), "{sent:?}");
 }
+
+/// In the editor: the untrusted project's widening settings are ignored and
+/// the user is told once; `bareagent.trustWorkspace`, confirmed in the
+/// editor's dialog, records the trust, and the next session applies them.
+#[test]
+fn trust_workspace_in_the_editor() {
+    let dir = workspace(&[(
+        ".bareagent/config.toml",
+        "[permissions]\nallow = [\"bash(echo:*)\"]\n",
+    )]);
+    let config_home = tempfile::tempdir().unwrap();
+    let bash = || Reply::tool("bash", json!({"command": "echo trusted"})).into();
+    let server = ModelServer::start(vec![
+        bash(),
+        Reply::text("first").into(),
+        bash(),
+        Reply::text("second").into(),
+        bash(),
+        Reply::text("third").into(),
+    ]);
+    let mut opts = options(dir.path(), &server, "default");
+    opts.env.push((
+        "XDG_CONFIG_HOME".into(),
+        config_home.path().display().to_string(),
+    ));
+    // Rejects the bash question; then confirms the trust dialog.
+    opts.message_answers = vec![
+        MessageRequestAnswer::Pick("Reject".into()),
+        MessageRequestAnswer::Pick("Reject".into()),
+        MessageRequestAnswer::Pick("Trust".into()),
+    ];
+    opts.default_message_answer = MessageRequestAnswer::Pick("Reject".into());
+    let client = start(dir.path(), opts);
+    let notice = |client: &LspClient| {
+        client
+            .notifications()
+            .into_iter()
+            .filter(|(m, p)| {
+                m == "window/showMessage"
+                    && p["message"].as_str().unwrap_or("").contains("not trusted")
+            })
+            .count()
+    };
+    for round in 0..2 {
+        let turn = ask(&client, json!({"prompt": "go"}))["turn"]
+            .as_u64()
+            .unwrap();
+        turn_end(&client, turn);
+        let sent = crate::common::sent_tool_results(&server.requests()[2 * round + 1].body);
+        assert!(
+            sent[0].1,
+            "round {round}: the untrusted allow rule let bash run: {sent:?}"
+        );
+    }
+    assert_eq!(notice(&client), 1, "told once, not every turn");
+
+    let answer = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.trustWorkspace", "arguments": []}),
+        )
+        .unwrap();
+    assert_eq!(answer["trusted"], true, "{answer}");
+    let text = std::fs::read_to_string(config_home.path().join("bareagent/config.toml")).unwrap();
+    assert!(text.contains("trusted = true"), "{text}");
+
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.newSession", "arguments": []}),
+        )
+        .unwrap();
+    let turn = ask(&client, json!({"prompt": "go"}))["turn"]
+        .as_u64()
+        .unwrap();
+    turn_end(&client, turn);
+    let sent = crate::common::sent_tool_results(&server.requests()[5].body);
+    assert_eq!(sent[0], ("trusted\n".to_string(), false), "trusted now");
+    assert_eq!(client.shutdown().code(), Some(0));
+}
+
+/// The agent rewrites its own settings (asked, and allowed once): the rules
+/// it wrote do not reach the running session; a new session reads them.
+#[test]
+fn settings_the_agent_changed_are_not_reloaded_into_its_session() {
+    let dir = workspace(&[(".bareagent/config.toml", "# project settings\n")]);
+    let config_home = tempfile::tempdir().unwrap();
+    let trust = crate::common::bareagent(dir.path())
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert!(trust.status.success());
+    let bash = || Reply::tool("bash", json!({"command": "echo escalated"})).into();
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "write_file",
+            json!({"path": ".bareagent/config.toml", "content": "[permissions]\nallow = [\"bash(echo:*)\"]\n"}),
+        )
+        .into(),
+        bash(),
+        Reply::text("done").into(),
+        bash(),
+        Reply::text("done").into(),
+    ]);
+    let mut opts = options(dir.path(), &server, "accept-edits");
+    opts.env.push((
+        "XDG_CONFIG_HOME".into(),
+        config_home.path().display().to_string(),
+    ));
+    // The write asks (a power file, even in accept-edits): allowed once.
+    // Every later question is rejected.
+    opts.message_answers = vec![MessageRequestAnswer::Pick("Allow once".into())];
+    opts.default_message_answer = MessageRequestAnswer::Pick("Reject".into());
+    let client = start(dir.path(), opts);
+    let turn = ask(&client, json!({"prompt": "go"}))["turn"]
+        .as_u64()
+        .unwrap();
+    turn_end(&client, turn);
+    let asked = requests_of(&client, "window/showMessageRequest").len();
+    assert_eq!(asked, 2, "the write and the command both asked");
+    let sent = crate::common::sent_tool_results(&server.requests()[2].body);
+    assert!(
+        sent.last().is_some_and(|r| r.1),
+        "the rule the agent wrote let bash run: {sent:?}"
+    );
+    // The edit sits in the editor's buffer; the user saves it.
+    std::fs::write(
+        dir.path().join(".bareagent/config.toml"),
+        "[permissions]\nallow = [\"bash(echo:*)\"]\n",
+    )
+    .unwrap();
+
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.newSession", "arguments": []}),
+        )
+        .unwrap();
+    let turn = ask(&client, json!({"prompt": "again"}))["turn"]
+        .as_u64()
+        .unwrap();
+    turn_end(&client, turn);
+    let sent = crate::common::sent_tool_results(&server.requests()[4].body);
+    assert_eq!(
+        sent[0],
+        ("escalated\n".to_string(), false),
+        "a new session reads the file"
+    );
+    assert_eq!(client.shutdown().code(), Some(0));
+}
