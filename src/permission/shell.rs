@@ -25,6 +25,9 @@ pub struct Word {
     pub glob: bool,
     /// Some part of it was quoted or escaped (so it is not a keyword).
     pub quoted: bool,
+    /// A glob that also holds a quoted `*`, `?`, `[` or `]`, which bash
+    /// matches literally: the text alone no longer says what it matches.
+    pub quoted_glob: bool,
     /// How many bytes of `text` came before the first quote or escape: an
     /// assignment's name must lie in them (`"A"=1 cmd` runs a program `A=1`).
     unquoted_prefix: usize,
@@ -631,6 +634,7 @@ impl Reader {
     fn word(&mut self, command: &mut SimpleCommand) -> Word {
         let mut word = Word::default();
         let starts_at = self.at;
+        let mut unquoted_glob_chars = 0;
         while let Some(c) = self.peek() {
             if !word.quoted && matches!(c, '\\' | '\'' | '"' | '$' | '`') {
                 word.unquoted_prefix = word.text.len();
@@ -671,11 +675,20 @@ impl Reader {
                 '`' => self.backtick(&mut word, command),
                 '*' | '?' | '[' => {
                     word.glob = true;
+                    unquoted_glob_chars += 1;
                     word.text.push(c);
                     self.at += 1;
                 }
-                '~' if self.at == starts_at => {
-                    // `~`, `~user`: a home directory.
+                ']' => {
+                    unquoted_glob_chars += 1;
+                    word.text.push(c);
+                    self.at += 1;
+                }
+                '~' if self.at == starts_at
+                    || (word.text.ends_with(['=', ':']) && is_assignment(&word.text)) =>
+                {
+                    // `~`, `~user`: a home directory; bash also expands it
+                    // after the `=` or a `:` of `name=…` (`if=~/.ssh/id_rsa`).
                     word.opaque = true;
                     word.text.push(c);
                     self.at += 1;
@@ -697,6 +710,12 @@ impl Reader {
         if !word.quoted {
             word.unquoted_prefix = word.text.len();
         }
+        let glob_chars = word
+            .text
+            .chars()
+            .filter(|c| matches!(c, '*' | '?' | '[' | ']'))
+            .count();
+        word.quoted_glob = word.glob && glob_chars != unquoted_glob_chars;
         word
     }
 
@@ -813,6 +832,10 @@ impl Reader {
                 if body.contains("$(") || body.contains('`') {
                     self.problem("an arithmetic expansion that runs commands");
                 }
+                // `$((PATH=0))` assigns: the program lookup changes.
+                if body.contains('=') {
+                    self.problem("an arithmetic expansion that assigns");
+                }
                 if self.peek() == Some(')') {
                     self.at += 1; // the first `)`, where `balanced` stopped
                 }
@@ -838,6 +861,11 @@ impl Reader {
                 if body.contains(['$', '`', '\'', '"', '\\']) {
                     self.problem("a `${…}` expansion holding quotes or other expansions");
                 }
+                // `${X=v}`, `${X:=v}` and arithmetic in `${X:off}` or `${a[i]}`
+                // assign: `${BASH_CMDS[cat]=/bin/rm}` makes `cat` run rm.
+                if body.contains('=') {
+                    self.problem("a `${…}` expansion that assigns");
+                }
                 word.opaque = true;
                 word.text.extend(&self.chars[start..self.at]);
             }
@@ -857,6 +885,13 @@ impl Reader {
                     word.text.push(c);
                     self.at += 1;
                 }
+            }
+            Some('[') => {
+                // `$[…]`: bash's old arithmetic, which can assign like `$((…))`.
+                self.problem("an arithmetic expansion `$[…]`");
+                word.opaque = true;
+                word.text.push('$');
+                self.at += 1;
             }
             Some(c @ ('@' | '*' | '#' | '?' | '-' | '$' | '!')) => {
                 word.opaque = true;
@@ -1081,6 +1116,28 @@ mod tests {
     }
 
     #[test]
+    fn tilde_after_an_assignments_equals_is_a_home_directory() {
+        let parsed = parse("dd if=~/.ssh/id_rsa a=b:~/x --file=~/y");
+        let opaque: Vec<bool> = parsed.commands()[0]
+            .words
+            .iter()
+            .map(|w| w.opaque)
+            .collect();
+        // bash: `if=/root/.ssh/id_rsa a=b:/root/x --file=~/y`.
+        assert_eq!(opaque, vec![false, true, true, false]);
+    }
+
+    #[test]
+    fn a_glob_with_quoted_wildcards_is_marked() {
+        let parsed = parse("cat '['x]* \\** a*");
+        let flags: Vec<bool> = parsed.commands()[0].words[1..]
+            .iter()
+            .map(|w| w.quoted_glob)
+            .collect();
+        assert_eq!(flags, vec![true, true, false]);
+    }
+
+    #[test]
     fn keywords_and_escapes() {
         let found = commands("if true; then rm -r ~; fi; while false; do echo; done");
         assert!(found.contains(&words(&["rm", "-r", "~"])), "{found:?}");
@@ -1106,6 +1163,11 @@ mod tests {
             "bash -c \"$CMD\"",
             "echo )",
             "[[ -f x ]]",
+            "echo ${BASH_CMDS[cat]=/bin/rm}",
+            "echo ${CDPATH:=/}",
+            "echo ${HOME:PATH=0}",
+            "echo $((PATH=0))",
+            "echo $[PATH=0]",
         ] {
             assert!(!understood(line), "understood: {line}");
         }
