@@ -52,9 +52,29 @@ const HARMLESS_VARIABLES: [&str; 16] = [
 ];
 
 /// Builtins that change the shell itself or run text as code.
-const SHELL_STATE_BUILTINS: [&str; 16] = [
-    "eval", "source", ".", "alias", "unalias", "export", "declare", "typeset", "local", "readonly",
-    "set", "shopt", "trap", "enable", "hash", "mapfile",
+const SHELL_STATE_BUILTINS: [&str; 22] = [
+    "eval",
+    "source",
+    ".",
+    "alias",
+    "unalias",
+    "export",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "set",
+    "shopt",
+    "trap",
+    "enable",
+    "hash",
+    "mapfile",
+    "readarray",
+    "read",
+    "getopts",
+    "let",
+    "unset",
+    "compgen",
 ];
 
 /// Interpreters, and the flags with which they run code given inline.
@@ -88,8 +108,9 @@ const FIND_ACTIONS: [&str; 9] = [
 
 /// Commands whose arguments are never paths, so an expansion among them is
 /// harmless.
-const NO_PATH_ARGUMENTS: [&str; 12] = [
-    "echo", "printf", "true", "false", "test", "[", ":", "sleep", "seq", "expr", "basename", "date",
+/// (`date` is not among them: `date -f FILE` prints the file's lines.)
+const NO_PATH_ARGUMENTS: [&str; 11] = [
+    "echo", "printf", "true", "false", "test", "[", ":", "sleep", "seq", "expr", "basename",
 ];
 
 /// Paths outside the workspace that every command may name.
@@ -103,6 +124,9 @@ const HARMLESS_DEVICES: [&str; 8] = [
     "/dev/urandom",
     "/dev/random",
 ];
+
+/// How many directories a line's `cd`s may reach before the check gives up.
+const MAX_BASES: usize = 64;
 
 /// How many entries of one directory a glob argument is checked against.
 const MAX_GLOB_ENTRIES: usize = 2000;
@@ -198,13 +222,29 @@ impl CommandCheck {
             }
             let target = command.words[1..].iter().find(|w| !w.text.starts_with('-'));
             match target {
-                Some(word) if !word.opaque && !word.glob => match paths.resolve(&word.text) {
-                    Ok(real) => bases.push(real),
-                    Err(_) => self.concern(format!(
-                        "it changes directory to `{}`, outside the workspace",
-                        word.text
-                    )),
-                },
+                Some(word) if !word.opaque && !word.glob => {
+                    // From every directory an earlier `cd` may have reached:
+                    // `cd a && cd b` is in `a/b`, which may be a link out.
+                    let mut reached = Vec::new();
+                    for base in &bases {
+                        match paths.resolve(&base.join(&word.text).to_string_lossy()) {
+                            Ok(real) => reached.push(real),
+                            Err(_) => self.concern(format!(
+                                "it changes directory to `{}`, outside the workspace",
+                                word.text
+                            )),
+                        }
+                    }
+                    for real in reached {
+                        if !bases.contains(&real) {
+                            bases.push(real);
+                        }
+                    }
+                    if bases.len() > MAX_BASES {
+                        self.concern("it changes directory too many times to follow".into());
+                        break;
+                    }
+                }
                 _ => self.concern(format!(
                     "`{program}` moves to a directory the check cannot resolve"
                 )),
@@ -287,7 +327,11 @@ impl CommandCheck {
         if matches!(program, "watch" | "script" | "flock" | "parallel" | "ssh") {
             self.concern(format!("`{program}` runs a command line of its own"));
         }
+        if program == "printf" && args.iter().any(|w| w.text.starts_with("-v")) {
+            self.concern("`printf -v` sets a variable, which can change what runs".into());
+        }
         let paths_free = NO_PATH_ARGUMENTS.contains(&program);
+        let mut options_ended = false;
         for word in args {
             if word.opaque {
                 if !paths_free {
@@ -301,18 +345,33 @@ impl CommandCheck {
             if paths_free {
                 continue;
             }
-            let candidate = match word.text.strip_prefix("--") {
-                Some(option) => match option.split_once('=') {
-                    Some((_, value)) => value,
-                    None => continue,
-                },
-                None if word.text.starts_with('-') && word.text.len() > 1 => continue,
-                None => word.text.as_str(),
+            let text = word.text.as_str();
+            if text == "--" && !options_ended {
+                options_ended = true;
+                continue;
+            }
+            let is_option = !options_ended && text.starts_with('-') && text.len() > 1;
+            // tee writes every file it is given, existing or not.
+            if program == "tee" && !is_option {
+                self.path(word, true, bases, paths);
+                continue;
+            }
+            let candidates: Vec<&str> = if !is_option {
+                // `if=/etc/passwd` (dd, make and the like): the value is a path too.
+                let value = text.split_once('=').map(|(_, value)| value);
+                std::iter::once(text).chain(value).collect()
+            } else if let Some(option) = text.strip_prefix("--") {
+                option.split_once('=').map(|(_, v)| v).into_iter().collect()
+            } else {
+                attached_values(text)
             };
-            if looks_like_path(candidate, bases) {
-                let mut word = word.clone();
-                word.text = candidate.to_string();
-                self.path(&word, false, bases, paths);
+            for candidate in candidates {
+                // A glob names files whatever its shape: `cat *.pem`, `cat *`.
+                if word.glob || looks_like_path(candidate, bases) {
+                    let mut word = word.clone();
+                    word.text = candidate.to_string();
+                    self.path(&word, false, bases, paths);
+                }
             }
         }
     }
@@ -330,7 +389,13 @@ impl CommandCheck {
     /// A path the line names: inside the workspace from every base, or a concern.
     fn path(&mut self, word: &Word, write: bool, bases: &[PathBuf], paths: &PathResolver) {
         let verb = if write { "writes" } else { "names" };
-        if HARMLESS_DEVICES.contains(&word.text.as_str()) || word.text.starts_with("/dev/fd/") {
+        // Only `/dev/fd/N` itself: `/dev/fd` links into `/proc/self`, so
+        // `/dev/fd/../../../etc` climbs out of it.
+        let descriptor = word
+            .text
+            .strip_prefix("/dev/fd/")
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        if HARMLESS_DEVICES.contains(&word.text.as_str()) || descriptor {
             return;
         }
         if word.opaque {
@@ -345,7 +410,12 @@ impl CommandCheck {
                 self.concern(format!("it writes to a glob `{}`", word.text));
                 return;
             }
-            match glob_matches(&word.text, bases) {
+            let matches = if word.quoted_glob {
+                None
+            } else {
+                glob_matches(&word.text, bases)
+            };
+            match matches {
                 Some(found) => found,
                 None => {
                     self.concern(format!(
@@ -385,22 +455,45 @@ fn reads_recursively(command: &SimpleCommand) -> bool {
     let Some(program) = command.program() else {
         return false;
     };
+    // Long options may be abbreviated (`--recur`), and take `=value`.
     let flag = |letters: &[char], long: &[&str]| {
         command.words[1..].iter().any(|w| {
-            long.contains(&w.text.as_str())
+            let name = w.text.split('=').next().unwrap_or_default();
+            (name.len() > 2 && name.starts_with("--") && long.iter().any(|l| l.starts_with(name)))
                 || letters
                     .iter()
                     .any(|letter| shell::is_short_flag_with(&w.text, *letter))
         })
     };
     match program {
-        "rg" | "ag" | "ack" | "tar" | "zip" | "rsync" | "scp" | "du" | "tree" => true,
-        "grep" | "egrep" | "fgrep" => {
-            flag(&['r', 'R'], &["--recursive", "--dereference-recursive"])
-        }
+        "rg" | "ag" | "ack" | "tar" | "zip" | "rsync" | "scp" | "du" | "tree" | "rgrep" => true,
+        // `-d recurse` (`--directories=recurse`) is `-r`; any `-d` counts.
+        "grep" | "egrep" | "fgrep" => flag(
+            &['r', 'R', 'd'],
+            &["--recursive", "--dereference-recursive", "--directories"],
+        ),
         "cp" => flag(&['r', 'R', 'a'], &["--recursive", "--archive"]),
         _ => false,
     }
+}
+
+/// The values a short-option cluster may carry glued on (`-o/tmp/x`,
+/// `-rf/etc/passwd`, `-I./include`): what follows any of its letters, where
+/// that looks like a path. Which letter takes a value is the program's
+/// business, so every split is checked.
+fn attached_values(option: &str) -> Vec<&str> {
+    option
+        .char_indices()
+        .skip(2)
+        .filter(|&(at, _)| {
+            option[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+        .map(|(at, _)| &option[at..])
+        .filter(|value| value.contains('/') || value.starts_with('.'))
+        .collect()
 }
 
 /// Whether an argument is a path: it has a `/`, starts with `.`, or names
@@ -424,6 +517,12 @@ fn glob_matches(pattern: &str, bases: &[PathBuf]) -> Option<Vec<PathBuf>> {
     if dir.contains(['*', '?', '[']) || name.is_empty() {
         return None;
     }
+    // Where globset and bash read a pattern differently: braces (literal to
+    // bash, alternatives to globset), backslashes, and POSIX classes such as
+    // `[[:alpha:]]`, which bash matches and globset does not.
+    if name.contains(['{', '}', '\\']) || ["[:", "[=", "[."].iter().any(|c| name.contains(c)) {
+        return None;
+    }
     let matcher = globset::GlobBuilder::new(name)
         .literal_separator(true)
         .build()
@@ -444,7 +543,11 @@ fn glob_matches(pattern: &str, bases: &[PathBuf]) -> Option<Vec<PathBuf>> {
         let Ok(entries) = std::fs::read_dir(&directory) else {
             continue;
         };
-        for entry in entries.filter_map(Result::ok).take(MAX_GLOB_ENTRIES) {
+        // A directory too big to check whole: the unchecked entries may be links out.
+        for (seen, entry) in entries.filter_map(Result::ok).enumerate() {
+            if seen >= MAX_GLOB_ENTRIES {
+                return None;
+            }
             let entry_name = entry.file_name();
             if matcher.is_match(Path::new(&entry_name)) {
                 found.push(directory.join(entry_name));
@@ -462,5 +565,88 @@ pub mod tests {
     pub fn check(line: &str) -> CommandCheck {
         let root = tempfile::tempdir().expect("temp dir").keep();
         CommandCheck::new(line, &PathResolver::new(&root).expect("resolver"))
+    }
+
+    /// Every file bash's expansion of a glob names, the check resolves too
+    /// (or it asks): names chosen where globset and bash read patterns apart.
+    #[test]
+    fn globs_resolve_at_least_what_bash_expands() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = [
+            ".env", "a]b", "ab", "a-b", "^x", "!x", "x", "[x]", "A", "{a}b", "a*b", "a\\b", "b.pem",
+        ];
+        for name in names {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let paths = PathResolver::new(dir.path()).unwrap();
+        let patterns = [
+            "[!a]*",
+            "[^a]*",
+            "[]a]*",
+            "a[]]b",
+            "[a-]*",
+            "*",
+            "?",
+            "[[]x]",
+            "a[!]]b",
+            "*[[:upper:]]*",
+            "{a}*",
+            "a\\*",
+            "a'*'*",
+            "'['x]*",
+            "[a-c]?",
+            "x*",
+            "*b",
+            ".e?v",
+            "*.pem",
+            "[.]env",
+        ];
+        for pattern in patterns {
+            let line = format!("cat {pattern}");
+            let out = std::process::Command::new("bash")
+                .args([
+                    "-c",
+                    &format!("shopt -s nullglob; printf '%s\\n' {pattern}"),
+                ])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let expanded: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|name| dir.path().join(name).exists())
+                .map(String::from)
+                .collect();
+            let check = CommandCheck::new(&line, &paths);
+            if !check.concerns.is_empty() {
+                continue;
+            }
+            for name in &expanded {
+                assert!(
+                    check.reads.contains(name),
+                    "`{line}`: bash reads `{name}`, the check saw {:?}",
+                    check.reads
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_glob_over_a_directory_too_big_to_list_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..=MAX_GLOB_ENTRIES {
+            std::fs::write(dir.path().join(format!("f{i}")), "").unwrap();
+        }
+        let check = CommandCheck::new("cat f*", &PathResolver::new(dir.path()).unwrap());
+        assert!(!check.concerns.is_empty(), "{:?}", check.reads.len());
+    }
+
+    #[test]
+    fn values_glued_to_options_are_paths() {
+        // Every split after a letter: `-o/tmp/x` may be `-o -t -m -p/x` to some program.
+        assert_eq!(attached_values("-o/tmp/x")[0], "/tmp/x");
+        assert!(attached_values("-rf/etc").contains(&"/etc"));
+        assert_eq!(attached_values("-I./include"), vec!["./include"]);
+        assert!(attached_values("-la").is_empty());
+        assert!(attached_values("-n5").is_empty());
     }
 }

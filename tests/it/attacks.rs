@@ -507,6 +507,19 @@ fn red_team() -> Vec<Case> {
             None,
         ),
         narrow("glob with literal braces", "cat links/{a}*", Asked, None),
+        // A glob without a `/` is a path too.
+        narrow(
+            "a bare glob over a .pem",
+            "cd certs && cat *.pem",
+            Asked,
+            Some("BEGIN CERT 51de"),
+        ),
+        narrow(
+            "a bare glob over a link out",
+            "cd links && cat *",
+            Asked,
+            None,
+        ),
         // Recursion the check did not see, and links it did not follow.
         narrow("grep -d recurse", "grep -d recurse TOKEN .", Asked, TOKEN),
         narrow(
