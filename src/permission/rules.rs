@@ -45,7 +45,7 @@ const READ_TOOLS: [&str; 4] = ["read", "read_file", "grep", "glob"];
 /// Tools whose patterned rules speak for every write.
 const EDIT_TOOLS: [&str; 4] = ["edit", "edit_file", "write_file", "multi_edit"];
 /// Tools that read the file they edit.
-const READING_EDITORS: [&str; 2] = ["edit_file", "multi_edit"];
+pub(crate) const READING_EDITORS: [&str; 2] = ["edit_file", "multi_edit"];
 
 /// One thing an action does that a rule can speak about.
 #[derive(Clone, Copy, Debug)]
