@@ -557,6 +557,22 @@ fn red_team() -> Vec<Case> {
             &["bash(printf:*)", "bash(ls:*)"],
             "printf -v PATH %s {out}; ls",
         ),
+        // A pipe may be followed by newlines (and comments): still one pipeline.
+        with(
+            "a pipe into python across a newline",
+            &["bash(echo:*)", "bash(python3:*)"],
+            "echo 'import shutil; shutil.rmtree(\"victim\")' | # the program\npython3",
+        ),
+        // A dangling link: what a redirect creates lies wherever it points.
+        in_mode(
+            narrow(
+                "redirect through a dangling link",
+                "echo x > links/dangling",
+                Asked,
+                None,
+            ),
+            PermissionMode::AcceptEdits,
+        ),
         // tee writes its arguments: an edit, asked in default mode.
         narrow(
             "tee overwrites the canary",
@@ -601,6 +617,7 @@ fn link_fixtures(root: &Path, outside: &Path) {
     std::fs::create_dir_all(root.join("-x")).unwrap();
     symlink(outside, root.join("links/a/b/out")).unwrap();
     symlink("..", root.join("links/up")).unwrap();
+    symlink(outside.join("planted"), root.join("links/dangling")).unwrap();
     symlink(outside.join("existing"), root.join("links/[x]")).unwrap();
     symlink(outside.join("existing"), root.join("links/{a}x")).unwrap();
 }
