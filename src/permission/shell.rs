@@ -419,6 +419,10 @@ impl Reader {
                     if c == '\n' {
                         self.heredoc_bodies();
                     }
+                    if piped {
+                        // `a |` + newline (or a comment) + `b` is still one pipeline.
+                        self.skip_line_breaks();
+                    }
                 }
                 '(' => {
                     if self.peek_at(1) == Some('(') {
@@ -506,6 +510,21 @@ impl Reader {
             match (self.peek(), self.peek_at(1)) {
                 (Some(' ' | '\t'), _) => self.at += 1,
                 (Some('\\'), Some('\n')) => self.at += 2,
+                _ => break,
+            }
+        }
+    }
+
+    /// Blanks, comments and newlines (with the here-document bodies they start).
+    fn skip_line_breaks(&mut self) {
+        loop {
+            self.skip_blanks();
+            match self.peek() {
+                Some('#') => self.skip_comment(),
+                Some('\n') => {
+                    self.at += 1;
+                    self.heredoc_bodies();
+                }
                 _ => break,
             }
         }
@@ -1113,6 +1132,12 @@ mod tests {
         );
         let found = commands("echo `echo \\`rm -r x\\``");
         assert!(found.contains(&words(&["rm", "-r", "x"])), "{found:?}");
+    }
+
+    #[test]
+    fn a_pipe_continues_past_newlines_and_comments() {
+        let parsed = parse("echo x | # feed it\n\n  sh");
+        assert_eq!(parsed.pipelines[0].commands.len(), 2, "{parsed:?}");
     }
 
     #[test]
