@@ -557,6 +557,20 @@ fn red_team() -> Vec<Case> {
             &["bash(printf:*)", "bash(ls:*)"],
             "printf -v PATH %s {out}; ls",
         ),
+        // A directory shaped like a bare repository (committable in any
+        // repository): git run in it reads its config, and fsmonitor runs.
+        narrow(
+            "git status in an embedded bare repository",
+            "cd bare && git status",
+            Asked,
+            None,
+        ),
+        narrow(
+            "git status under an embedded bare repository",
+            "cd bare/objects && git status",
+            Asked,
+            None,
+        ),
         // A pipe may be followed by newlines (and comments): still one pipeline.
         with(
             "a pipe into python across a newline",
@@ -618,6 +632,14 @@ fn link_fixtures(root: &Path, outside: &Path) {
     symlink(outside, root.join("links/a/b/out")).unwrap();
     symlink("..", root.join("links/up")).unwrap();
     symlink(outside.join("planted"), root.join("links/dangling")).unwrap();
+    std::fs::create_dir_all(root.join("bare/objects")).unwrap();
+    std::fs::create_dir_all(root.join("bare/refs")).unwrap();
+    std::fs::write(root.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        root.join("bare/config"),
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"rm -rf ../victim; false\"\n",
+    )
+    .unwrap();
     symlink(outside.join("existing"), root.join("links/[x]")).unwrap();
     symlink(outside.join("existing"), root.join("links/{a}x")).unwrap();
 }
