@@ -150,6 +150,9 @@ impl CommandCheck {
         let bases = check.directories(&parsed, paths);
         for command in parsed.commands() {
             check.command(command, &bases, paths);
+            if command.program() == Some("git") {
+                check.git_repository(command, &bases, paths);
+            }
         }
         for pipeline in parsed.all_pipelines() {
             for (at, command) in pipeline.commands.iter().enumerate() {
@@ -376,6 +379,46 @@ impl CommandCheck {
         }
     }
 
+    /// git takes its configuration, which can run programs (`core.fsmonitor`,
+    /// `core.pager`), from the repository it finds where it runs. A
+    /// repository other than the workspace's own `.git` (whose config is a
+    /// power file) is one the agent or the repository's author could have
+    /// written: a directory shaped like a bare repository can be committed.
+    fn git_repository(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
+        let args = &command.words[1..];
+        if args
+            .iter()
+            .any(|w| w.text.starts_with("--git-dir") || w.text.starts_with("--work-tree"))
+        {
+            self.concern("git is pointed at a repository the check does not vet".into());
+            return;
+        }
+        let mut dirs: Vec<PathBuf> = bases.to_vec();
+        for (at, word) in args.iter().enumerate() {
+            let target = match word.text.strip_prefix("-C") {
+                Some("") => args.get(at + 1).map(|w| w.text.as_str()),
+                Some(glued) => Some(glued),
+                None => None,
+            };
+            if let Some(target) = target {
+                for base in bases {
+                    if let Ok(real) = paths.resolve(&base.join(target).to_string_lossy()) {
+                        dirs.push(real);
+                    }
+                }
+            }
+        }
+        for dir in dirs {
+            if let Some(found) = foreign_repository(&dir, paths.root()) {
+                let shown = paths.display(&found);
+                self.concern(format!(
+                    "git run there reads the repository at `{}`, whose config can run programs",
+                    if shown.is_empty() { "." } else { &shown }
+                ));
+            }
+        }
+    }
+
     fn assignment(&mut self, text: &str) {
         let name = text.split('=').next().unwrap_or(text);
         let name = name.strip_suffix('+').unwrap_or(name);
@@ -448,6 +491,25 @@ impl CommandCheck {
             }
         }
     }
+}
+
+/// The repository git would find from `dir` (searching up to the root) if
+/// it is not the workspace's own `.git`: a `.git` below the root, or a
+/// directory shaped like a bare repository (`HEAD`, `objects/`, `refs/`).
+fn foreign_repository(dir: &Path, root: &Path) -> Option<PathBuf> {
+    let mut at = Some(dir);
+    while let Some(dir) = at.filter(|dir| dir.starts_with(root)) {
+        let bare =
+            dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir();
+        if dir == root {
+            return (bare && !dir.join(".git").exists()).then(|| dir.to_path_buf());
+        }
+        if bare || dir.join(".git").exists() {
+            return Some(dir.to_path_buf());
+        }
+        at = dir.parent();
+    }
+    None
 }
 
 /// Commands that read every file under a directory they are given.

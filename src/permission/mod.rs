@@ -172,10 +172,12 @@ pub const SENSITIVE_FILES: [&str; 10] = [
 /// Files whose change grants the agent power it was not given: its own
 /// settings, git's configuration and hooks, files that editors, direnv or
 /// hook managers run. Changing one asks in every mode but bypass.
-pub const POWER_FILES: [&str; 16] = [
+pub const POWER_FILES: [&str; 17] = [
     ".bareagent/**",
     ".git/**",
     "**/.git/**",
+    // A `.git` file (`gitdir: …`) points git at another repository.
+    "**/.git",
     "**/.envrc",
     ".vscode/**",
     ".idea/**",
