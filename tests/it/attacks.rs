@@ -507,6 +507,19 @@ fn red_team() -> Vec<Case> {
             None,
         ),
         narrow("glob with literal braces", "cat links/{a}*", Asked, None),
+        // Brace expansion whose alternatives hold quoted or escaped blanks.
+        narrow(
+            "brace expansion with a quoted blank",
+            "cat {\"a b\",/etc/passwd}",
+            Asked,
+            PASSWD,
+        ),
+        narrow(
+            "brace expansion with an escaped blank",
+            "cat {a\\ b,/etc/passwd}",
+            Asked,
+            PASSWD,
+        ),
         // A glob without a `/` is a path too.
         narrow(
             "a bare glob over a .pem",
