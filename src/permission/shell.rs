@@ -739,11 +739,13 @@ impl Reader {
     }
 
     /// Whether the `{` at the cursor opens a brace expansion (`,` or `..`
-    /// before its matching `}`).
+    /// before its matching `}`). Quoted and escaped text is skipped, not a
+    /// word's end: `{"a b",/etc/passwd}` expands to two words.
     fn brace_expands(&self) -> bool {
         let mut depth = 0;
         let mut previous = '{';
-        for &c in &self.chars[self.at..] {
+        let mut chars = self.chars[self.at..].iter().copied();
+        while let Some(c) = chars.next() {
             match c {
                 '{' => depth += 1,
                 '}' => {
@@ -754,6 +756,20 @@ impl Reader {
                 }
                 ',' if depth >= 1 => return true,
                 '.' if previous == '.' && depth >= 1 => return true,
+                '\\' => {
+                    chars.next();
+                }
+                '\'' if !chars.by_ref().any(|q| q == '\'') => return false,
+                '"' => {
+                    let mut escaped = false;
+                    for q in chars.by_ref() {
+                        match q {
+                            '"' if !escaped => break,
+                            '\\' if !escaped => escaped = true,
+                            _ => escaped = false,
+                        }
+                    }
+                }
                 ' ' | '\t' | '\n' | ';' | '|' | '&' => return false,
                 _ => {}
             }
@@ -1132,6 +1148,14 @@ mod tests {
         );
         let found = commands("echo `echo \\`rm -r x\\``");
         assert!(found.contains(&words(&["rm", "-r", "x"])), "{found:?}");
+    }
+
+    #[test]
+    fn brace_expansion_is_seen_through_quoted_blanks() {
+        for line in ["cat {\"a b\",/etc}", "cat {a\\ b,/etc}", "cat {'a b',/etc}"] {
+            assert!(parse(line).commands()[0].words[1].opaque, "{line}");
+        }
+        assert!(!parse("echo '{a b,c}'").commands()[0].words[1].opaque);
     }
 
     #[test]
