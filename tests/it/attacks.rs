@@ -607,6 +607,27 @@ fn red_team() -> Vec<Case> {
             Asked,
             None,
         ),
+        // A rule naming only the tool does not name a file that may hold secrets.
+        Case {
+            name: "a bare read_file rule reads .env",
+            mode: PermissionMode::Default,
+            allow: &["read_file"],
+            deny: &[],
+            tool: "read_file",
+            input: json!({"path": ".env"}),
+            expected: Asked,
+            never_shows: TOKEN,
+        },
+        Case {
+            name: "a bare grep rule shows .env",
+            mode: PermissionMode::Default,
+            allow: &["grep"],
+            deny: &[],
+            tool: "grep",
+            input: json!({"pattern": "TOKEN", "output_mode": "content"}),
+            expected: Allowed,
+            never_shows: TOKEN,
+        },
         // edit_file reads before it edits, and shows lines near a miss.
         Case {
             name: "edit_file a .env in accept-edits",
