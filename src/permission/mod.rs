@@ -378,7 +378,7 @@ impl PermissionGate {
             }
         }
         for path in &reads {
-            if self.sensitive.is_match(path) && !rules.allows(tool, Subject::Read(path)) {
+            if self.sensitive.is_match(path) && !rules.names(tool, Subject::Read(path)) {
                 reasons.push(format!("`{path}` may hold secrets"));
                 break;
             }
@@ -470,7 +470,7 @@ impl PermissionGate {
                             format!("the rule `{rule}` covers")
                         }
                         _ if self.sensitive.is_match(name.as_str())
-                            && !rules.allows("bash", Subject::Read(name)) =>
+                            && !rules.names("bash", Subject::Read(name)) =>
                         {
                             "may hold secrets".to_string()
                         }
@@ -498,7 +498,7 @@ impl PermissionGate {
         }
         if self.mode != PermissionMode::Bypass
             && self.sensitive.is_match(path)
-            && !rules.allows(tool, Subject::Read(path))
+            && !rules.names(tool, Subject::Read(path))
         {
             return FileVisibility::NeedsApproval("it may hold secrets".into());
         }

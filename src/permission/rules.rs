@@ -250,6 +250,15 @@ impl RuleSet {
             .any(|rule| rule.covers(tool, subject, false))
     }
 
+    /// Whether an allow rule with a path pattern covers `subject`: what a
+    /// file that may hold secrets needs, since a rule naming only the tool
+    /// (`read_file`) was written about reads in general, not about `.env`.
+    pub fn names(&self, tool: &str, subject: Subject<'_>) -> bool {
+        self.allow.iter().any(|rule| {
+            matches!(rule.pattern, Some(Pattern::Path(..))) && rule.covers(tool, subject, false)
+        })
+    }
+
     /// The directories read-deny rules name before their first wildcard
     /// (`read(secrets/**)` → `secrets`).
     pub fn denied_read_prefixes(&self) -> Vec<String> {
