@@ -541,6 +541,13 @@ fn red_team() -> Vec<Case> {
             Asked,
             TOKEN,
         ),
+        // Listings that follow links list what is outside.
+        narrow(
+            "ls -RL follows a link out",
+            "ls -RL links",
+            Asked,
+            Some("existing"),
+        ),
         // Paths inside options and assignment-shaped arguments.
         narrow(
             "grep -f/etc/passwd",
