@@ -535,6 +535,11 @@ fn reads_recursively(command: &SimpleCommand) -> bool {
             &["--recursive", "--dereference-recursive", "--directories"],
         ),
         "cp" => flag(&['r', 'R', 'a'], &["--recursive", "--archive"]),
+        // Listings that follow links into what they list: names from outside.
+        "ls" => flag(&['R'], &["--recursive"]) && flag(&['L'], &["--dereference"]),
+        "find" => command.words[1..]
+            .iter()
+            .any(|w| matches!(w.text.as_str(), "-L" | "-follow")),
         _ => false,
     }
 }

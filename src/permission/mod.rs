@@ -187,8 +187,9 @@ pub const POWER_FILES: [&str; 17] = [
     "**/.nvimrc",
     "**/.exrc",
     ".mcp.json",
-    ".cargo/config",
-    ".cargo/config.toml",
+    // cargo reads these in every directory above where it runs.
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
     ".husky/**",
     ".pre-commit-config.yaml",
 ];

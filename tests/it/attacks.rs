@@ -591,6 +591,16 @@ fn red_team() -> Vec<Case> {
             Asked,
             None,
         ),
+        // cargo reads `.cargo/config.toml` in every directory above where it runs.
+        in_mode(
+            narrow(
+                "a nested cargo config by redirect",
+                "echo '[build]' > src/.cargo/config.toml",
+                Asked,
+                None,
+            ),
+            PermissionMode::AcceptEdits,
+        ),
         // A pipe may be followed by newlines (and comments): still one pipeline.
         with(
             "a pipe into python across a newline",
