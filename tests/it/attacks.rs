@@ -617,6 +617,14 @@ fn red_team() -> Vec<Case> {
             ),
             PermissionMode::AcceptEdits,
         ),
+        // A command of redirects only (truncates the file); once a panic in the check.
+        narrow("a redirect with no command", "> victim/canary", Asked, None),
+        narrow(
+            "a group's redirect",
+            "{ echo x; } > victim/canary",
+            Asked,
+            None,
+        ),
         // tee writes its arguments: an edit, asked in default mode.
         narrow(
             "tee overwrites the canary",
