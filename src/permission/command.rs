@@ -164,7 +164,12 @@ impl CommandCheck {
                         .any(|r| matches!(r.kind, RedirectKind::Data | RedirectKind::Read));
                 let is_interpreter = SHELLS.contains(&program)
                     || INTERPRETERS.iter().any(|(name, _)| *name == program);
-                let has_script = command.words[1..].iter().any(|w| !w.text.starts_with('-'));
+                let has_script = command
+                    .words
+                    .get(1..)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|w| !w.text.starts_with('-'));
                 if feeds_stdin && is_interpreter && !has_script {
                     check.concern(format!("`{program}` reads a program from its input"));
                 }
