@@ -483,6 +483,23 @@ fn red_team() -> Vec<Case> {
             ),
             PermissionMode::AcceptEdits,
         ),
+        // `..` after a link leaves the link's target, not the link (the kernel's
+        // reading, not a lexical one).
+        narrow(
+            "read through link/..",
+            "cat links/up/../../etc/passwd",
+            Asked,
+            PASSWD,
+        ),
+        in_mode(
+            narrow(
+                "write through link/..",
+                "echo x > links/up/../..{out}/pwned",
+                Asked,
+                None,
+            ),
+            PermissionMode::AcceptEdits,
+        ),
         // Globs bash expands differently from the check.
         narrow(
             "glob with a POSIX class",
