@@ -235,7 +235,7 @@ impl CommandCheck {
                     // `cd a && cd b` is in `a/b`, which may be a link out.
                     let mut reached = Vec::new();
                     for base in &bases {
-                        match paths.resolve(&base.join(&word.text).to_string_lossy()) {
+                        match paths.resolve(&physical(&base.join(&word.text)).to_string_lossy()) {
                             Ok(real) => reached.push(real),
                             Err(_) => self.concern(format!(
                                 "it changes directory to `{}`, outside the workspace",
@@ -477,7 +477,7 @@ impl CommandCheck {
             bases.iter().map(|base| base.join(&word.text)).collect()
         };
         for path in found {
-            match paths.resolve(&path.to_string_lossy()) {
+            match paths.resolve(&physical(&path).to_string_lossy()) {
                 Ok(real) => {
                     let shown = paths.display(&real);
                     let shown = if shown.is_empty() { ".".into() } else { shown };
@@ -496,6 +496,25 @@ impl CommandCheck {
             }
         }
     }
+}
+
+/// A path as the kernel reads it: a `..` leaves the real directory reached
+/// so far, so `link/..` is the parent of the link's target, not the
+/// directory holding the link (which is what folding `..` away would say).
+fn physical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                if let Ok(real) = out.canonicalize() {
+                    out = real;
+                }
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The repository git would find from `dir` (searching up to the root) if
