@@ -558,6 +558,13 @@ fn red_team() -> Vec<Case> {
             Asked,
             TOKEN,
         ),
+        // A directory a recursive reader names, read from where a cd went.
+        narrow(
+            "grep -r of a name the cd changes",
+            "cd nest && grep -r TOKEN src",
+            Asked,
+            TOKEN,
+        ),
         // Listings that follow links list what is outside.
         narrow(
             "ls -RL follows a link out",
@@ -705,6 +712,8 @@ fn link_fixtures(root: &Path, outside: &Path) {
     use std::os::unix::fs::symlink;
     std::fs::create_dir_all(root.join("links/a/b")).unwrap();
     std::fs::create_dir_all(root.join("-x")).unwrap();
+    std::fs::create_dir_all(root.join("nest/src")).unwrap();
+    std::fs::write(root.join("nest/src/.env"), "TOKEN=abc\n").unwrap();
     symlink(outside, root.join("links/a/b/out")).unwrap();
     symlink("..", root.join("links/up")).unwrap();
     symlink(outside.join("planted"), root.join("links/dangling")).unwrap();
