@@ -177,10 +177,12 @@ impl CommandCheck {
         }
         for command in parsed.commands() {
             if reads_recursively(command) {
+                // From every directory the line may be in, as the arguments are.
                 let named: Vec<PathBuf> = command.words[1..]
                     .iter()
                     .filter(|w| !w.opaque && !w.text.starts_with('-'))
-                    .filter_map(|w| paths.resolve(&w.text).ok())
+                    .flat_map(|w| bases.iter().map(|base| physical(&base.join(&w.text))))
+                    .filter_map(|path| paths.resolve(&path.to_string_lossy()).ok())
                     .filter(|real| real.is_dir())
                     .collect();
                 // With no directory named, they read the current one.
@@ -407,7 +409,8 @@ impl CommandCheck {
             };
             if let Some(target) = target {
                 for base in bases {
-                    if let Ok(real) = paths.resolve(&base.join(target).to_string_lossy()) {
+                    if let Ok(real) = paths.resolve(&physical(&base.join(target)).to_string_lossy())
+                    {
                         dirs.push(real);
                     }
                 }
