@@ -649,6 +649,32 @@ fn red_team() -> Vec<Case> {
             Asked,
             None,
         ),
+        // Programs that run programs or write files from their options or script.
+        with(
+            "sed's e command",
+            &["bash(sed:*)"],
+            "sed -n '1e rm -rf victim' README.md",
+        ),
+        with(
+            "sed's s///e flag",
+            &["bash(sed:*)"],
+            "sed 's/hello/rm -rf victim/e' README.md",
+        ),
+        with(
+            "sed's w command writes outside",
+            &["bash(sed:*)"],
+            "sed -n 'w {out}/copy' README.md",
+        ),
+        with(
+            "sed -i edits the canary in default mode",
+            &["bash(sed:*)"],
+            "sed -i s/alive/dead/ victim/canary",
+        ),
+        with(
+            "sort --compress-program",
+            &["bash(sort:*)", "bash(seq:*)"],
+            "seq 1 200000 | sort -S 1k --compress-prog=sh",
+        ),
         // tee writes its arguments: an edit, asked in default mode.
         narrow(
             "tee overwrites the canary",
