@@ -337,6 +337,28 @@ impl CommandCheck {
         if matches!(program, "watch" | "script" | "flock" | "parallel" | "ssh") {
             self.concern(format!("`{program}` runs a command line of its own"));
         }
+        if let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(name, _)| *name == program) {
+            if let Some(option) = args.iter().find(|w| runs_program(&w.text, options)) {
+                self.concern(format!(
+                    "`{program} {}` runs a program named on the command line",
+                    option.text
+                ));
+            }
+        }
+        let mut edited_in_place = false;
+        if program == "sed" {
+            match sed_script(args) {
+                Ok((scripts, in_place)) => {
+                    edited_in_place = in_place;
+                    if scripts.iter().any(|script| sed_runs_or_writes(script)) {
+                        self.concern(
+                            "the sed script runs commands, or reads or writes files".into(),
+                        );
+                    }
+                }
+                Err(why) => self.concern(why),
+            }
+        }
         if program == "printf" && args.iter().any(|w| w.text.starts_with("-v")) {
             self.concern("`printf -v` sets a variable, which can change what runs".into());
         }
@@ -361,8 +383,8 @@ impl CommandCheck {
                 continue;
             }
             let is_option = !options_ended && text.starts_with('-') && text.len() > 1;
-            // tee writes every file it is given, existing or not.
-            if program == "tee" && !is_option {
+            // tee (and sed -i) write every file they are given, existing or not.
+            if (program == "tee" || edited_in_place) && !is_option {
                 self.path(word, true, bases, paths);
                 continue;
             }
@@ -499,6 +521,129 @@ impl CommandCheck {
             }
         }
     }
+}
+
+/// Options with which a program runs another program it is told of.
+/// Long options may be abbreviated, as getopt allows.
+const PROGRAM_OPTIONS: [(&str, &[&str]); 5] = [
+    ("sort", &["--compress-program"]),
+    (
+        "tar",
+        &[
+            "-I",
+            "-F",
+            "--use-compress-program",
+            "--to-command",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+        ],
+    ),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
+    ("zip", &["-TT", "--unzip-command"]),
+    ("man", &["-P", "--pager", "-H", "--html"]),
+];
+
+fn runs_program(word: &str, options: &[&str]) -> bool {
+    let name = word.split('=').next().unwrap_or_default();
+    options
+        .iter()
+        .any(|option| match option.strip_prefix("--") {
+            Some(_) => name.len() > 2 && name.starts_with("--") && option.starts_with(name),
+            // A short one anywhere in a cluster (`-xIzstd`), or with its value glued on.
+            None => {
+                let letters = &option[1..];
+                word.starts_with('-')
+                    && !word.starts_with("--")
+                    && (word.starts_with(option) || (letters.len() == 1 && word.contains(letters)))
+            }
+        })
+}
+
+/// sed's scripts (the `-e` values, else its first operand) and whether it
+/// edits its files in place; an error where the script is in a file.
+fn sed_script(args: &[Word]) -> Result<(Vec<&str>, bool), String> {
+    let mut scripts = Vec::new();
+    let mut operands = Vec::new();
+    let mut in_place = false;
+    let mut words = args.iter().map(|w| w.text.as_str());
+    while let Some(word) = words.next() {
+        match word {
+            "-e" | "--expression" => scripts.extend(words.next()),
+            "-f" | "--file" => return Err("the sed script is read from a file".into()),
+            "-l" | "--line-length" => {
+                words.next();
+            }
+            "--" => operands.extend(words.by_ref()),
+            _ if word.starts_with("--expression=") => scripts.push(&word["--expression=".len()..]),
+            _ if word.starts_with("--file") => {
+                return Err("the sed script is read from a file".into());
+            }
+            _ if word.starts_with("--in-place") => in_place = true,
+            _ if word.starts_with("--") => {}
+            _ if word.starts_with('-') && word.len() > 1 => {
+                // A cluster: `-ne 'p'`, `-i.bak`, `-f script`.
+                let letters = &word[1..];
+                if letters.starts_with('i') || letters.contains('i') && !letters.contains('e') {
+                    in_place = true;
+                }
+                if letters.contains('f') {
+                    return Err("the sed script is read from a file".into());
+                }
+                if let Some((_, glued)) = letters.split_once('e') {
+                    if glued.is_empty() {
+                        scripts.extend(words.next());
+                    } else {
+                        scripts.push(glued);
+                    }
+                }
+            }
+            _ => operands.push(word),
+        }
+    }
+    if scripts.is_empty() && !operands.is_empty() {
+        scripts.push(operands[0]);
+    }
+    Ok((scripts, in_place))
+}
+
+/// Whether a sed script holds a command or flag that runs a command (`e`),
+/// writes a file (`w`, `W`) or reads one (`r`, `R`): the letters left once
+/// every `s`/`y` argument and every address regex is taken out. Text of
+/// `a`, `i`, `c` and labels stay in, so they may ask needlessly.
+fn sed_runs_or_writes(script: &str) -> bool {
+    let chars: Vec<char> = script.chars().collect();
+    let mut rest = String::new();
+    let mut i = 0;
+    let skip_to = |from: usize, delimiter: char, parts: usize| {
+        let (mut j, mut seen) = (from, 0);
+        while j < chars.len() && seen < parts {
+            if chars[j] == '\\' {
+                j += 1;
+            } else if chars[j] == delimiter {
+                seen += 1;
+            }
+            j += 1;
+        }
+        j
+    };
+    while let Some(&c) = chars.get(i) {
+        let next = chars.get(i + 1).copied();
+        match (c, next) {
+            ('s' | 'y', Some(d))
+                if !d.is_alphanumeric() && !matches!(d, '\n' | '\\' | ' ' | ';') =>
+            {
+                i = skip_to(i + 2, d, 2);
+            }
+            ('/', _) => i = skip_to(i + 1, '/', 1),
+            ('\\', Some(d)) => i = skip_to(i + 2, d, 1),
+            _ => {
+                rest.push(c);
+                i += 1;
+            }
+        }
+    }
+    rest.contains(['e', 'w', 'W', 'r', 'R'])
 }
 
 /// A path as the kernel reads it: a `..` leaves the real directory reached
@@ -732,6 +877,30 @@ pub mod tests {
         }
         let check = CommandCheck::new("cat f*", &PathResolver::new(dir.path()).unwrap());
         assert!(!check.concerns.is_empty(), "{:?}", check.reads.len());
+    }
+
+    #[test]
+    fn sed_scripts_that_run_or_write_are_found() {
+        for script in [
+            "1e rm x",
+            "s/a/b/e",
+            "s|a|b|w out",
+            "w out",
+            "$r /etc/passwd",
+            "/x/W f",
+        ] {
+            assert!(sed_runs_or_writes(script), "{script}");
+        }
+        for script in [
+            "1,10p",
+            "s/error/warn/g",
+            "/^$/d",
+            "s/foo/bar/; s/x\\/y/z/",
+            "y/abc/xyz/",
+            "$!N",
+        ] {
+            assert!(!sed_runs_or_writes(script), "{script}");
+        }
     }
 
     #[test]

@@ -675,6 +675,13 @@ fn red_team() -> Vec<Case> {
             &["bash(sort:*)", "bash(seq:*)"],
             "seq 1 200000 | sort -S 1k --compress-prog=sh",
         ),
+        // ... while ordinary sed still runs unasked.
+        bash(
+            "sed prints and substitutes",
+            &["bash(sed:*)"],
+            "sed -n 's/hello/bye/p; 1,2p' README.md",
+            Allowed,
+        ),
         // tee writes its arguments: an edit, asked in default mode.
         narrow(
             "tee overwrites the canary",
