@@ -609,6 +609,11 @@ fn glob_matches(pattern: &str, bases: &[PathBuf]) -> Option<Vec<PathBuf>> {
         // The directory itself must be checked too: `../*` matches nothing
         // visible here but is outside all the same.
         found.push(directory.clone());
+        // `.*` matches `..` in bash before 5.2 (and with `globskipdots` off);
+        // `read_dir` never lists it.
+        if matcher.is_match("..") {
+            found.push(directory.join(".."));
+        }
         let Ok(entries) = std::fs::read_dir(&directory) else {
             continue;
         };
@@ -707,6 +712,16 @@ pub mod tests {
         }
         let check = CommandCheck::new("cat f*", &PathResolver::new(dir.path()).unwrap());
         assert!(!check.concerns.is_empty(), "{:?}", check.reads.len());
+    }
+
+    #[test]
+    fn a_glob_that_matches_dot_dot_names_the_parent() {
+        let check = super::tests::check("ls .*");
+        assert!(
+            check.concerns.iter().any(|c| c.contains("outside")),
+            "{:?}",
+            check.concerns
+        );
     }
 
     #[test]
