@@ -121,6 +121,12 @@ impl PathResolver {
         let real = loop {
             match existing.canonicalize() {
                 Ok(real) => break real,
+                // A dangling link: what a write through it creates lies wherever it points.
+                Err(_) if existing.is_symlink() => {
+                    return Err(WorkspaceError::SymlinkEscape {
+                        path: input.to_string(),
+                    });
+                }
                 Err(_) => match (existing.parent(), existing.file_name()) {
                     (Some(parent), Some(name)) => {
                         rest.push(name.to_os_string());

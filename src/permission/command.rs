@@ -10,6 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::programs::{
+    PROGRAM_OPTIONS, foreign_repository, reads_recursively, runs_program, sed_runs_or_writes,
+    sed_script,
+};
 use super::shell::{self, Parsed, RedirectKind, SHELLS, SimpleCommand, Word, program_name};
 use crate::workspace::{PathResolver, WorkspaceError};
 
@@ -52,9 +56,29 @@ const HARMLESS_VARIABLES: [&str; 16] = [
 ];
 
 /// Builtins that change the shell itself or run text as code.
-const SHELL_STATE_BUILTINS: [&str; 16] = [
-    "eval", "source", ".", "alias", "unalias", "export", "declare", "typeset", "local", "readonly",
-    "set", "shopt", "trap", "enable", "hash", "mapfile",
+const SHELL_STATE_BUILTINS: [&str; 22] = [
+    "eval",
+    "source",
+    ".",
+    "alias",
+    "unalias",
+    "export",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "set",
+    "shopt",
+    "trap",
+    "enable",
+    "hash",
+    "mapfile",
+    "readarray",
+    "read",
+    "getopts",
+    "let",
+    "unset",
+    "compgen",
 ];
 
 /// Interpreters, and the flags with which they run code given inline.
@@ -88,8 +112,9 @@ const FIND_ACTIONS: [&str; 9] = [
 
 /// Commands whose arguments are never paths, so an expansion among them is
 /// harmless.
-const NO_PATH_ARGUMENTS: [&str; 12] = [
-    "echo", "printf", "true", "false", "test", "[", ":", "sleep", "seq", "expr", "basename", "date",
+/// (`date` is not among them: `date -f FILE` prints the file's lines.)
+const NO_PATH_ARGUMENTS: [&str; 11] = [
+    "echo", "printf", "true", "false", "test", "[", ":", "sleep", "seq", "expr", "basename",
 ];
 
 /// Paths outside the workspace that every command may name.
@@ -103,6 +128,9 @@ const HARMLESS_DEVICES: [&str; 8] = [
     "/dev/urandom",
     "/dev/random",
 ];
+
+/// How many directories a line's `cd`s may reach before the check gives up.
+const MAX_BASES: usize = 64;
 
 /// How many entries of one directory a glob argument is checked against.
 const MAX_GLOB_ENTRIES: usize = 2000;
@@ -126,6 +154,9 @@ impl CommandCheck {
         let bases = check.directories(&parsed, paths);
         for command in parsed.commands() {
             check.command(command, &bases, paths);
+            if command.program() == Some("git") {
+                check.git_repository(command, &bases, paths);
+            }
         }
         for pipeline in parsed.all_pipelines() {
             for (at, command) in pipeline.commands.iter().enumerate() {
@@ -137,7 +168,12 @@ impl CommandCheck {
                         .any(|r| matches!(r.kind, RedirectKind::Data | RedirectKind::Read));
                 let is_interpreter = SHELLS.contains(&program)
                     || INTERPRETERS.iter().any(|(name, _)| *name == program);
-                let has_script = command.words[1..].iter().any(|w| !w.text.starts_with('-'));
+                let has_script = command
+                    .words
+                    .get(1..)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|w| !w.text.starts_with('-'));
                 if feeds_stdin && is_interpreter && !has_script {
                     check.concern(format!("`{program}` reads a program from its input"));
                 }
@@ -145,10 +181,12 @@ impl CommandCheck {
         }
         for command in parsed.commands() {
             if reads_recursively(command) {
+                // From every directory the line may be in, as the arguments are.
                 let named: Vec<PathBuf> = command.words[1..]
                     .iter()
                     .filter(|w| !w.opaque && !w.text.starts_with('-'))
-                    .filter_map(|w| paths.resolve(&w.text).ok())
+                    .flat_map(|w| bases.iter().map(|base| physical(&base.join(&w.text))))
+                    .filter_map(|path| paths.resolve(&path.to_string_lossy()).ok())
                     .filter(|real| real.is_dir())
                     .collect();
                 // With no directory named, they read the current one.
@@ -198,13 +236,29 @@ impl CommandCheck {
             }
             let target = command.words[1..].iter().find(|w| !w.text.starts_with('-'));
             match target {
-                Some(word) if !word.opaque && !word.glob => match paths.resolve(&word.text) {
-                    Ok(real) => bases.push(real),
-                    Err(_) => self.concern(format!(
-                        "it changes directory to `{}`, outside the workspace",
-                        word.text
-                    )),
-                },
+                Some(word) if !word.opaque && !word.glob => {
+                    // From every directory an earlier `cd` may have reached:
+                    // `cd a && cd b` is in `a/b`, which may be a link out.
+                    let mut reached = Vec::new();
+                    for base in &bases {
+                        match paths.resolve(&physical(&base.join(&word.text)).to_string_lossy()) {
+                            Ok(real) => reached.push(real),
+                            Err(_) => self.concern(format!(
+                                "it changes directory to `{}`, outside the workspace",
+                                word.text
+                            )),
+                        }
+                    }
+                    for real in reached {
+                        if !bases.contains(&real) {
+                            bases.push(real);
+                        }
+                    }
+                    if bases.len() > MAX_BASES {
+                        self.concern("it changes directory too many times to follow".into());
+                        break;
+                    }
+                }
                 _ => self.concern(format!(
                     "`{program}` moves to a directory the check cannot resolve"
                 )),
@@ -287,7 +341,33 @@ impl CommandCheck {
         if matches!(program, "watch" | "script" | "flock" | "parallel" | "ssh") {
             self.concern(format!("`{program}` runs a command line of its own"));
         }
+        if let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(name, _)| *name == program) {
+            if let Some(option) = args.iter().find(|w| runs_program(&w.text, options)) {
+                self.concern(format!(
+                    "`{program} {}` runs a program named on the command line",
+                    option.text
+                ));
+            }
+        }
+        let mut edited_in_place = false;
+        if program == "sed" {
+            match sed_script(args) {
+                Ok((scripts, in_place)) => {
+                    edited_in_place = in_place;
+                    if scripts.iter().any(|script| sed_runs_or_writes(script)) {
+                        self.concern(
+                            "the sed script runs commands, or reads or writes files".into(),
+                        );
+                    }
+                }
+                Err(why) => self.concern(why),
+            }
+        }
+        if program == "printf" && args.iter().any(|w| w.text.starts_with("-v")) {
+            self.concern("`printf -v` sets a variable, which can change what runs".into());
+        }
         let paths_free = NO_PATH_ARGUMENTS.contains(&program);
+        let mut options_ended = false;
         for word in args {
             if word.opaque {
                 if !paths_free {
@@ -301,18 +381,74 @@ impl CommandCheck {
             if paths_free {
                 continue;
             }
-            let candidate = match word.text.strip_prefix("--") {
-                Some(option) => match option.split_once('=') {
-                    Some((_, value)) => value,
-                    None => continue,
-                },
-                None if word.text.starts_with('-') && word.text.len() > 1 => continue,
-                None => word.text.as_str(),
+            let text = word.text.as_str();
+            if text == "--" && !options_ended {
+                options_ended = true;
+                continue;
+            }
+            let is_option = !options_ended && text.starts_with('-') && text.len() > 1;
+            // tee (and sed -i) write every file they are given, existing or not.
+            if (program == "tee" || edited_in_place) && !is_option {
+                self.path(word, true, bases, paths);
+                continue;
+            }
+            let candidates: Vec<&str> = if !is_option {
+                // `if=/etc/passwd` (dd, make and the like): the value is a path too.
+                let value = text.split_once('=').map(|(_, value)| value);
+                std::iter::once(text).chain(value).collect()
+            } else if let Some(option) = text.strip_prefix("--") {
+                option.split_once('=').map(|(_, v)| v).into_iter().collect()
+            } else {
+                attached_values(text)
             };
-            if looks_like_path(candidate, bases) {
-                let mut word = word.clone();
-                word.text = candidate.to_string();
-                self.path(&word, false, bases, paths);
+            for candidate in candidates {
+                // A glob names files whatever its shape: `cat *.pem`, `cat *`.
+                if word.glob || looks_like_path(candidate, bases) {
+                    let mut word = word.clone();
+                    word.text = candidate.to_string();
+                    self.path(&word, false, bases, paths);
+                }
+            }
+        }
+    }
+
+    /// git takes its configuration, which can run programs (`core.fsmonitor`,
+    /// `core.pager`), from the repository it finds where it runs. A
+    /// repository other than the workspace's own `.git` (whose config is a
+    /// power file) is one the agent or the repository's author could have
+    /// written: a directory shaped like a bare repository can be committed.
+    fn git_repository(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
+        let args = &command.words[1..];
+        if args
+            .iter()
+            .any(|w| w.text.starts_with("--git-dir") || w.text.starts_with("--work-tree"))
+        {
+            self.concern("git is pointed at a repository the check does not vet".into());
+            return;
+        }
+        let mut dirs: Vec<PathBuf> = bases.to_vec();
+        for (at, word) in args.iter().enumerate() {
+            let target = match word.text.strip_prefix("-C") {
+                Some("") => args.get(at + 1).map(|w| w.text.as_str()),
+                Some(glued) => Some(glued),
+                None => None,
+            };
+            if let Some(target) = target {
+                for base in bases {
+                    if let Ok(real) = paths.resolve(&physical(&base.join(target)).to_string_lossy())
+                    {
+                        dirs.push(real);
+                    }
+                }
+            }
+        }
+        for dir in dirs {
+            if let Some(found) = foreign_repository(&dir, paths.root()) {
+                let shown = paths.display(&found);
+                self.concern(format!(
+                    "git run there reads the repository at `{}`, whose config can run programs",
+                    if shown.is_empty() { "." } else { &shown }
+                ));
             }
         }
     }
@@ -330,7 +466,13 @@ impl CommandCheck {
     /// A path the line names: inside the workspace from every base, or a concern.
     fn path(&mut self, word: &Word, write: bool, bases: &[PathBuf], paths: &PathResolver) {
         let verb = if write { "writes" } else { "names" };
-        if HARMLESS_DEVICES.contains(&word.text.as_str()) || word.text.starts_with("/dev/fd/") {
+        // Only `/dev/fd/N` itself: `/dev/fd` links into `/proc/self`, so
+        // `/dev/fd/../../../etc` climbs out of it.
+        let descriptor = word
+            .text
+            .strip_prefix("/dev/fd/")
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        if HARMLESS_DEVICES.contains(&word.text.as_str()) || descriptor {
             return;
         }
         if word.opaque {
@@ -345,7 +487,12 @@ impl CommandCheck {
                 self.concern(format!("it writes to a glob `{}`", word.text));
                 return;
             }
-            match glob_matches(&word.text, bases) {
+            let matches = if word.quoted_glob {
+                None
+            } else {
+                glob_matches(&word.text, bases)
+            };
+            match matches {
                 Some(found) => found,
                 None => {
                     self.concern(format!(
@@ -359,7 +506,7 @@ impl CommandCheck {
             bases.iter().map(|base| base.join(&word.text)).collect()
         };
         for path in found {
-            match paths.resolve(&path.to_string_lossy()) {
+            match paths.resolve(&physical(&path).to_string_lossy()) {
                 Ok(real) => {
                     let shown = paths.display(&real);
                     let shown = if shown.is_empty() { ".".into() } else { shown };
@@ -380,27 +527,42 @@ impl CommandCheck {
     }
 }
 
-/// Commands that read every file under a directory they are given.
-fn reads_recursively(command: &SimpleCommand) -> bool {
-    let Some(program) = command.program() else {
-        return false;
-    };
-    let flag = |letters: &[char], long: &[&str]| {
-        command.words[1..].iter().any(|w| {
-            long.contains(&w.text.as_str())
-                || letters
-                    .iter()
-                    .any(|letter| shell::is_short_flag_with(&w.text, *letter))
-        })
-    };
-    match program {
-        "rg" | "ag" | "ack" | "tar" | "zip" | "rsync" | "scp" | "du" | "tree" => true,
-        "grep" | "egrep" | "fgrep" => {
-            flag(&['r', 'R'], &["--recursive", "--dereference-recursive"])
+/// A path as the kernel reads it: a `..` leaves the real directory reached
+/// so far, so `link/..` is the parent of the link's target, not the
+/// directory holding the link (which is what folding `..` away would say).
+fn physical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                if let Ok(real) = out.canonicalize() {
+                    out = real;
+                }
+                out.pop();
+            }
+            other => out.push(other),
         }
-        "cp" => flag(&['r', 'R', 'a'], &["--recursive", "--archive"]),
-        _ => false,
     }
+    out
+}
+
+/// The values a short-option cluster may carry glued on (`-o/tmp/x`,
+/// `-rf/etc/passwd`, `-I./include`): what follows any of its letters, where
+/// that looks like a path. Which letter takes a value is the program's
+/// business, so every split is checked.
+fn attached_values(option: &str) -> Vec<&str> {
+    option
+        .char_indices()
+        .skip(2)
+        .filter(|&(at, _)| {
+            option[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+        .map(|(at, _)| &option[at..])
+        .filter(|value| value.contains('/') || value.starts_with('.'))
+        .collect()
 }
 
 /// Whether an argument is a path: it has a `/`, starts with `.`, or names
@@ -424,6 +586,12 @@ fn glob_matches(pattern: &str, bases: &[PathBuf]) -> Option<Vec<PathBuf>> {
     if dir.contains(['*', '?', '[']) || name.is_empty() {
         return None;
     }
+    // Where globset and bash read a pattern differently: braces (literal to
+    // bash, alternatives to globset), backslashes, and POSIX classes such as
+    // `[[:alpha:]]`, which bash matches and globset does not.
+    if name.contains(['{', '}', '\\']) || ["[:", "[=", "[."].iter().any(|c| name.contains(c)) {
+        return None;
+    }
     let matcher = globset::GlobBuilder::new(name)
         .literal_separator(true)
         .build()
@@ -441,10 +609,19 @@ fn glob_matches(pattern: &str, bases: &[PathBuf]) -> Option<Vec<PathBuf>> {
         // The directory itself must be checked too: `../*` matches nothing
         // visible here but is outside all the same.
         found.push(directory.clone());
+        // `.*` matches `..` in bash before 5.2 (and with `globskipdots` off);
+        // `read_dir` never lists it.
+        if matcher.is_match("..") {
+            found.push(directory.join(".."));
+        }
         let Ok(entries) = std::fs::read_dir(&directory) else {
             continue;
         };
-        for entry in entries.filter_map(Result::ok).take(MAX_GLOB_ENTRIES) {
+        // A directory too big to check whole: the unchecked entries may be links out.
+        for (seen, entry) in entries.filter_map(Result::ok).enumerate() {
+            if seen >= MAX_GLOB_ENTRIES {
+                return None;
+            }
             let entry_name = entry.file_name();
             if matcher.is_match(Path::new(&entry_name)) {
                 found.push(directory.join(entry_name));
@@ -462,5 +639,98 @@ pub mod tests {
     pub fn check(line: &str) -> CommandCheck {
         let root = tempfile::tempdir().expect("temp dir").keep();
         CommandCheck::new(line, &PathResolver::new(&root).expect("resolver"))
+    }
+
+    /// Every file bash's expansion of a glob names, the check resolves too
+    /// (or it asks): names chosen where globset and bash read patterns apart.
+    #[test]
+    fn globs_resolve_at_least_what_bash_expands() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = [
+            ".env", "a]b", "ab", "a-b", "^x", "!x", "x", "[x]", "A", "{a}b", "a*b", "a\\b", "b.pem",
+        ];
+        for name in names {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let paths = PathResolver::new(dir.path()).unwrap();
+        let patterns = [
+            "[!a]*",
+            "[^a]*",
+            "[]a]*",
+            "a[]]b",
+            "[a-]*",
+            "*",
+            "?",
+            "[[]x]",
+            "a[!]]b",
+            "*[[:upper:]]*",
+            "{a}*",
+            "a\\*",
+            "a'*'*",
+            "'['x]*",
+            "[a-c]?",
+            "x*",
+            "*b",
+            ".e?v",
+            "*.pem",
+            "[.]env",
+        ];
+        for pattern in patterns {
+            let line = format!("cat {pattern}");
+            let out = std::process::Command::new("bash")
+                .args([
+                    "-c",
+                    &format!("shopt -s nullglob; printf '%s\\n' {pattern}"),
+                ])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let expanded: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|name| dir.path().join(name).exists())
+                .map(String::from)
+                .collect();
+            let check = CommandCheck::new(&line, &paths);
+            if !check.concerns.is_empty() {
+                continue;
+            }
+            for name in &expanded {
+                assert!(
+                    check.reads.contains(name),
+                    "`{line}`: bash reads `{name}`, the check saw {:?}",
+                    check.reads
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_glob_over_a_directory_too_big_to_list_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..=MAX_GLOB_ENTRIES {
+            std::fs::write(dir.path().join(format!("f{i}")), "").unwrap();
+        }
+        let check = CommandCheck::new("cat f*", &PathResolver::new(dir.path()).unwrap());
+        assert!(!check.concerns.is_empty(), "{:?}", check.reads.len());
+    }
+
+    #[test]
+    fn a_glob_that_matches_dot_dot_names_the_parent() {
+        let check = super::tests::check("ls .*");
+        assert!(
+            check.concerns.iter().any(|c| c.contains("outside")),
+            "{:?}",
+            check.concerns
+        );
+    }
+
+    #[test]
+    fn values_glued_to_options_are_paths() {
+        // Every split after a letter: `-o/tmp/x` may be `-o -t -m -p/x` to some program.
+        assert_eq!(attached_values("-o/tmp/x")[0], "/tmp/x");
+        assert!(attached_values("-rf/etc").contains(&"/etc"));
+        assert_eq!(attached_values("-I./include"), vec!["./include"]);
+        assert!(attached_values("-la").is_empty());
+        assert!(attached_values("-n5").is_empty());
     }
 }

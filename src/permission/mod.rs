@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod dangerous;
+mod programs;
 pub mod rules;
 pub mod serial;
 pub mod shell;
@@ -172,10 +173,12 @@ pub const SENSITIVE_FILES: [&str; 10] = [
 /// Files whose change grants the agent power it was not given: its own
 /// settings, git's configuration and hooks, files that editors, direnv or
 /// hook managers run. Changing one asks in every mode but bypass.
-pub const POWER_FILES: [&str; 16] = [
+pub const POWER_FILES: [&str; 17] = [
     ".bareagent/**",
     ".git/**",
     "**/.git/**",
+    // A `.git` file (`gitdir: …`) points git at another repository.
+    "**/.git",
     "**/.envrc",
     ".vscode/**",
     ".idea/**",
@@ -185,16 +188,21 @@ pub const POWER_FILES: [&str; 16] = [
     "**/.nvimrc",
     "**/.exrc",
     ".mcp.json",
-    ".cargo/config",
-    ".cargo/config.toml",
+    // cargo reads these in every directory above where it runs.
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
     ".husky/**",
     ".pre-commit-config.yaml",
 ];
 
+/// Case-insensitive: on macOS and Windows `.GIT/config` is `.git/config`.
 fn glob_set(patterns: &[&str]) -> GlobSet {
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
-        if let Ok(glob) = globset::Glob::new(pattern) {
+        if let Ok(glob) = globset::GlobBuilder::new(pattern)
+            .case_insensitive(true)
+            .build()
+        {
             set.add(glob);
         }
     }
@@ -347,7 +355,15 @@ impl PermissionGate {
                     check.writes.iter().map(String::as_str).collect(),
                 )
             }
-            Target::Path(path) if action.kind == ActionKind::Edit => (vec![], vec![path.as_str()]),
+            // edit_file and multi_edit read the file first (and show lines of it
+            // when `old_string` misses): a read as much as a write.
+            Target::Path(path) if action.kind == ActionKind::Edit => {
+                let read = rules::READING_EDITORS.contains(&tool);
+                (
+                    read.then_some(path.as_str()).into_iter().collect(),
+                    vec![path.as_str()],
+                )
+            }
             Target::Path(path) if action.kind == ActionKind::Read => (vec![path.as_str()], vec![]),
             _ => (vec![], vec![]),
         };
@@ -364,7 +380,7 @@ impl PermissionGate {
             }
         }
         for path in &reads {
-            if self.sensitive.is_match(path) && !rules.allows(tool, Subject::Read(path)) {
+            if self.sensitive.is_match(path) && !rules.names(tool, Subject::Read(path)) {
                 reasons.push(format!("`{path}` may hold secrets"));
                 break;
             }
@@ -402,12 +418,30 @@ impl PermissionGate {
     /// Why a recursive read of the directories a command line scans must
     /// ask: a file under them that a rule denies or asks for, or that may
     /// hold secrets. Looks at the first files of a walk only (hidden and
-    /// ignored ones included), and asks when the walk is cut short.
+    /// ignored ones included), and asks when the walk is cut short. Some
+    /// readers follow symbolic links (`grep -R`, `zip`), so a link is judged
+    /// by where it leads too: out of the workspace asks, into a directory
+    /// walks that directory as well.
     fn scan_reason(&self, check: &CommandCheck, rules: &RuleSet) -> Option<String> {
         const MAX_SCANNED: usize = 20_000;
+        let Ok(paths) = crate::workspace::PathResolver::new(&check.root) else {
+            return Some("the workspace root cannot be resolved to check what it reads".into());
+        };
+        let shown = |path: &std::path::Path| {
+            path.strip_prefix(&check.root)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned()
+        };
         let mut seen = 0;
-        for dir in &check.scans {
-            let walk = ignore::WalkBuilder::new(dir)
+        let mut queue: Vec<PathBuf> = check.scans.clone();
+        let mut walked: Vec<PathBuf> = Vec::new();
+        while let Some(dir) = queue.pop() {
+            if walked.contains(&dir) {
+                continue;
+            }
+            walked.push(dir.clone());
+            let walk = ignore::WalkBuilder::new(&dir)
                 .standard_filters(false)
                 .follow_links(false)
                 .build();
@@ -416,25 +450,38 @@ impl PermissionGate {
                 if seen > MAX_SCANNED {
                     return Some(format!(
                         "it reads every file under `{}`, too many to check for secrets",
-                        dir.strip_prefix(&check.root).unwrap_or(dir).display()
+                        shown(&dir)
                     ));
                 }
-                let Ok(relative) = entry.path().strip_prefix(&check.root) else {
-                    continue;
-                };
-                let relative = relative.to_string_lossy();
-                let why = match rules.read_verdict("bash", &relative) {
-                    Verdict::Deny(rule) | Verdict::Ask(rule) => format!("the rule `{rule}` covers"),
-                    _ if self.sensitive.is_match(relative.as_ref())
-                        && !rules.allows("bash", Subject::Read(&relative)) =>
-                    {
-                        "may hold secrets".to_string()
+                let relative = shown(entry.path());
+                let mut names = vec![relative.clone()];
+                if entry.path_is_symlink() {
+                    match paths.resolve(&entry.path().to_string_lossy()) {
+                        Err(_) => {
+                            return Some(format!(
+                                "it reads every file under its directory, and `{relative}` links outside the workspace"
+                            ));
+                        }
+                        Ok(real) if real.is_dir() => queue.push(real),
+                        Ok(real) => names.push(shown(&real)),
                     }
-                    _ => continue,
-                };
-                return Some(format!(
-                    "it reads every file under its directory, `{relative}` among them, which {why}"
-                ));
+                }
+                for name in &names {
+                    let why = match rules.read_verdict("bash", name) {
+                        Verdict::Deny(rule) | Verdict::Ask(rule) => {
+                            format!("the rule `{rule}` covers")
+                        }
+                        _ if self.sensitive.is_match(name.as_str())
+                            && !rules.names("bash", Subject::Read(name)) =>
+                        {
+                            "may hold secrets".to_string()
+                        }
+                        _ => continue,
+                    };
+                    return Some(format!(
+                        "it reads every file under its directory, `{name}` among them, which {why}"
+                    ));
+                }
             }
         }
         None
@@ -453,7 +500,7 @@ impl PermissionGate {
         }
         if self.mode != PermissionMode::Bypass
             && self.sensitive.is_match(path)
-            && !rules.allows(tool, Subject::Read(path))
+            && !rules.names(tool, Subject::Read(path))
         {
             return FileVisibility::NeedsApproval("it may hold secrets".into());
         }

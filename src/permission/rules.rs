@@ -45,7 +45,7 @@ const READ_TOOLS: [&str; 4] = ["read", "read_file", "grep", "glob"];
 /// Tools whose patterned rules speak for every write.
 const EDIT_TOOLS: [&str; 4] = ["edit", "edit_file", "write_file", "multi_edit"];
 /// Tools that read the file they edit.
-const READING_EDITORS: [&str; 2] = ["edit_file", "multi_edit"];
+pub(crate) const READING_EDITORS: [&str; 2] = ["edit_file", "multi_edit"];
 
 /// One thing an action does that a rule can speak about.
 #[derive(Clone, Copy, Debug)]
@@ -248,6 +248,15 @@ impl RuleSet {
         self.allow
             .iter()
             .any(|rule| rule.covers(tool, subject, false))
+    }
+
+    /// Whether an allow rule with a path pattern covers `subject`: what a
+    /// file that may hold secrets needs, since a rule naming only the tool
+    /// (`read_file`) was written about reads in general, not about `.env`.
+    pub fn names(&self, tool: &str, subject: Subject<'_>) -> bool {
+        self.allow.iter().any(|rule| {
+            matches!(rule.pattern, Some(Pattern::Path(..))) && rule.covers(tool, subject, false)
+        })
     }
 
     /// The directories read-deny rules name before their first wildcard

@@ -25,6 +25,9 @@ pub struct Word {
     pub glob: bool,
     /// Some part of it was quoted or escaped (so it is not a keyword).
     pub quoted: bool,
+    /// A glob that also holds a quoted `*`, `?`, `[` or `]`, which bash
+    /// matches literally: the text alone no longer says what it matches.
+    pub quoted_glob: bool,
     /// How many bytes of `text` came before the first quote or escape: an
     /// assignment's name must lie in them (`"A"=1 cmd` runs a program `A=1`).
     unquoted_prefix: usize,
@@ -416,6 +419,10 @@ impl Reader {
                     if c == '\n' {
                         self.heredoc_bodies();
                     }
+                    if piped {
+                        // `a |` + newline (or a comment) + `b` is still one pipeline.
+                        self.skip_line_breaks();
+                    }
                 }
                 '(' => {
                     if self.peek_at(1) == Some('(') {
@@ -503,6 +510,21 @@ impl Reader {
             match (self.peek(), self.peek_at(1)) {
                 (Some(' ' | '\t'), _) => self.at += 1,
                 (Some('\\'), Some('\n')) => self.at += 2,
+                _ => break,
+            }
+        }
+    }
+
+    /// Blanks, comments and newlines (with the here-document bodies they start).
+    fn skip_line_breaks(&mut self) {
+        loop {
+            self.skip_blanks();
+            match self.peek() {
+                Some('#') => self.skip_comment(),
+                Some('\n') => {
+                    self.at += 1;
+                    self.heredoc_bodies();
+                }
                 _ => break,
             }
         }
@@ -631,6 +653,7 @@ impl Reader {
     fn word(&mut self, command: &mut SimpleCommand) -> Word {
         let mut word = Word::default();
         let starts_at = self.at;
+        let mut unquoted_glob_chars = 0;
         while let Some(c) = self.peek() {
             if !word.quoted && matches!(c, '\\' | '\'' | '"' | '$' | '`') {
                 word.unquoted_prefix = word.text.len();
@@ -671,11 +694,20 @@ impl Reader {
                 '`' => self.backtick(&mut word, command),
                 '*' | '?' | '[' => {
                     word.glob = true;
+                    unquoted_glob_chars += 1;
                     word.text.push(c);
                     self.at += 1;
                 }
-                '~' if self.at == starts_at => {
-                    // `~`, `~user`: a home directory.
+                ']' => {
+                    unquoted_glob_chars += 1;
+                    word.text.push(c);
+                    self.at += 1;
+                }
+                '~' if self.at == starts_at
+                    || (word.text.ends_with(['=', ':']) && is_assignment(&word.text)) =>
+                {
+                    // `~`, `~user`: a home directory; bash also expands it
+                    // after the `=` or a `:` of `name=…` (`if=~/.ssh/id_rsa`).
                     word.opaque = true;
                     word.text.push(c);
                     self.at += 1;
@@ -697,15 +729,23 @@ impl Reader {
         if !word.quoted {
             word.unquoted_prefix = word.text.len();
         }
+        let glob_chars = word
+            .text
+            .chars()
+            .filter(|c| matches!(c, '*' | '?' | '[' | ']'))
+            .count();
+        word.quoted_glob = word.glob && glob_chars != unquoted_glob_chars;
         word
     }
 
     /// Whether the `{` at the cursor opens a brace expansion (`,` or `..`
-    /// before its matching `}`).
+    /// before its matching `}`). Quoted and escaped text is skipped, not a
+    /// word's end: `{"a b",/etc/passwd}` expands to two words.
     fn brace_expands(&self) -> bool {
         let mut depth = 0;
         let mut previous = '{';
-        for &c in &self.chars[self.at..] {
+        let mut chars = self.chars[self.at..].iter().copied();
+        while let Some(c) = chars.next() {
             match c {
                 '{' => depth += 1,
                 '}' => {
@@ -716,6 +756,20 @@ impl Reader {
                 }
                 ',' if depth >= 1 => return true,
                 '.' if previous == '.' && depth >= 1 => return true,
+                '\\' => {
+                    chars.next();
+                }
+                '\'' if !chars.by_ref().any(|q| q == '\'') => return false,
+                '"' => {
+                    let mut escaped = false;
+                    for q in chars.by_ref() {
+                        match q {
+                            '"' if !escaped => break,
+                            '\\' if !escaped => escaped = true,
+                            _ => escaped = false,
+                        }
+                    }
+                }
                 ' ' | '\t' | '\n' | ';' | '|' | '&' => return false,
                 _ => {}
             }
@@ -813,6 +867,10 @@ impl Reader {
                 if body.contains("$(") || body.contains('`') {
                     self.problem("an arithmetic expansion that runs commands");
                 }
+                // `$((PATH=0))` assigns: the program lookup changes.
+                if body.contains('=') {
+                    self.problem("an arithmetic expansion that assigns");
+                }
                 if self.peek() == Some(')') {
                     self.at += 1; // the first `)`, where `balanced` stopped
                 }
@@ -838,6 +896,11 @@ impl Reader {
                 if body.contains(['$', '`', '\'', '"', '\\']) {
                     self.problem("a `${…}` expansion holding quotes or other expansions");
                 }
+                // `${X=v}`, `${X:=v}` and arithmetic in `${X:off}` or `${a[i]}`
+                // assign: `${BASH_CMDS[cat]=/bin/rm}` makes `cat` run rm.
+                if body.contains('=') {
+                    self.problem("a `${…}` expansion that assigns");
+                }
                 word.opaque = true;
                 word.text.extend(&self.chars[start..self.at]);
             }
@@ -857,6 +920,13 @@ impl Reader {
                     word.text.push(c);
                     self.at += 1;
                 }
+            }
+            Some('[') => {
+                // `$[…]`: bash's old arithmetic, which can assign like `$((…))`.
+                self.problem("an arithmetic expansion `$[…]`");
+                word.opaque = true;
+                word.text.push('$');
+                self.at += 1;
             }
             Some(c @ ('@' | '*' | '#' | '?' | '-' | '$' | '!')) => {
                 word.opaque = true;
@@ -1081,6 +1151,42 @@ mod tests {
     }
 
     #[test]
+    fn brace_expansion_is_seen_through_quoted_blanks() {
+        for line in ["cat {\"a b\",/etc}", "cat {a\\ b,/etc}", "cat {'a b',/etc}"] {
+            assert!(parse(line).commands()[0].words[1].opaque, "{line}");
+        }
+        assert!(!parse("echo '{a b,c}'").commands()[0].words[1].opaque);
+    }
+
+    #[test]
+    fn a_pipe_continues_past_newlines_and_comments() {
+        let parsed = parse("echo x | # feed it\n\n  sh");
+        assert_eq!(parsed.pipelines[0].commands.len(), 2, "{parsed:?}");
+    }
+
+    #[test]
+    fn tilde_after_an_assignments_equals_is_a_home_directory() {
+        let parsed = parse("dd if=~/.ssh/id_rsa a=b:~/x --file=~/y");
+        let opaque: Vec<bool> = parsed.commands()[0]
+            .words
+            .iter()
+            .map(|w| w.opaque)
+            .collect();
+        // bash: `if=/root/.ssh/id_rsa a=b:/root/x --file=~/y`.
+        assert_eq!(opaque, vec![false, true, true, false]);
+    }
+
+    #[test]
+    fn a_glob_with_quoted_wildcards_is_marked() {
+        let parsed = parse("cat '['x]* \\** a*");
+        let flags: Vec<bool> = parsed.commands()[0].words[1..]
+            .iter()
+            .map(|w| w.quoted_glob)
+            .collect();
+        assert_eq!(flags, vec![true, true, false]);
+    }
+
+    #[test]
     fn keywords_and_escapes() {
         let found = commands("if true; then rm -r ~; fi; while false; do echo; done");
         assert!(found.contains(&words(&["rm", "-r", "~"])), "{found:?}");
@@ -1106,6 +1212,11 @@ mod tests {
             "bash -c \"$CMD\"",
             "echo )",
             "[[ -f x ]]",
+            "echo ${BASH_CMDS[cat]=/bin/rm}",
+            "echo ${CDPATH:=/}",
+            "echo ${HOME:PATH=0}",
+            "echo $((PATH=0))",
+            "echo $[PATH=0]",
         ] {
             assert!(!understood(line), "understood: {line}");
         }
