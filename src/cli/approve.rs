@@ -45,7 +45,7 @@ impl Approver for TerminalApprover {
             )),
             TerminalApprover::Tty => {
                 eprint!(
-                    "Allow {} {}? ({})\n  [y] once  [s] allow {} for this session  [a] always (saved in .bareagent/config.toml)  [N] no: ",
+                    "Allow {} {}? ({})\n  [y] once  [s] allow {} for this session  [a] always (saved in your config for this project)  [N] no: ",
                     action.tool, action.summary, question.reason, question.rule
                 );
                 parse_word(&read_line().await.unwrap_or_default())

@@ -142,14 +142,19 @@ fn on_a_terminal_the_second_question_comes_after_the_first_answer() {
     assert_eq!(questions(&shown), 1, "{shown}");
     assert!(shown.contains("Allow read_file .env?"), "{shown}");
     master.write_all(b"y\n").unwrap();
-    let shown = terminal.wait_for("the second question", |t| questions(t) == 2);
+    let shown = terminal.wait_for("the second question", |t| {
+        t.contains("Allow read_file config/.env.local?")
+    });
+    assert_eq!(questions(&shown), 2, "{shown}");
     master.write_all(b"n\n").unwrap();
     assert!(wait_exit(&mut child).success(), "{}", terminal.text());
 
     // The terminal shows: question, its answer (the echo), next question.
     let shown = shown.replace("\r\n", "\n");
-    let first = shown.find("Allow read_file .env?").unwrap();
-    let second = shown.find("Allow read_file config/.env.local?").unwrap();
+    let first = shown.find("Allow read_file .env?").expect(&shown);
+    let second = shown
+        .find("Allow read_file config/.env.local?")
+        .expect(&shown);
     assert!(first < second, "{shown}");
     // The echo of the answer: after the prompt, or on a line of its own when
     // the second call's line came in between.
