@@ -66,6 +66,43 @@ fn is_secret(name: &str) -> bool {
     name.ends_with("_API_KEY") || name.ends_with("_AUTH_TOKEN")
 }
 
+/// git settings every command runs with, whatever the repository's config
+/// says: a directory shaped like a bare repository is not one (a cloned
+/// project could ship one whose config runs programs), and no file-system
+/// monitor program is started (its only effect is speed).
+const GIT_OVERRIDES: [(&str, &str); 2] = [
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+];
+
+/// What the permission check assumed when it read the line: `cd` goes
+/// where it says (no `CDPATH`), a bare name is a program from the system's
+/// `PATH`, never one the workspace planted (no empty or relative entries),
+/// and git keeps [`GIT_OVERRIDES`], added after any the user set.
+fn harden_environment(cmd: &mut tokio::process::Command) {
+    cmd.env_remove("CDPATH");
+    if let Some(path) = std::env::var_os("PATH") {
+        let absolute: Vec<std::path::PathBuf> = std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute())
+            .collect();
+        if let Ok(joined) = std::env::join_paths(absolute) {
+            cmd.env("PATH", joined);
+        }
+    }
+    let first = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    for (offset, (key, value)) in GIT_OVERRIDES.iter().enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{}", first + offset), key);
+        cmd.env(format!("GIT_CONFIG_VALUE_{}", first + offset), value);
+    }
+    cmd.env(
+        "GIT_CONFIG_COUNT",
+        (first + GIT_OVERRIDES.len()).to_string(),
+    );
+}
+
 impl GroupProcess {
     /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
     /// captured together, in a new process group, inside `sandbox`.
@@ -92,6 +129,7 @@ impl GroupProcess {
                 cmd.env_remove(name);
             }
         }
+        harden_environment(&mut cmd);
         let temp = confinement.environment(&mut cmd);
         let confine = confinement.for_child();
         // SAFETY: the closure makes only async-signal-safe syscalls (getpid,

@@ -615,6 +615,27 @@ fn red_team() -> Vec<Case> {
             Asked,
             None,
         ),
+        // In bypass nothing asks: the command environment's git settings
+        // (safe.bareRepository=explicit, core.fsmonitor=false) still keep
+        // the repository's own config from running the payload.
+        in_mode(
+            bash(
+                "bypass: git status in an embedded bare repository",
+                &[],
+                "cd bare && git status",
+                Allowed,
+            ),
+            PermissionMode::Bypass,
+        ),
+        in_mode(
+            bash(
+                "bypass: fsmonitor planted in .git/config",
+                &[],
+                "git init -q && printf '[core]\\n\\tfsmonitor = \"rm -rf victim; false\"\\n' >> .git/config && git status",
+                Allowed,
+            ),
+            PermissionMode::Bypass,
+        ),
         // cargo reads `.cargo/config.toml` in every directory above where it runs.
         in_mode(
             narrow(
