@@ -41,19 +41,10 @@ fn run_against(server: &ModelServer, dir: &Path, extra: &[&str]) -> Output {
 }
 
 fn run_in(mut command: Command, server: &ModelServer, extra: &[&str]) -> Output {
-    command
-        .args([
-            "run",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &server.anthropic_base(),
-            "--idle-timeout",
-            "2",
-        ])
+    crate::common::run_against_model(&mut command, server)
+        .args(["--idle-timeout", "2"])
         .args(extra)
         .arg(DEMO_PROMPT)
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
         .output()
         .unwrap()
 }

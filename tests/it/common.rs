@@ -249,3 +249,12 @@ pub fn bareagent(dir: &Path) -> Command {
     }
     command
 }
+
+/// `bareagent run` against the scripted model server's Anthropic API, with
+/// the test key: the arguments every end-to-end run starts with.
+pub fn run_against_model<'c>(command: &'c mut Command, server: &ModelServer) -> &'c mut Command {
+    command
+        .args(["run", "--provider", "anthropic", "--base-url"])
+        .arg(server.anthropic_base())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+}

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -135,19 +135,9 @@ impl Agent {
 fn start(front: FrontEnd, dir: &Path, server: &ModelServer) -> Agent {
     match front {
         FrontEnd::Run => Agent::Run(
-            Command::new(env!("CARGO_BIN_EXE_bareagent"))
-                .current_dir(dir)
-                .stdin(Stdio::null())
+            crate::common::run_against_model(&mut crate::common::bareagent(dir), server)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
-                .env("ANTHROPIC_API_KEY", TEST_KEY)
-                .args([
-                    "run",
-                    "--provider",
-                    "anthropic",
-                    "--base-url",
-                    &server.anthropic_base(),
-                ])
                 .args(["--permission-mode", "bypass", "go"])
                 .spawn()
                 .expect("bareagent run starts"),

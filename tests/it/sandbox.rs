@@ -7,7 +7,6 @@
 //! run proves it is the sandbox that stopped the attacks.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use bareagent::sandbox::{SandboxMode, SandboxPolicy, SandboxSettings, SandboxStatus};
 use serde_json::json;
@@ -224,20 +223,10 @@ fn run_with(
         .collect();
     script.push(Reply::text("done").into());
     let server = ModelServer::start(script);
-    let out = Command::new(env!("CARGO_BIN_EXE_bareagent"))
-        .current_dir(f.dir.path())
-        .stdin(Stdio::null())
+    let mut command = crate::common::bareagent(f.dir.path());
+    let out = crate::common::run_against_model(&mut command, &server)
         .env("HOME", f.home.path())
         .env_remove("XDG_CONFIG_HOME")
-        .env_remove("OPENAI_API_KEY")
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
-        .args([
-            "run",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &server.anthropic_base(),
-        ])
         .args(["--permission-mode", "bypass", "--idle-timeout", "10", "go"])
         .output()
         .expect("bareagent runs");
