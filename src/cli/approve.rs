@@ -79,6 +79,24 @@ impl Approver for TerminalApprover {
 }
 
 /// One line of stdin; `None` at the end of input.
+/// The first-run question for a directory whose own settings were left out:
+/// trust it? Only `y`/`yes` trusts; anything else, end of input included, is no.
+pub async fn ask_to_trust(root: &std::path::Path) -> bool {
+    eprint!(
+        "Trust {} and apply its .bareagent/config.toml in full (it may allow commands)? [y/N] ",
+        root.display()
+    );
+    matches!(
+        read_line()
+            .await
+            .unwrap_or_default()
+            .trim()
+            .to_lowercase()
+            .as_str(),
+        "y" | "yes"
+    )
+}
+
 async fn read_line() -> Option<String> {
     tokio::task::spawn_blocking(|| {
         let mut line = String::new();

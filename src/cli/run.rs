@@ -24,9 +24,19 @@ use crate::workspace::{DiskWorkspace, Workspace};
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let root = std::env::current_dir().context("cannot read the current directory")?;
     let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
-    let settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
+    let mut settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
     if let Some(notice) = settings.ignored_notice(workspace.paths().root()) {
         eprintln!("bareagent: {notice}");
+        // On a terminal, the user can trust the directory here and now.
+        if !args.json
+            && std::io::stdin().is_terminal()
+            && super::approve::ask_to_trust(workspace.paths().root()).await
+        {
+            let written = crate::config::trust_project(workspace.paths().root())
+                .map_err(anyhow::Error::msg)?;
+            eprintln!("bareagent: trusted (recorded in {})", written.display());
+            settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
+        }
     }
     let provider = build_provider(&args, &settings)?;
 

@@ -272,3 +272,55 @@ fn with_json_each_question_has_an_id_and_only_its_answer_counts() {
     assert!(!sent[0].1 && sent[0].0.contains("KEY=one"), "{sent:?}");
     assert!(sent[1].1 && sent[1].0.contains("Denied"), "{sent:?}");
 }
+
+/// On a terminal, `bareagent run` in a directory whose own settings were
+/// ignored asks whether to trust it; "y" records the trust and the settings
+/// apply to this run at once; a second run does not ask again.
+#[test]
+fn on_a_terminal_the_first_run_asks_to_trust_the_project() {
+    let dir = workspace(&[(
+        ".bareagent/config.toml",
+        "[permissions]\nallow = [\"bash(echo:*)\"]\n",
+    )]);
+    let config_home = tempfile::tempdir().unwrap();
+    let script = || {
+        ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": "echo trusted-run"})).into(),
+            Reply::text("done").into(),
+        ])
+    };
+    let server = script();
+    let (mut master, slave) = pty();
+    let mut child = bareagent(dir.path(), &server, &[])
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let terminal = Output::collect(master.try_clone().unwrap());
+    terminal.wait_for("the trust question", |t| t.contains("[y/N]"));
+    master.write_all(b"y\n").unwrap();
+    assert!(wait_exit(&mut child).success(), "{}", terminal.text());
+    let shown = terminal.text();
+    assert!(shown.contains("trusted (recorded in"), "{shown}");
+    assert!(
+        !shown.contains("Allow bash"),
+        "the allow rule applied at once: {shown}"
+    );
+    let sent = sent_tool_results(&server.requests()[1].body);
+    assert_eq!(sent[0], ("trusted-run\n".to_string(), false), "{shown}");
+
+    // Trusted now: no notice, no question.
+    let server = script();
+    let out = bareagent(dir.path(), &server, &[])
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("[y/N]") && !stderr.contains("Ignored"),
+        "{stderr}"
+    );
+}
