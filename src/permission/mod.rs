@@ -367,11 +367,12 @@ impl PermissionGate {
             Target::Path(path) if action.kind == ActionKind::Read => (vec![path.as_str()], vec![]),
             _ => (vec![], vec![]),
         };
-        let commands_names = matches!(action.target, Target::Command(_));
-        for path in writes
-            .iter()
-            .chain(commands_names.then_some(&reads).into_iter().flatten())
-        {
+        // A command may change any path it names; a file tool only its target.
+        let may_change: Vec<&str> = match &action.target {
+            Target::Command(_) => writes.iter().chain(&reads).copied().collect(),
+            _ => writes.clone(),
+        };
+        for path in &may_change {
             if self.power.is_match(path) {
                 reasons.push(format!(
                     "it changes `{path}`, which can give the agent more power or run code later"
