@@ -27,10 +27,14 @@ fn main() -> ExitCode {
     };
     match cli.command {
         None | Some(Command::Lsp) => {
-            runtime.block_on(bareagent::lsp::serve());
+            let clean = runtime.block_on(bareagent::lsp::serve());
             // stdin's reader thread may still be blocked in read(2): do not wait for it.
             runtime.shutdown_background();
-            ExitCode::SUCCESS
+            if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Some(Command::Trust { path }) => match bareagent::cli::trust(path) {
             Ok(()) => ExitCode::SUCCESS,

@@ -24,9 +24,15 @@ pub use documents::{Change, Document, Encoding, Pos};
 const CONCURRENCY: usize = 64;
 
 /// Serves LSP on stdin/stdout until the editor closes stdin or says `exit`.
-pub async fn serve() {
-    let (service, socket) = LspService::build(|client| server::Backend {
-        state: Arc::new(state::State::new(client)),
+/// Returns whether the ending was clean: `false` for an `exit` that came
+/// without a `shutdown` before it (the process then exits with 1).
+pub async fn serve() -> bool {
+    let shared: Arc<std::sync::OnceLock<Arc<state::State>>> = Arc::default();
+    let keep = shared.clone();
+    let (service, socket) = LspService::build(move |client| {
+        let state = Arc::new(state::State::new(client));
+        let _ = keep.set(state.clone());
+        server::Backend { state }
     })
     .custom_method(
         "window/workDoneProgress/cancel",
@@ -49,6 +55,14 @@ pub async fn serve() {
         .concurrency_level(CONCURRENCY)
         .serve(service)
         .await;
+    // Still reading: the editor's `exit` ended the server, not its closing stdin.
+    let by_exit = !reader.is_finished();
     reader.abort();
     let _ = writer.await;
+    let shut_down = shared.get().is_some_and(|state| {
+        state
+            .shutdown_requested
+            .load(std::sync::atomic::Ordering::Relaxed)
+    });
+    !by_exit || shut_down
 }

@@ -148,6 +148,9 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        self.state
+            .shutdown_requested
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.stop_everything();
         Ok(())
     }

@@ -122,6 +122,9 @@ pub struct State {
     pub configured: tokio::sync::watch::Sender<bool>,
     /// Set once the user was told which untrusted project settings were ignored.
     pub trust_notice_shown: std::sync::atomic::AtomicBool,
+    /// Set by `shutdown`: an `exit` after it ends the process with 0, an
+    /// `exit` without it with 1, as the specification asks.
+    pub shutdown_requested: std::sync::atomic::AtomicBool,
 }
 
 /// The main session: the one the chat file shows.
@@ -142,6 +145,7 @@ impl State {
             configured: tokio::sync::watch::Sender::new(false),
 
             trust_notice_shown: std::sync::atomic::AtomicBool::new(false),
+            shutdown_requested: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

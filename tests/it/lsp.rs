@@ -1118,3 +1118,24 @@ fn settings_the_agent_changed_are_not_reloaded_into_its_session() {
     );
     assert_eq!(client.shutdown().code(), Some(0));
 }
+
+/// The specification's exit codes: `exit` after `shutdown` is 0, `exit`
+/// without it is 1; an editor closing stdin is a clean end (0).
+#[test]
+fn exit_without_shutdown_is_exit_code_one() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![]);
+    let client = start(dir.path(), options(dir.path(), &server, "default"));
+    client.notify("exit", Value::Null);
+    let status = client
+        .wait_for_exit(LONG)
+        .expect("the server exits on `exit`");
+    assert_eq!(status.code(), Some(1), "exit without shutdown");
+
+    let client = start(dir.path(), options(dir.path(), &server, "default"));
+    assert_eq!(client.shutdown().code(), Some(0), "exit after shutdown");
+
+    let client = start(dir.path(), options(dir.path(), &server, "default"));
+    let status = client.close_stdin_and_wait(LONG).expect("exits on EOF");
+    assert_eq!(status.code(), Some(0), "stdin closed");
+}

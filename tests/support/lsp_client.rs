@@ -480,7 +480,7 @@ impl LspClient {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait_for_exit(&self, timeout: Duration) -> Option<ExitStatus> {
+    pub fn wait_for_exit(&self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(Some(status)) = self.child().try_wait() {
