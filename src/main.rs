@@ -5,7 +5,10 @@ use clap::Parser;
 use bareagent::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     init_logging();
     // Still one thread: the only time forking the reaper is sound.
     protect_environment();
@@ -27,6 +30,13 @@ fn main() -> ExitCode {
     };
     match cli.command {
         None | Some(Command::Lsp) => {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                eprintln!(
+                    "bareagent: this is the language server, waiting for LSP messages on stdin; \
+                     start it from your editor, or ask the agent here with `bareagent run \"…\"` \
+                     (see `bareagent run --help`)."
+                );
+            }
             let clean = runtime.block_on(bareagent::lsp::serve());
             // stdin's reader thread may still be blocked in read(2): do not wait for it.
             runtime.shutdown_background();
@@ -62,6 +72,23 @@ fn protect_environment() {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
         tracing::warn!(error = %std::io::Error::last_os_error(), "cannot make the agent non-dumpable");
+    }
+}
+
+/// Clap's own message, and for a prompt given where a command was expected
+/// (`bareagent "fix it"`), the command that asks it.
+fn usage_error(error: clap::Error) -> ExitCode {
+    let _ = error.print();
+    if error.kind() == clap::error::ErrorKind::InvalidSubcommand {
+        let words: Vec<String> = std::env::args().skip(1).collect();
+        let prompt = words.join(" ").replace('"', "\\\"");
+        eprintln!("\nTo ask the agent: bareagent run \"{prompt}\"");
+    }
+    match error.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            ExitCode::SUCCESS
+        }
+        _ => ExitCode::from(2),
     }
 }
 

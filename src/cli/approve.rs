@@ -72,13 +72,15 @@ impl Approver for TerminalApprover {
                         }
                     }
                 }
-                Approval::Reject(DENIED_BY_USER.to_string())
+                Approval::Reject(NO_ANSWER.to_string())
             }
         }
     }
 }
 
-/// One line of stdin; `None` at the end of input.
+/// The answer when stdin ends before the question is answered.
+const NO_ANSWER: &str = "Denied: no answer (stdin closed)";
+
 /// The first-run question for a directory whose own settings were left out:
 /// trust it? Only `y`/`yes` trusts; anything else, end of input included, is no.
 pub async fn ask_to_trust(root: &std::path::Path) -> bool {
@@ -97,6 +99,7 @@ pub async fn ask_to_trust(root: &std::path::Path) -> bool {
     )
 }
 
+/// One line of stdin; `None` at the end of input.
 async fn read_line() -> Option<String> {
     tokio::task::spawn_blocking(|| {
         let mut line = String::new();

@@ -324,3 +324,21 @@ fn on_a_terminal_the_first_run_asks_to_trust_the_project() {
         "{stderr}"
     );
 }
+
+/// `bareagent` alone on a terminal says what it is instead of waiting silently.
+#[test]
+fn the_language_server_on_a_terminal_says_what_it_is() {
+    let dir = workspace(&[]);
+    let (master, slave) = pty();
+    let mut child = crate::common::bareagent(dir.path())
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let terminal = Output::collect(master.try_clone().unwrap());
+    let shown = terminal.wait_for("the notice", |t| t.contains("bareagent run --help"));
+    assert!(shown.contains("language server"), "{shown}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -548,3 +548,29 @@ fn an_untrusted_project_cannot_grant_itself_power() {
         "{stderr}"
     );
 }
+
+/// A prompt where a command belongs gets the command that asks it; with
+/// `--json` and stdin at its end, a question is "no answer", not the user's no.
+#[test]
+fn a_bare_prompt_and_a_closed_stdin_are_explained() {
+    let dir = workspace(&[]);
+    let out = bareagent(dir.path()).arg("fix it").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("bareagent run \"fix it\""),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo hi"})).into(),
+        Reply::text("done").into(),
+    ]);
+    let out = run_against(&server, dir.path(), &["--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+    assert_eq!(
+        sent[0],
+        ("Denied: no answer (stdin closed)".to_string(), true)
+    );
+}
