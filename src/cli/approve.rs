@@ -45,8 +45,11 @@ impl Approver for TerminalApprover {
             )),
             TerminalApprover::Tty => {
                 eprint!(
-                    "Allow {} {}? ({})\n  [y] once  [s] allow {} for this session  [a] always (saved in your config for this project)  [N] no: ",
-                    action.tool, action.summary, question.reason, question.rule
+                    "Allow {} {}? ({})\n  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
+                    action.tool,
+                    action.summary,
+                    question.reason,
+                    rule = question.rule
                 );
                 parse_word(&read_line().await.unwrap_or_default())
             }

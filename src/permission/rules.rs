@@ -328,19 +328,46 @@ pub fn suggested_rule(action: &Action) -> String {
                 .collect();
             format!("{}(./{escaped})", action.tool)
         }
+        // The program and its first argument (`cargo test`, `python3 -c`),
+        // never the program alone when it has one: "always" must not turn
+        // one `python3 -c …` check into every `python3` command.
         Target::Command(check) => {
-            let commands = check.commands();
-            let first = commands.first().cloned().unwrap_or_default();
-            let mut prefix: Vec<&str> = first.iter().take(1).copied().collect();
-            if let Some(second) = first
-                .get(1)
-                .filter(|w| !w.starts_with('-') && !w.contains('/') && !w.contains('.'))
-            {
-                prefix.push(second);
+            let Some(first) = check.parsed.commands().into_iter().next().cloned() else {
+                return action.tool.clone();
+            };
+            let mut words = first.words.iter().take(2);
+            let program = words
+                .next()
+                .map(|w| shell_quote(&w.text))
+                .unwrap_or_default();
+            match words.next() {
+                Some(argument) if argument.opaque || argument.glob => {
+                    format!("{}({program})", action.tool)
+                }
+                Some(argument) => {
+                    format!(
+                        "{}({program} {}:*)",
+                        action.tool,
+                        shell_quote(&argument.text)
+                    )
+                }
+                None => format!("{}({program}:*)", action.tool),
             }
-            format!("{}({}:*)", action.tool, prefix.join(" "))
         }
         _ => action.tool.clone(),
+    }
+}
+
+/// A word as the shell reader reads it back: plain, or single-quoted.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:=+-@%,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -501,11 +528,28 @@ mod tests {
             suggested_rule(&bash("cargo test --release")),
             "bash(cargo test:*)"
         );
-        assert_eq!(suggested_rule(&bash("ls -la")), "bash(ls:*)");
-        assert_eq!(
-            suggested_rule(&bash("python3 script.py")),
-            "bash(python3:*)"
-        );
+        // Never broader than the program and its first argument.
+        for (line, rule) in [
+            ("ls -la", "bash(ls -la:*)"),
+            ("ls", "bash(ls:*)"),
+            ("python3 script.py", "bash(python3 script.py:*)"),
+            ("python3 -c 'import x'", "bash(python3 -c:*)"),
+            ("echo 'a b' c", "bash(echo 'a b':*)"),
+            ("cat $HOME/x", "bash(cat)"),
+            ("RUST_LOG=1 cargo build && ls", "bash(cargo build:*)"),
+        ] {
+            let suggested = suggested_rule(&bash(line));
+            assert_eq!(suggested, rule, "{line}");
+            // The rule it suggests parses, and covers the command it came from
+            // (where a rule can cover it at all).
+            let set = rules(&[&suggested], &[], &[]);
+            if !line.contains('$') && !line.contains("&&") {
+                assert!(
+                    matches!(set.evaluate(&bash(line)), Verdict::Allow(_)),
+                    "{line}: {suggested}"
+                );
+            }
+        }
         assert_eq!(suggested_rule(&edit("a.rs")), "edit_file");
         // A read asks only for one file: its rule names that file, not every read.
         let read = |path: &str| Action {
