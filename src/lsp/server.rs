@@ -205,6 +205,12 @@ impl LanguageServer for Backend {
         self.state.documents_changed.notify_waiters();
     }
 
+    /// Advertised (editors send it on every save); the buffer now matches
+    /// the disk. Nothing is kept in step with it yet.
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        tracing::debug!(uri = params.text_document.uri.as_str(), "saved");
+    }
+
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         if !params.settings.is_null() {
             self.set_editor_settings(EditorSettings::from_value(&params.settings));

@@ -1139,3 +1139,30 @@ fn exit_without_shutdown_is_exit_code_one() {
     let status = client.close_stdin_and_wait(LONG).expect("exits on EOF");
     assert_eq!(status.code(), Some(0), "stdin closed");
 }
+
+/// `didSave` is advertised, so it is handled: no warning on every save.
+#[test]
+fn did_save_is_handled_quietly() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let server = ModelServer::start(vec![]);
+    let client = start(dir.path(), options(dir.path(), &server, "default"));
+    let uri = format!("file://{}", dir.path().join("a.txt").display());
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "text", "version": 1, "text": "a\n"}}),
+    );
+    client.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    // Answered in order after the notifications: they were handled by then.
+    client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.status", "arguments": []}),
+        )
+        .unwrap();
+    assert_eq!(client.shutdown().code(), Some(0));
+    let log = client.stderr();
+    assert!(!log.contains("didSave"), "{log}");
+}
