@@ -96,6 +96,22 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
+/// Starts `command` with stdin and stderr on a new pseudo-terminal (stdout
+/// piped): the terminal's master end, the child, and what the terminal shows.
+fn on_a_terminal(mut command: Command) -> (std::fs::File, Child, Output) {
+    let (master, slave) = pty();
+    let child = command
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The parent's copies of the slave are gone with `Stdio`: the master
+    // ends when the child does.
+    let terminal = Output::collect(master.try_clone().unwrap());
+    (master, child, terminal)
+}
+
 /// A pseudo-terminal: (master, slave).
 fn pty() -> (std::fs::File, OwnedFd) {
     let (mut master, mut slave) = (0, 0);
@@ -123,16 +139,7 @@ fn pty() -> (std::fs::File, OwnedFd) {
 #[test]
 fn on_a_terminal_the_second_question_comes_after_the_first_answer() {
     let (dir, server) = two_sensitive_reads();
-    let (mut master, slave) = pty();
-    let mut child = bareagent(dir.path(), &server, &[])
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The parent's copies of the slave are gone with `Stdio`: the master
-    // ends when the child does.
-    let terminal = Output::collect(master.try_clone().unwrap());
+    let (mut master, mut child, terminal) = on_a_terminal(bareagent(dir.path(), &server, &[]));
     let questions = |text: &str| text.matches("Allow read_file").count();
 
     // Both calls have started; only the first asked.
@@ -290,15 +297,9 @@ fn on_a_terminal_the_first_run_asks_to_trust_the_project() {
         ])
     };
     let server = script();
-    let (mut master, slave) = pty();
-    let mut child = bareagent(dir.path(), &server, &[])
-        .env("XDG_CONFIG_HOME", config_home.path())
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let terminal = Output::collect(master.try_clone().unwrap());
+    let mut command = bareagent(dir.path(), &server, &[]);
+    command.env("XDG_CONFIG_HOME", config_home.path());
+    let (mut master, mut child, terminal) = on_a_terminal(command);
     terminal.wait_for("the trust question", |t| t.contains("[y/N]"));
     master.write_all(b"y\n").unwrap();
     assert!(wait_exit(&mut child).success(), "{}", terminal.text());
@@ -329,14 +330,7 @@ fn on_a_terminal_the_first_run_asks_to_trust_the_project() {
 #[test]
 fn the_language_server_on_a_terminal_says_what_it_is() {
     let dir = workspace(&[]);
-    let (master, slave) = pty();
-    let mut child = crate::common::bareagent(dir.path())
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let terminal = Output::collect(master.try_clone().unwrap());
+    let (_master, mut child, terminal) = on_a_terminal(crate::common::bareagent(dir.path()));
     let shown = terminal.wait_for("the notice", |t| t.contains("bareagent run --help"));
     assert!(shown.contains("language server"), "{shown}");
     child.kill().unwrap();

@@ -36,27 +36,23 @@ fn tricky_text() -> impl Strategy<Value = String> {
     .prop_map(|parts| parts.concat())
 }
 
+/// `text` as the inside of `"…"` (or `$"…"`) that bash reads back as `text`.
+fn escaped_for_double_quotes(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('`', "\\`")
+        .replace('$', "\\$")
+}
+
 fn word(depth: u32) -> BoxedStrategy<String> {
     let leaf = prop_oneof![
         Just("a".to_string()),
         Just("x.txt".to_string()),
         proptest::sample::select(STUBS.to_vec()).prop_map(String::from),
         tricky_text().prop_map(|t| format!("'{}'", t.replace('\'', ""))),
-        tricky_text().prop_map(|t| format!(
-            "\"{}\"",
-            t.replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('`', "\\`")
-                .replace('$', "\\$")
-        )),
+        tricky_text().prop_map(|t| format!("\"{}\"", escaped_for_double_quotes(&t))),
         tricky_text().prop_map(|t| format!("$'{}'", t.replace('\\', "\\\\").replace('\'', "\\'"))),
-        tricky_text().prop_map(|t| format!(
-            "$\"{}\"",
-            t.replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('`', "\\`")
-                .replace('$', "\\$")
-        )),
+        tricky_text().prop_map(|t| format!("$\"{}\"", escaped_for_double_quotes(&t))),
         proptest::sample::select(vec![
             "\\;",
             "\\'",
