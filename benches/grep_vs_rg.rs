@@ -57,6 +57,7 @@ fn main() {
                 case_insensitive: false,
                 head_limit: Some(usize::MAX),
                 hidden: None,
+                buffers: Default::default(),
             };
             // The search itself, every match kept (the tool then renders a capped answer).
             let (ours, found) = time(rounds, || search_files(&query, usize::MAX).expect("search"));

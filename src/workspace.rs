@@ -241,9 +241,20 @@ pub struct FileText {
     pub version: Option<i32>,
 }
 
+/// Texts that stand in for files on disk: the editor's open buffers, with
+/// their unsaved changes, by resolved path.
+pub type Buffers = std::collections::HashMap<PathBuf, String>;
+
 #[async_trait]
 pub trait Workspace: Send + Sync {
     fn paths(&self) -> &PathResolver;
+
+    /// What searches read in place of the disk, so that a search never
+    /// contradicts a read: every text `read_text` would give from somewhere
+    /// other than the disk. None on disk.
+    fn buffers(&self) -> Buffers {
+        Buffers::new()
+    }
 
     /// Reads a resolved path as UTF-8 text.
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError>;

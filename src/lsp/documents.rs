@@ -157,6 +157,10 @@ impl Documents {
     pub fn get(&self, path: &Path) -> Option<&Document> {
         self.by_path.get(path)
     }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&PathBuf, &Document)> {
+        self.by_path.iter()
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tower_lsp_server::ls_types::{
 
 use super::documents::{Encoding, position};
 use super::state::State;
-use crate::workspace::{DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError};
+use crate::workspace::{Buffers, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError};
 
 /// How long the editor gets to apply an edit and report it.
 const EDIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,6 +48,19 @@ fn failed(path: &Path, message: impl Into<String>) -> WorkspaceError {
 impl Workspace for EditorWorkspace {
     fn paths(&self) -> &PathResolver {
         self.disk.paths()
+    }
+
+    fn buffers(&self) -> Buffers {
+        let mut buffers: Buffers = self
+            .state
+            .lock_documents()
+            .iter()
+            .map(|(path, document)| (path.clone(), document.text()))
+            .collect();
+        // As in `read_text`: our own unsaved text first.
+        let overlay = self.state.overlay.lock().unwrap_or_else(|p| p.into_inner());
+        buffers.extend(overlay.iter().map(|(p, t)| (p.clone(), t.clone())));
+        buffers
     }
 
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {

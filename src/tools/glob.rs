@@ -9,10 +9,11 @@ use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::buffers::only_in_buffers;
 use super::visibility::HiddenFiles;
 use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
-use crate::workspace::PathResolver;
+use crate::workspace::{Buffers, PathResolver};
 
 pub struct Glob;
 
@@ -57,7 +58,8 @@ impl Tool for Glob {
         }
         let pattern = input.pattern.clone();
         let hidden = HiddenFiles::new(cx.agent.gate, Self::NAME, paths.root(), &dir);
-        tokio::task::spawn_blocking(move || find(&pattern, &dir, &paths, &hidden))
+        let buffers = cx.workspace().buffers();
+        tokio::task::spawn_blocking(move || find(&pattern, &dir, &paths, &hidden, &buffers))
             .await
             .map_err(|error| ToolError(format!("glob failed: {error}")))?
     }
@@ -68,6 +70,7 @@ fn find(
     dir: &Path,
     paths: &PathResolver,
     hidden: &HiddenFiles,
+    buffers: &Buffers,
 ) -> Result<String, ToolError> {
     let pattern = pattern.trim_start_matches("./");
     let matcher = GlobBuilder::new(pattern)
@@ -98,6 +101,16 @@ fn find(
             if let Some(modified) = paths.file_modified(entry.path()) {
                 found.push((modified, paths.display(entry.path())));
             }
+        }
+    }
+    // Files only the editor has are the newest of all.
+    let now = SystemTime::now();
+    for (path, _) in only_in_buffers(buffers, dir, wants_hidden) {
+        let Ok(relative) = path.strip_prefix(dir) else {
+            continue;
+        };
+        if matcher.is_match(relative) && !hidden.hides(path) {
+            found.push((now, paths.display(path)));
         }
     }
     let note = hidden.note();

@@ -13,11 +13,12 @@ use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::buffers::only_in_buffers;
 use super::output::MAX_OUTPUT_CHARS;
 use super::visibility::HiddenFiles;
 use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
 use crate::permission::{Action, ActionKind};
-use crate::workspace::PathResolver;
+use crate::workspace::{Buffers, PathResolver};
 
 pub struct Grep;
 
@@ -90,6 +91,7 @@ impl Tool for Grep {
             glob: input.glob,
             pattern: input.pattern,
             hidden: Some(Arc::new(hidden)),
+            buffers: Arc::new(cx.workspace().buffers()),
         };
         tokio::task::spawn_blocking(move || search(&query))
             .await
@@ -113,6 +115,8 @@ pub struct GrepQuery {
     pub head_limit: Option<usize>,
     /// The read policy: files it hides are not searched.
     pub hidden: Option<Arc<HiddenFiles>>,
+    /// Texts searched in place of the disk (the editor's buffers).
+    pub buffers: Arc<Buffers>,
 }
 
 /// What one file gave.
@@ -151,17 +155,20 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
         .map_err(|error| format!("invalid regex `{}`: {error}", query.pattern))?;
     let mut walk = WalkBuilder::new(&query.path);
     walk.hidden(true).require_git(false).threads(0);
-    if let Some(glob) = &query.glob {
-        let mut overrides = OverrideBuilder::new(&query.path);
-        overrides
-            .add(glob)
-            .map_err(|error| format!("invalid glob `{glob}`: {error}"))?;
-        walk.overrides(
+    let overrides = match &query.glob {
+        Some(glob) => {
+            let mut overrides = OverrideBuilder::new(&query.path);
             overrides
+                .add(glob)
+                .map_err(|error| format!("invalid glob `{glob}`: {error}"))?;
+            let overrides = overrides
                 .build()
-                .map_err(|error| format!("invalid glob `{glob}`: {error}"))?,
-        );
-    }
+                .map_err(|error| format!("invalid glob `{glob}`: {error}"))?;
+            walk.overrides(overrides.clone());
+            Some(overrides)
+        }
+        None => None,
+    };
     // Every file is opened through the resolver, never by the walk's name:
     // a directory swapped for a link to outside is walked, perhaps, but
     // nothing is read through it.
@@ -189,6 +196,17 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
             if query.hidden.as_ref().is_some_and(|h| h.hides(entry.path())) {
                 return WalkState::Continue;
             }
+            let mut sink = FileSink::new(query.mode, limit);
+            if let Some(text) = query.buffers.get(entry.path()) {
+                // The editor's text, unsaved changes included, as read_file shows it.
+                if searcher
+                    .search_slice(&matcher, text.as_bytes(), &mut sink)
+                    .is_ok()
+                {
+                    keep(results, entry.path(), sink);
+                }
+                return WalkState::Continue;
+            }
             let file = match entry
                 .path()
                 .strip_prefix(&query.root)
@@ -201,24 +219,47 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
                     return WalkState::Continue;
                 }
             };
-            let mut sink = FileSink::new(query.mode, limit);
-            if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.count > 0 {
-                let result = FileResult {
-                    path: entry.path().to_path_buf(),
-                    count: sink.count,
-                    lines: sink.lines,
-                };
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(result);
+            if searcher.search_file(&matcher, &file, &mut sink).is_ok() {
+                keep(results, entry.path(), sink);
             }
             WalkState::Continue
         })
     });
+    let mut searcher = searcher.build();
+    let in_buffers = only_in_buffers(&query.buffers, &query.path, false);
+    for (path, text) in in_buffers {
+        let excluded = overrides
+            .as_ref()
+            .is_some_and(|o| o.matched(path, false).is_ignore());
+        if excluded || query.hidden.as_ref().is_some_and(|h| h.hides(path)) {
+            continue;
+        }
+        let mut sink = FileSink::new(query.mode, limit);
+        if searcher
+            .search_slice(&matcher, text.as_bytes(), &mut sink)
+            .is_ok()
+        {
+            keep(&results, path, sink);
+        }
+    }
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Ok(results)
+}
+
+/// Adds a file's matches to the results, if it had any.
+fn keep(results: &Mutex<Vec<FileResult>>, path: &Path, sink: FileSink) {
+    if sink.count > 0 {
+        let result = FileResult {
+            path: path.to_path_buf(),
+            count: sink.count,
+            lines: sink.lines,
+        };
+        results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(result);
+    }
 }
 
 fn render(results: &[FileResult], query: &GrepQuery, limit: usize) -> String {

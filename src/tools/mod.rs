@@ -6,6 +6,7 @@
 
 mod background;
 mod bash;
+mod buffers;
 mod edit_file;
 mod glob;
 mod grep;

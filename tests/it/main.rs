@@ -4,6 +4,7 @@ mod support;
 mod approvals;
 mod attacks;
 mod cli;
+mod coherence;
 mod common;
 mod concurrency;
 mod dying;
