@@ -13,6 +13,9 @@
 //! followed.
 
 mod beneath;
+mod view;
+
+pub use view::{CommandView, CommandViews, MountedCopy};
 
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};

@@ -1,0 +1,382 @@
+//! What a command sees of edits that are in the editor's buffers but not on
+//! disk. The agent's edits land in buffers, unsaved; a test command reading
+//! the disk would check the old code. Where the editor can save, it saves
+//! (see the language server's `bareagent/saveDocuments`); where it cannot,
+//! or for a file whose buffer held the user's own unsaved work, the command
+//! runs in a private mount namespace in which each such file is
+//! bind-mounted from a copy holding the buffer's text. The disk is never
+//! written, so no editor meets a file changed behind its back, and
+//! timestamps stay true. What the command writes to a copy is brought back
+//! into the buffer afterwards (a formatter run by the agent edits the
+//! buffer too). See ARCHITECTURE.md, "Buffers, disk and commands".
+//!
+//! Limits, told to the model in the tool result where they bite: a copy is
+//! a mount point, so replacing it by rename (`sed -i`, some editors) or
+//! deleting it fails with "Device or resource busy"; a hard link to the
+//! file under another name shows the disk's text.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+
+use super::PathResolver;
+
+/// Prepares and finishes the view of each command (the language server's
+/// workspace implements it; on disk there is nothing to do).
+#[async_trait]
+pub trait CommandViews: Send + Sync {
+    /// Before a command: saves what can be saved, and mounts the rest.
+    async fn prepare(&self) -> CommandView;
+    /// After it ended: brings what it wrote to the copies back into the
+    /// buffers. Returns the lines the tool result ends with.
+    async fn finish(&self, view: CommandView) -> Vec<String>;
+}
+
+/// One file a command sees from a copy of its buffer.
+#[derive(Debug)]
+pub struct MountedCopy {
+    /// The file, as resolved in the workspace.
+    pub path: PathBuf,
+    /// The buffer's text, as mounted.
+    pub text: String,
+    /// The buffer's document version when mounted (a change brought back
+    /// is refused if the user typed meanwhile).
+    pub version: Option<i32>,
+    copy: PathBuf,
+    /// Open on the real file, checked beneath the root: the mount goes on
+    /// this descriptor, never on a name a link could redirect.
+    target: std::fs::File,
+}
+
+impl MountedCopy {
+    /// What the command left in the copy.
+    pub fn current_text(&self) -> io::Result<String> {
+        std::fs::read_to_string(&self.copy)
+    }
+}
+
+/// What one command sees: files mounted from copies, and lines for the
+/// tool result (what the command does not see, and why).
+#[derive(Debug, Default)]
+pub struct CommandView {
+    pub mounts: Vec<MountedCopy>,
+    pub notes: Vec<String>,
+    /// Holds the copies until the command ended.
+    dir: Option<tempfile::TempDir>,
+}
+
+impl CommandView {
+    /// A view mounting `files` (resolved path, buffer text, version). Fails
+    /// when the system gives no private mount namespaces, or a file cannot
+    /// be opened beneath the root (it does not exist on disk, say).
+    pub fn mounting(
+        paths: &PathResolver,
+        files: Vec<(PathBuf, String, Option<i32>)>,
+    ) -> Result<CommandView, String> {
+        if files.is_empty() {
+            return Ok(CommandView::default());
+        }
+        namespaces_available()?;
+        let dir = tempfile::Builder::new()
+            .prefix("bareagent-view-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a folder for the copies: {e}"))?;
+        let mut mounts = Vec::new();
+        for (index, (path, text, version)) in files.into_iter().enumerate() {
+            let shown = paths.display(&path);
+            let target = paths
+                .open_file(&path)
+                .map_err(|e| format!("{shown} cannot be shown to commands: {e}"))?;
+            let copy = dir.path().join(index.to_string());
+            std::fs::write(&copy, &text)
+                .map_err(|e| format!("cannot copy {shown} for the command: {e}"))?;
+            mounts.push(MountedCopy {
+                path,
+                text,
+                version,
+                copy,
+                target,
+            });
+        }
+        Ok(CommandView {
+            mounts,
+            notes: Vec::new(),
+            dir: Some(dir),
+        })
+    }
+
+    /// What the child does before exec, built here (allocation is not safe
+    /// after fork).
+    pub fn for_child(&self) -> io::Result<Option<ChildMounts>> {
+        if self.mounts.is_empty() {
+            return Ok(None);
+        }
+        let mut binds = Vec::new();
+        for mount in &self.mounts {
+            let fd = mount.target.as_raw_fd();
+            binds.push(Bind {
+                source: CString::new(mount.copy.as_os_str().as_bytes())?,
+                path: CString::new(mount.path.as_os_str().as_bytes())?,
+                checked: fd,
+                proc_path: CString::new(format!("/proc/self/fd/{fd}"))?,
+            });
+        }
+        Ok(Some(ChildMounts::new(binds)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.mounts.is_empty() && self.notes.is_empty()
+    }
+
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_ref().map(|d| d.path())
+    }
+}
+
+/// The namespace set-up a child runs between fork and exec: only syscalls,
+/// on data prepared before the fork.
+pub struct ChildMounts {
+    /// `uid_map` and `gid_map` lines, when a user namespace is needed (we
+    /// lack the privilege to mount in our own).
+    maps: Option<(Vec<u8>, Vec<u8>)>,
+    binds: Vec<Bind>,
+}
+
+/// One copy to mount over one file.
+#[derive(Clone)]
+struct Bind {
+    source: CString,
+    path: CString,
+    /// The descriptor of the file as checked beneath the root, before the
+    /// fork. It belongs to the old mount namespace, where nothing can be
+    /// mounted on it from the new one; so the file is opened again by
+    /// name there, compared with it, and put in its place.
+    checked: libc::c_int,
+    /// `/proc/self/fd/<checked>`: the mount goes on the descriptor, never
+    /// on a name a link could redirect.
+    proc_path: CString,
+}
+
+impl ChildMounts {
+    fn new(binds: Vec<Bind>) -> Self {
+        // SAFETY: plain getters.
+        let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
+        // Root mounts in a mount namespace of its own. Anyone else needs a
+        // user namespace too, mapping only their own ids, so files keep
+        // their owners and the command gains nothing (its capabilities
+        // there end at exec). Root never takes one: in it, files of
+        // unmapped owners would stop being root's to write.
+        Self::for_ids(binds, (euid != 0).then_some((uid, gid)))
+    }
+
+    fn for_ids(binds: Vec<Bind>, ids: Option<(u32, u32)>) -> Self {
+        let maps = ids.map(|(uid, gid)| {
+            (
+                format!("{uid} {uid} 1\n").into_bytes(),
+                format!("{gid} {gid} 1\n").into_bytes(),
+            )
+        });
+        ChildMounts { maps, binds }
+    }
+
+    /// Enters the private namespace and mounts the copies. Call only in the
+    /// child, before exec and before the sandbox (which forbids mounting).
+    pub fn apply(&self) -> io::Result<()> {
+        let mut flags = libc::CLONE_NEWNS;
+        if self.maps.is_some() {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        // SAFETY: unshare, open, write, fstat, dup3, close and mount, with
+        // pointers to NUL-terminated strings and stat buffers that outlive the calls.
+        unsafe {
+            if libc::unshare(flags) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some((uid_map, gid_map)) = &self.maps {
+                write_proc(c"/proc/self/setgroups", b"deny")?;
+                write_proc(c"/proc/self/uid_map", uid_map)?;
+                write_proc(c"/proc/self/gid_map", gid_map)?;
+            }
+            // Nothing mounted here may reach the user's own namespace.
+            let root = c"/";
+            if libc::mount(
+                std::ptr::null(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            for bind in &self.binds {
+                let reopened = libc::open(
+                    bind.path.as_ptr(),
+                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                );
+                if reopened < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let (mut was, mut now) = (std::mem::zeroed::<libc::stat>(), std::mem::zeroed());
+                let same = libc::fstat(bind.checked, &mut was) == 0
+                    && libc::fstat(reopened, &mut now) == 0
+                    && (was.st_dev, was.st_ino) == (now.st_dev, now.st_ino);
+                if !same {
+                    libc::close(reopened);
+                    return Err(io::Error::other(
+                        "a file changed between its check and its mount",
+                    ));
+                }
+                let placed = libc::dup3(reopened, bind.checked, libc::O_CLOEXEC);
+                libc::close(reopened);
+                if placed < 0
+                    || libc::mount(
+                        bind.source.as_ptr(),
+                        bind.proc_path.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND,
+                        std::ptr::null(),
+                    ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to a `/proc/self` file, with syscalls only.
+unsafe fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: the caller runs between fork and exec; these are async-signal-safe.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        if written != bytes.len() as isize {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether commands can get a private view here, found once by trying it
+/// in a short-lived child (a kernel or a security module may forbid user
+/// namespaces).
+pub fn namespaces_available() -> Result<(), String> {
+    static AVAILABLE: OnceLock<Result<(), String>> = OnceLock::new();
+    AVAILABLE
+        .get_or_init(|| {
+            let probe = Arc::new(ChildMounts::new(Vec::new()));
+            let mut command = std::process::Command::new("/bin/sh");
+            command
+                .args(["-c", ":"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            // SAFETY: `apply` makes only syscalls.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut command, move || probe.apply());
+            }
+            match command.status() {
+                Ok(status) if status.success() => Ok(()),
+                Ok(status) => Err(format!("the namespace probe failed ({status})")),
+                Err(error) => Err(format!(
+                    "this system gives commands no private mount namespace ({error})"
+                )),
+            }
+        })
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    fn view_of(root: &Path, file: &str, text: &str) -> (PathResolver, CommandView) {
+        let paths = PathResolver::new(root).unwrap();
+        let path = paths.resolve(file).unwrap();
+        let view = CommandView::mounting(&paths, vec![(path, text.into(), Some(3))]).unwrap();
+        (paths, view)
+    }
+
+    fn run_in(view: &CommandView, script: &str, as_nobody: bool) -> std::process::Output {
+        let binds = view.for_child().unwrap().unwrap().binds;
+        // What a non-root agent running as nobody would build.
+        let mounts = ChildMounts::for_ids(binds, as_nobody.then_some((65534, 65534)));
+        let mut command = std::process::Command::new("/bin/sh");
+        command.args(["-c", script]);
+        // SAFETY: setuid and the mount set-up are syscalls.
+        unsafe {
+            command.pre_exec(move || {
+                if as_nobody && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+                    return Err(io::Error::last_os_error());
+                }
+                // A changed uid makes /proc/self root's; an agent started as
+                // that user would not be.
+                if as_nobody {
+                    libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+                }
+                mounts.apply()
+            });
+        }
+        command.output().unwrap()
+    }
+
+    #[test]
+    fn a_command_reads_and_writes_the_copy_and_the_disk_is_untouched() {
+        if namespaces_available().is_err() {
+            eprintln!("skipped: no private mount namespaces here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.py"), "old\n").unwrap();
+        let (_, view) = view_of(dir.path(), "m.py", "new\n");
+        let file = dir.path().join("m.py");
+        let script = format!("cat {0} && echo formatted > {0}", file.display());
+        let out = run_in(&view, &script, false);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "new\n");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
+        assert_eq!(view.mounts[0].current_text().unwrap(), "formatted\n");
+        // Not mounted for anyone else.
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
+    }
+
+    #[test]
+    fn a_user_without_privilege_gets_the_view_through_a_user_namespace() {
+        if namespaces_available().is_err() || unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to become another user, and namespaces");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("m.py");
+        std::fs::write(&file, "old\n").unwrap();
+        let (_, view) = view_of(dir.path(), "m.py", "new\n");
+        // The copies must be reachable by that user, as they are by the agent's own.
+        use std::os::unix::fs::PermissionsExt;
+        for path in [dir.path(), view.dir().unwrap()] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let out = run_in(&view, &format!("id -u; cat {}", file.display()), true);
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "65534\nnew\n");
+    }
+
+    #[test]
+    fn a_file_not_on_disk_cannot_be_mounted_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = PathResolver::new(dir.path()).unwrap();
+        let path = paths.resolve("fresh.py").unwrap();
+        let error = CommandView::mounting(&paths, vec![(path, "x".into(), None)]).unwrap_err();
+        assert!(error.contains("fresh.py"), "{error}");
+    }
+}
