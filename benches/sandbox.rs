@@ -18,7 +18,8 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 async fn spawn_true(sandbox: &Sandbox, dir: &std::path::Path) -> Duration {
     let start = Instant::now();
-    let mut process = GroupProcess::spawn("true", dir, sandbox).expect("bash starts");
+    let mut process =
+        GroupProcess::spawn("true", dir, sandbox, &Default::default()).expect("bash starts");
     let ending = process.wait(None, &CancellationToken::new()).await;
     let took = start.elapsed();
     assert_eq!(

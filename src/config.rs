@@ -18,6 +18,8 @@
 //! allow = ["bash(cargo test:*)", "edit_file(src/**)"]
 //! ask = ["bash(git push:*)"]
 //! deny = ["read_file(secrets/**)"]
+//! [edits]
+//! save = "before-commands"        # after-each-edit | never (editors only)
 //! ```
 
 use std::collections::BTreeMap;
@@ -37,12 +39,37 @@ pub struct Config {
     pub permissions: Permissions,
     #[serde(default)]
     pub sandbox: crate::sandbox::SandboxSettings,
+    #[serde(default)]
+    pub edits: Edits,
     /// Directories the user trusts (read from the user's config only).
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectEntry>,
     /// The untrusted project's settings that were left out, as written.
     #[serde(skip)]
     pub ignored: Vec<String>,
+}
+
+/// `[edits]`: how the agent's edits in the editor's buffers reach the disk.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Edits {
+    pub save: Option<SaveEdits>,
+}
+
+/// When the agent's edits (unsaved, in the editor) are saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SaveEdits {
+    /// Before each command, so it runs against them: by the editor where it
+    /// can save, else in a view of the command's own (the disk untouched).
+    #[default]
+    BeforeCommands,
+    /// As soon as each edit lands, where the editor can save; else as
+    /// `before-commands`.
+    AfterEachEdit,
+    /// Never: commands see the disk, and their results say which edits it
+    /// lacks.
+    Never,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -105,6 +132,8 @@ impl Config {
         }
         config.provider = project.provider.or(config.provider);
         config.model = project.model.or(config.model);
+        // Not a permission: any choice writes only what the agent may edit anyway.
+        config.edits.save = project.edits.save.or(config.edits.save);
         let user_mode = config.permissions.mode.unwrap_or_default();
         match project.permissions.mode {
             Some(mode) if trusted || mode.latitude() <= user_mode.latitude() => {

@@ -259,6 +259,12 @@ pub trait Workspace: Send + Sync {
         Buffers::new()
     }
 
+    /// What prepares each command's view of files whose buffers the disk
+    /// does not hold (see [`view`]). None on disk: the disk is the truth.
+    fn command_views(&self) -> Option<Arc<dyn CommandViews>> {
+        None
+    }
+
     /// Reads a resolved path as UTF-8 text.
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError>;
 
@@ -275,6 +281,7 @@ pub trait Workspace: Send + Sync {
 }
 
 /// The workspace on disk, with atomic writes.
+#[derive(Clone)]
 pub struct DiskWorkspace {
     paths: PathResolver,
 }

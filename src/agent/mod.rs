@@ -13,4 +13,4 @@ pub use r#loop::{
     Agent, CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
 };
 pub use message::{ContentBlock, Message, Role};
-pub use prompt::system_prompt;
+pub use prompt::{system_prompt, system_prompt_in_editor};

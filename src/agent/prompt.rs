@@ -15,6 +15,16 @@ pub fn system_prompt(root: &Path) -> String {
     )
 }
 
+/// In an editor, where edits land in buffers the user may not have saved.
+pub fn system_prompt_in_editor(root: &Path) -> String {
+    format!(
+        "{}\n\
+         Your edits land in the user's editor buffers, where read_file, grep and glob see them. \
+         Before each command they are saved or shown to it, and a note at the end of a command's result names any file it saw differently.",
+        system_prompt(root)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -24,7 +34,7 @@ mod tests {
     /// at the usual estimate of four characters a token.
     #[test]
     fn prompt_and_tools_fit_in_4000_tokens() {
-        let prompt = system_prompt(Path::new("/home/user/project"));
+        let prompt = system_prompt_in_editor(Path::new("/home/user/project"));
         let tools = serde_json::to_string(ToolRegistry::standard().specs()).unwrap();
         let tokens = (prompt.len() + tools.len()) / 4;
         eprintln!(

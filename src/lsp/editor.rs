@@ -19,21 +19,27 @@ use tower_lsp_server::ls_types::{
 
 use super::documents::{Encoding, position};
 use super::state::State;
-use crate::workspace::{Buffers, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError};
+use crate::config::SaveEdits;
+use crate::workspace::{
+    Buffers, CommandViews, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError,
+};
 
 /// How long the editor gets to apply an edit and report it.
 const EDIT_TIMEOUT: Duration = Duration::from_secs(10);
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(3);
 
+#[derive(Clone)]
 pub struct EditorWorkspace {
-    state: Arc<State>,
-    disk: DiskWorkspace,
+    pub(super) state: Arc<State>,
+    pub(super) disk: DiskWorkspace,
+    /// When the agent's edits are saved (see `saving.rs`).
+    pub(super) save: SaveEdits,
 }
 
 impl EditorWorkspace {
-    pub fn new(state: Arc<State>) -> std::io::Result<Self> {
+    pub fn new(state: Arc<State>, save: SaveEdits) -> std::io::Result<Self> {
         let disk = DiskWorkspace::new(&state.init().root)?;
-        Ok(EditorWorkspace { state, disk })
+        Ok(EditorWorkspace { state, disk, save })
     }
 }
 
@@ -98,6 +104,30 @@ impl Workspace for EditorWorkspace {
         if !init.can_apply_edit {
             return self.disk.write_text(path, text, read_version).await;
         }
+        self.note_agent_edit(path).await;
+        let written = self
+            .write_through_editor(path, &shown, text, read_version)
+            .await?;
+        if self.save == SaveEdits::AfterEachEdit {
+            self.save_for_commands(&[path.to_path_buf()]).await;
+        }
+        Ok(written)
+    }
+
+    fn command_views(&self) -> Option<Arc<dyn CommandViews>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+impl EditorWorkspace {
+    async fn write_through_editor(
+        &self,
+        path: &Path,
+        shown: &str,
+        text: &str,
+        read_version: Option<i32>,
+    ) -> Result<Option<i32>, WorkspaceError> {
+        let init = self.state.init();
         let uri =
             State::uri_of(path).ok_or_else(|| failed(path, "cannot make a file URI for it"))?;
         let open = {
@@ -168,9 +198,7 @@ impl Workspace for EditorWorkspace {
         tracing::debug!(file = %shown, "edited through the editor");
         Ok(self.settle_unopened(path, text).await)
     }
-}
 
-impl EditorWorkspace {
     /// After a versionless edit of a file the editor did not have open: the
     /// editor now holds the text, unsaved. Editors that report the document
     /// (`didOpen` with the disk's text, then `didChange`) get a moment to;

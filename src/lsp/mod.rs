@@ -8,6 +8,7 @@ mod chat;
 mod documents;
 mod editor;
 mod pump;
+mod saving;
 mod server;
 mod session;
 mod state;

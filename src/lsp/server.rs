@@ -42,6 +42,20 @@ fn path_of(uri: &Uri) -> Option<std::path::PathBuf> {
     })
 }
 
+/// `saveDocuments: true` in `initializationOptions` (or its `bareagent`
+/// part) or in `capabilities.experimental`.
+fn announces_save_documents(params: &InitializeParams) -> bool {
+    let options = params.initialization_options.as_ref();
+    [
+        options,
+        options.and_then(|o| o.get("bareagent")),
+        params.capabilities.experimental.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|place| place.get("saveDocuments") == Some(&Value::Bool(true)))
+}
+
 fn pos(p: Position) -> Pos {
     Pos {
         line: p.line,
@@ -105,6 +119,7 @@ impl LanguageServer for Backend {
                 .and_then(|w| w.show_document.as_ref())
                 .is_some_and(|s| s.support),
             can_configure: workspace.and_then(|w| w.configuration).unwrap_or(false),
+            can_save_documents: announces_save_documents(&params),
             options: params.initialization_options.clone().unwrap_or(Value::Null),
         };
         *self
@@ -201,14 +216,18 @@ impl LanguageServer for Backend {
         if let Some(path) = path_of(&params.text_document.uri) {
             self.state.lock_documents().close(&path);
             self.state.forget_overlay(&path);
+            // Whatever the buffer held, the disk is the file's text now.
+            self.state.forget_agent_edit(&path);
         }
         self.state.documents_changed.notify_waiters();
     }
 
-    /// Advertised (editors send it on every save); the buffer now matches
-    /// the disk. Nothing is kept in step with it yet.
+    /// The buffer now matches the disk: the agent's edits in it are saved.
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
         tracing::debug!(uri = params.text_document.uri.as_str(), "saved");
+        if let Some(path) = path_of(&params.text_document.uri) {
+            self.state.forget_agent_edit(&path);
+        }
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {

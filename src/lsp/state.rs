@@ -37,6 +37,9 @@ pub struct Init {
     pub can_create_files: bool,
     pub can_show_document: bool,
     pub can_configure: bool,
+    /// The client answers `bareagent/saveDocuments` (it said so in its
+    /// `initializationOptions` or `experimental` capabilities).
+    pub can_save_documents: bool,
     /// `initializationOptions`, kept to merge with later configuration.
     pub options: Value,
 }
@@ -55,6 +58,7 @@ pub struct EditorSettings {
     /// Answer from a recording (the offline demo, and tests).
     pub replay: Option<PathBuf>,
     pub idle_timeout_secs: Option<u64>,
+    pub edits: crate::config::Edits,
 }
 
 impl EditorSettings {
@@ -84,6 +88,7 @@ impl EditorSettings {
         merged.provider = self.provider.or(files.provider);
         merged.model = self.model.clone().or_else(|| files.model.clone());
         merged.permissions.mode = self.permission_mode.or(files.permissions.mode);
+        merged.edits.save = self.edits.save.or(files.edits.save);
         merged
             .permissions
             .rules
@@ -112,6 +117,11 @@ pub struct State {
     /// Text we wrote through a versionless edit to a file the editor has not
     /// reported open: it is the file's content until the editor reports it.
     pub overlay: Mutex<HashMap<PathBuf, String>>,
+    /// Files the agent edited whose buffers may not be on disk, each with
+    /// whether its buffer held the user's own unsaved work before the
+    /// agent's first edit (such a file is never saved for them). Cleared
+    /// when the editor saves or closes the file.
+    pub agent_edits: Mutex<HashMap<PathBuf, bool>>,
     pub init: OnceLock<Init>,
     pub editor_settings: Mutex<EditorSettings>,
     pub sessions: Mutex<HashMap<String, Session>>,
@@ -137,6 +147,7 @@ impl State {
             documents: Mutex::default(),
             documents_changed: tokio::sync::Notify::new(),
             overlay: Mutex::default(),
+            agent_edits: Mutex::default(),
             init: OnceLock::new(),
             editor_settings: Mutex::default(),
             sessions: Mutex::default(),
@@ -201,6 +212,14 @@ impl State {
     /// The editor reports the file now: its word replaces what we wrote.
     pub fn forget_overlay(&self, path: &Path) {
         self.overlay
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(path);
+    }
+
+    /// The file's buffer and disk agree again (saved, or closed).
+    pub fn forget_agent_edit(&self, path: &Path) {
+        self.agent_edits
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(path);
@@ -339,6 +358,7 @@ impl Init {
             can_create_files: false,
             can_show_document: false,
             can_configure: false,
+            can_save_documents: false,
             options: Value::Null,
         }
     }

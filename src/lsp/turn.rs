@@ -21,7 +21,8 @@ use super::editor::EditorWorkspace;
 use super::session::{Running, SessionPolicy};
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
-    Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop, system_prompt,
+    Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop,
+    system_prompt_in_editor,
 };
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{PermissionGate, RuleSet};
@@ -366,11 +367,11 @@ async fn run_agent(
             (gate, settings.sandbox.clone())
         }
     };
-    let workspace = EditorWorkspace::new(state.clone())
+    let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
         .map_err(|e| format!("cannot open the workspace: {e}"))?;
     let tools = ToolRegistry::standard();
     let config = LoopConfig {
-        system: system_prompt(&root),
+        system: system_prompt_in_editor(&root),
         max_iterations: editor.max_iterations.unwrap_or(200),
         ..LoopConfig::default()
     };

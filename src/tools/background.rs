@@ -18,7 +18,7 @@ use super::{Tool, ToolContext, ToolError, plain_action};
 use crate::agent::Inbox;
 use crate::permission::{Action, ActionKind};
 use crate::sandbox::Sandbox;
-use crate::workspace::PathResolver;
+use crate::workspace::{CommandView, CommandViews, PathResolver};
 
 /// How much of a finished command's output the notice carries.
 const NOTICE_CHARS: usize = 4_000;
@@ -56,9 +56,25 @@ impl BackgroundTasks {
     }
 
     /// Starts `command` and returns its id (`bash_1`, `bash_2`, …).
-    pub fn start(&self, command: &str, cwd: &Path, sandbox: &Sandbox) -> Result<String, ToolError> {
-        let mut process = GroupProcess::spawn(command, cwd, sandbox)
-            .map_err(|error| ToolError(format!("cannot start bash: {error}")))?;
+    /// Starts `command` seeing `view`; when it ends, `views` brings back
+    /// what it wrote to the view's copies.
+    pub fn start(
+        &self,
+        command: &str,
+        cwd: &Path,
+        sandbox: &Sandbox,
+        views: Option<Arc<dyn CommandViews>>,
+        view: CommandView,
+    ) -> Result<String, ToolError> {
+        let mut process = match GroupProcess::spawn(command, cwd, sandbox, &view) {
+            Ok(process) => process,
+            Err(error) => {
+                if let Some(views) = views {
+                    tokio::spawn(async move { views.finish(view).await });
+                }
+                return Err(ToolError(format!("cannot start bash: {error}")));
+            }
+        };
         let id = {
             let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
             *next += 1;
@@ -79,6 +95,10 @@ impl BackgroundTasks {
         self.tasks().insert(id.clone(), task);
         tokio::spawn(async move {
             let end = process.wait(None, &stop).await;
+            let brought_back = match views {
+                Some(views) => views.finish(view).await,
+                None => Vec::new(),
+            };
             *ending.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
             let shown = output
                 .lock()
@@ -90,7 +110,11 @@ impl BackgroundTasks {
                     .explain_failure(&shown)
                     .map(|note| format!("{note}\n")),
             };
-            let note = note.unwrap_or_default();
+            let mut note = note.unwrap_or_default();
+            for line in brought_back {
+                note.push_str(&line);
+                note.push('\n');
+            }
             inbox.push(format!(
                 "<background-command id=\"{notice_id}\" status=\"{end}\">\n$ {notice_command}\n{shown}\n{note}</background-command>"
             ));

@@ -11,7 +11,7 @@ use super::output::MAX_OUTPUT_CHARS;
 use super::process::{Ending, GroupProcess};
 use super::{Tool, ToolContext, ToolError};
 use crate::permission::{Action, ActionKind, CommandCheck, Target};
-use crate::workspace::PathResolver;
+use crate::workspace::{CommandView, PathResolver};
 
 pub struct Bash;
 
@@ -53,24 +53,45 @@ impl Tool for Bash {
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let root = cx.workspace().paths().root().to_path_buf();
+        // The agent's edits the disk does not hold yet: saved, or mounted for the command.
+        let views = cx.workspace().command_views();
+        let mut view = match &views {
+            Some(views) => views.prepare().await,
+            None => CommandView::default(),
+        };
+        let mut notes = std::mem::take(&mut view.notes);
         if input.run_in_background {
             let background = cx.agent.background.ok_or_else(|| {
                 ToolError(
                     "background commands are not available here; run it in the foreground".into(),
                 )
             })?;
-            let id = background.start(&input.command, &root, cx.agent.sandbox)?;
-            return Ok(format!(
-                "Started in the background as {id}. Its output arrives when it ends; read it sooner with bash_output, stop it with kill_bash."
+            let id = background.start(&input.command, &root, cx.agent.sandbox, views, view)?;
+            return Ok(with_notes(
+                format!(
+                    "Started in the background as {id}. Its output arrives when it ends; read it sooner with bash_output, stop it with kill_bash."
+                ),
+                &notes,
             ));
         }
         let timeout = input
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
             .min(MAX_TIMEOUT);
-        let mut process = GroupProcess::spawn(&input.command, &root, cx.agent.sandbox)
-            .map_err(|error| ToolError(format!("cannot start bash: {error}")))?;
+        let spawned = GroupProcess::spawn(&input.command, &root, cx.agent.sandbox, &view);
+        let mut process = match spawned {
+            Ok(process) => process,
+            Err(error) => {
+                if let Some(views) = &views {
+                    views.finish(view).await;
+                }
+                return Err(ToolError(format!("cannot start bash: {error}")));
+            }
+        };
         let ending = process.wait(Some(timeout), &cx.agent.cancel).await;
+        if let Some(views) = &views {
+            notes.extend(views.finish(view).await);
+        }
         let output = process
             .output
             .lock()
@@ -81,6 +102,7 @@ impl Tool for Bash {
         } else {
             output
         };
+        let output = with_notes(output, &notes);
         match ending {
             Ending::Exited(0) => Ok(output),
             other => {
@@ -94,4 +116,14 @@ impl Tool for Bash {
             }
         }
     }
+}
+
+/// The result, then one line for each thing the command did not see as the
+/// model does, or changed in a buffer.
+pub fn with_notes(mut result: String, notes: &[String]) -> String {
+    for note in notes {
+        result.push('\n');
+        result.push_str(note);
+    }
+    result
 }

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::OutputBuffer;
 use super::reaper;
 use crate::sandbox::Sandbox;
+use crate::workspace::CommandView;
 
 /// How long to keep reading pipes after the command exits: a grandchild
 /// that inherited them (`server &`) would otherwise keep us waiting forever.
@@ -106,8 +107,16 @@ fn harden_environment(cmd: &mut tokio::process::Command) {
 impl GroupProcess {
     /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
     /// captured together, in a new process group, inside `sandbox`.
-    pub fn spawn(command: &str, cwd: &Path, sandbox: &Sandbox) -> std::io::Result<GroupProcess> {
+    /// Files of `view` are mounted from their copies, in a mount namespace
+    /// of the command's own.
+    pub fn spawn(
+        command: &str,
+        cwd: &Path,
+        sandbox: &Sandbox,
+        view: &CommandView,
+    ) -> std::io::Result<GroupProcess> {
         let confinement = sandbox.confinement().map_err(std::io::Error::other)?;
+        let mounts = view.for_child()?;
         // One pipe for stdout and stderr, as a terminal has: the output
         // keeps the order in which the command wrote it.
         let (reader, writer) = std::io::pipe()?;
@@ -133,11 +142,15 @@ impl GroupProcess {
         let temp = confinement.environment(&mut cmd);
         let confine = confinement.for_child();
         // SAFETY: the closure makes only async-signal-safe syscalls (getpid,
-        // send, prctl, landlock_restrict_self), as the child of a threaded
-        // process must; `confinement` keeps the ruleset open until spawned.
+        // send, unshare, mount, prctl, landlock_restrict_self), as the child
+        // of a threaded process must; `confinement` keeps the ruleset open
+        // until spawned. Mounting comes before the sandbox, which forbids it.
         unsafe {
             cmd.pre_exec(move || {
                 reaper::register_self()?;
+                if let Some(mounts) = &mounts {
+                    mounts.apply()?;
+                }
                 confine.apply()
             });
         }

@@ -78,3 +78,219 @@ fn grep_and_glob_search_the_buffers_read_file_reads() {
         texts[4]
     );
 }
+
+const CALC: &str = "def add(a, b):\n    return a + b\n";
+
+/// The agent renames add to product in the open buffer, then checks it with
+/// a command, then runs a "formatter" that rewrites the file in place.
+fn edit_then_run_script() -> Vec<crate::support::model_server::Step> {
+    vec![
+        Reply::tool("read_file", json!({"path": "calc.py"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
+        )
+        .into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "python3 -c 'import calc; print(calc.product(2, 3))'"}),
+        )
+        .into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "python3 -c \"p='calc.py'; s=open(p).read(); open(p,'w').write(s.replace('a + b', 'b + a'))\""}),
+        )
+        .into(),
+        Reply::text("Renamed, checked and formatted.").into(),
+    ]
+}
+
+fn modified(path: &std::path::Path) -> std::time::SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
+#[test]
+fn without_saving_a_command_sees_the_agents_edit_and_the_disk_is_never_written() {
+    let dir = workspace(&[("calc.py", CALC), ("notes.py", "x = 1\n")]);
+    let before = modified(&dir.path().join("calc.py"));
+    let server = ModelServer::start(edit_then_run_script());
+    // Like Helix: applyEdit, but no way to ask it to save.
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let calc = client.open("calc.py", CALC);
+    // The user's own unsaved work, in another file.
+    client.open("notes.py", "x = 2  # unsaved\n");
+    let started = ask(&client, json!({"prompt": "rename add to product"}));
+    let end = turn_end(&client, started["turn"].as_u64().unwrap());
+    assert_eq!(end["type"], "turn_finished", "{end}");
+
+    let checked: (String, bool) = sent_tool_results(&server.requests()[3].body)
+        .last()
+        .unwrap()
+        .clone();
+    assert!(!checked.1, "the check passed: {}", checked.0);
+    assert!(checked.0.starts_with("5\n"), "{}", checked.0);
+    assert!(
+        checked
+            .0
+            .contains("commands see the saved version of: notes.py"),
+        "the model is told what the command did not see: {}",
+        checked.0
+    );
+    let formatted: (String, bool) = sent_tool_results(&server.requests()[4].body)
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        formatted
+            .0
+            .contains("the command changed calc.py; the change is in its buffer"),
+        "{}",
+        formatted.0
+    );
+    assert_eq!(
+        client.text(&calc).unwrap(),
+        "def product(a, b):\n    return b + a\n",
+        "what the command wrote came back into the buffer"
+    );
+    // Nothing was written behind the editor: its own save will succeed.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        CALC
+    );
+    assert_eq!(modified(&dir.path().join("calc.py")), before);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.py")).unwrap(),
+        "x = 1\n"
+    );
+    assert!(
+        crate::lsp::requests_of(&client, "bareagent/saveDocuments").is_empty(),
+        "not asked of a client that did not offer it"
+    );
+}
+
+#[test]
+fn a_client_that_saves_gets_the_agents_edits_saved_but_never_the_users_unsaved_work() {
+    let dir = workspace(&[
+        ("calc.py", CALC),
+        ("mine.py", "def mine():\n    return 1\n"),
+    ]);
+    let server = ModelServer::start(vec![
+        Reply::tools(vec![
+            ("read_file", json!({"path": "calc.py"})),
+            ("read_file", json!({"path": "mine.py"})),
+        ])
+        .into(),
+        Reply::tools(vec![
+            (
+                "edit_file",
+                json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "mine.py", "old_string": "return 1", "new_string": "return 3"}),
+            ),
+        ])
+        .into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "python3 -c 'import calc, mine; print(calc.product(2, 3), mine.mine(), mine.users())'"}),
+        )
+        .into(),
+        Reply::text("Done.").into(),
+    ]);
+    let mut options = options(dir.path(), &server, "bypass");
+    options.initialization_options["saveDocuments"] = json!(true);
+    let client = start(dir.path(), options);
+    let calc = client.open("calc.py", CALC);
+    // The user has unsaved work in mine.py before the agent edits it.
+    let mine = client.open(
+        "mine.py",
+        "def mine():\n    return 1\n\ndef users():\n    return 2\n",
+    );
+    let started = ask(&client, json!({"prompt": "edit both"}));
+    let end = turn_end(&client, started["turn"].as_u64().unwrap());
+    assert_eq!(end["type"], "turn_finished", "{end}");
+
+    let saves = crate::lsp::requests_of(&client, "bareagent/saveDocuments");
+    assert_eq!(saves.len(), 1, "{saves:?}");
+    assert_eq!(
+        saves[0]["uris"],
+        json!([calc]),
+        "only the file that held none of the user's work"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def product(a, b):\n    return a + b\n"
+    );
+    // The user's file is never written; the command saw its buffer anyway.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine.py")).unwrap(),
+        "def mine():\n    return 1\n"
+    );
+    let ran: (String, bool) = sent_tool_results(&server.requests()[3].body)
+        .last()
+        .unwrap()
+        .clone();
+    assert!(!ran.1 && ran.0.starts_with("5 3 2\n"), "{}", ran.0);
+    assert!(client.text(&mine).unwrap().contains("return 3"));
+}
+
+#[test]
+fn with_edits_save_never_the_result_names_the_edits_the_command_did_not_see() {
+    let dir = workspace(&[("calc.py", CALC)]);
+    let server = ModelServer::start(edit_then_run_script());
+    let mut options = options(dir.path(), &server, "bypass");
+    options.initialization_options["saveDocuments"] = json!(true);
+    options.initialization_options["edits"] = json!({"save": "never"});
+    let client = start(dir.path(), options);
+    client.open("calc.py", CALC);
+    let started = ask(&client, json!({"prompt": "rename"}));
+    turn_end(&client, started["turn"].as_u64().unwrap());
+    let checked: (String, bool) = sent_tool_results(&server.requests()[3].body)
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        checked.1,
+        "the command ran against the disk and failed: {}",
+        checked.0
+    );
+    assert!(
+        checked
+            .0
+            .contains("the agent's edits to calc.py are not on disk (edits.save = \"never\")"),
+        "{}",
+        checked.0
+    );
+    assert!(crate::lsp::requests_of(&client, "bareagent/saveDocuments").is_empty());
+}
+
+#[test]
+fn after_each_edit_the_editor_saves_at_once() {
+    let dir = workspace(&[("calc.py", CALC)]);
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "calc.py"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
+        )
+        .into(),
+        Reply::text("Done.").into(),
+    ]);
+    let mut options = options(dir.path(), &server, "bypass");
+    options.initialization_options["saveDocuments"] = json!(true);
+    options.initialization_options["edits"] = json!({"save": "after-each-edit"});
+    let client = start(dir.path(), options);
+    client.open("calc.py", CALC);
+    let started = ask(&client, json!({"prompt": "rename"}));
+    turn_end(&client, started["turn"].as_u64().unwrap());
+    assert_eq!(
+        crate::lsp::requests_of(&client, "bareagent/saveDocuments").len(),
+        1
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("calc.py"))
+            .unwrap()
+            .starts_with("def product")
+    );
+}

@@ -947,6 +947,7 @@ fn answer_server_request(inner: &Inner, id: Value, method: &str, params: &Value)
         }
         "window/showDocument" => Reply::Result(json!({"success": true})),
         "workspace/workspaceFolders" => Reply::Result(inner.workspace_folders()),
+        "bareagent/saveDocuments" => Reply::Result(save_documents(inner, params)),
         _ => Reply::Error(METHOD_NOT_FOUND, "Method not found"),
     };
     match reply {
@@ -977,6 +978,28 @@ fn answer_message_request(inner: &Inner, params: &Value) -> Reply {
         MessageRequestAnswer::MethodNotFound => Reply::Error(METHOD_NOT_FOUND, "Method not found"),
         MessageRequestAnswer::NeverAnswer => Reply::Silence,
     }
+}
+
+/// `bareagent/saveDocuments`: writes each open document to disk as an
+/// editor's `:w` does, sends `didSave`, and answers the URIs saved.
+fn save_documents(inner: &Inner, params: &Value) -> Value {
+    let mut saved = Vec::new();
+    let docs = inner.docs();
+    for uri in params["uris"].as_array().into_iter().flatten() {
+        let Some(uri) = uri.as_str() else { continue };
+        let uri = normalize_uri(uri);
+        let (Some(doc), Some(path)) = (docs.get(&uri), uri_to_path(&uri)) else {
+            continue;
+        };
+        if std::fs::write(&path, &doc.text).is_ok() {
+            inner.send(&json!({
+                "jsonrpc": "2.0", "method": "textDocument/didSave",
+                "params": {"textDocument": {"uri": uri}},
+            }));
+            saved.push(uri);
+        }
+    }
+    json!({ "saved": saved })
 }
 
 // ---------------------------------------------------------------------------
