@@ -60,7 +60,7 @@ fn main() {
             with.push(spawn_true(&on, dir.path()).await);
             without.push(spawn_true(&off, dir.path()).await);
             let start = Instant::now();
-            drop(on.confinement().expect("rules"));
+            drop(on.confinement(&[]).expect("rules"));
             rules.push(start.elapsed());
         }
     });

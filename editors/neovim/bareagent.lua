@@ -12,6 +12,23 @@ vim.lsp.config('bareagent', {
     -- provider = 'anthropic',        -- or 'openai'; keys come from the environment
     -- model = 'claude-sonnet-4-5',
     -- permissionMode = 'default',    -- default | accept-edits | plan | bypass
+    saveDocuments = true,             -- we answer bareagent/saveDocuments, below
+  },
+  handlers = {
+    -- Before a command runs, the agent asks to save the buffers it edited
+    -- (never one holding your own unsaved work), so the command sees its
+    -- edits; `:w` keeps the undo history.
+    ['bareagent/saveDocuments'] = function(_, params)
+      local saved = {}
+      for _, uri in ipairs((params or {}).uris or {}) do
+        local buf = vim.uri_to_bufnr(uri)
+        if vim.api.nvim_buf_is_loaded(buf) then
+          local ok = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd('silent write') end)
+          if ok then table.insert(saved, uri) end
+        end
+      end
+      return { saved = saved }
+    end,
   },
 })
 vim.lsp.enable('bareagent')

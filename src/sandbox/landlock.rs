@@ -67,6 +67,7 @@ pub fn build(
     abi: i32,
     temp: Option<&Path>,
     devices: &[&str],
+    views: &[(&Path, &Path)],
 ) -> Result<Option<OwnedFd>, landlock::RulesetError> {
     let abi = ABI::from(abi);
     let all = AccessFs::from_all(abi);
@@ -104,11 +105,25 @@ pub fn build(
         writable.push(&policy.workspace);
         writable.extend(policy.writable.iter().map(PathBuf::as_path));
     }
-    for path in writable {
+    for path in &writable {
         created = grant(created, abi, path, write)?;
     }
     for device in devices {
         created = grant(created, abi, Path::new(device), write)?;
+    }
+
+    // A copy mounted over a file is reached through the file's name, but
+    // the kernel checks the copy's own place (it skips mount points): so
+    // the copy gets what the file would have, never more.
+    for (file, copy) in views {
+        if denied.iter().any(|d| file.starts_with(d)) {
+            continue;
+        }
+        let mut access = read;
+        if writable.iter().any(|w| file.starts_with(w)) {
+            access |= write;
+        }
+        created = grant(created, abi, copy, access)?;
     }
     Ok(created.into())
 }

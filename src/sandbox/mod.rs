@@ -348,10 +348,12 @@ impl Sandbox {
 
     /// The rules for one command, built now (so folders created since the
     /// last command are seen). Called in the parent: the child only applies.
-    pub fn confinement(&self) -> Result<Confinement, SandboxError> {
+    /// `views` are (file, copy mounted over it) pairs of the command's view
+    /// (see `workspace/view.rs`): each copy gets the access its file has.
+    pub fn confinement(&self, views: &[(&Path, &Path)]) -> Result<Confinement, SandboxError> {
         let ruleset = match self.status {
             SandboxStatus::Enforced { abi, .. } => Some(
-                landlock::build(&self.policy, abi, self.temp_dir(), DEVICES)?
+                landlock::build(&self.policy, abi, self.temp_dir(), DEVICES, views)?
                     .ok_or(SandboxError::NoRuleset)?,
             ),
             _ => None,

@@ -115,7 +115,9 @@ impl GroupProcess {
         sandbox: &Sandbox,
         view: &CommandView,
     ) -> std::io::Result<GroupProcess> {
-        let confinement = sandbox.confinement().map_err(std::io::Error::other)?;
+        let confinement = sandbox
+            .confinement(&view.copies())
+            .map_err(std::io::Error::other)?;
         let mounts = view.for_child()?;
         // One pipe for stdout and stderr, as a terminal has: the output
         // keeps the order in which the command wrote it.

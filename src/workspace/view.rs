@@ -129,6 +129,14 @@ impl CommandView {
         Ok(Some(ChildMounts::new(binds)))
     }
 
+    /// (file, copy) pairs, for the sandbox to grant each copy what its file has.
+    pub fn copies(&self) -> Vec<(&Path, &Path)> {
+        self.mounts
+            .iter()
+            .map(|m| (m.path.as_path(), m.copy.as_path()))
+            .collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.mounts.is_empty() && self.notes.is_empty()
     }

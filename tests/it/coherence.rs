@@ -111,11 +111,19 @@ fn modified(path: &std::path::Path) -> std::time::SystemTime {
 
 #[test]
 fn without_saving_a_command_sees_the_agents_edit_and_the_disk_is_never_written() {
-    let dir = workspace(&[("calc.py", CALC), ("notes.py", "x = 1\n")]);
+    let dir = workspace(&[
+        ("calc.py", CALC),
+        ("notes.py", "x = 1\n"),
+        ("private/key.txt", "secret\n"),
+    ]);
     let before = modified(&dir.path().join("calc.py"));
     let server = ModelServer::start(edit_then_run_script());
-    // Like Helix: applyEdit, but no way to ask it to save.
-    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    // Like Helix: applyEdit, but no way to ask it to save. The deny rule
+    // makes the sandbox grant the workspace file by file (the harder case
+    // for a mounted copy).
+    let mut options = options(dir.path(), &server, "bypass");
+    options.initialization_options["permissions"] = json!({"deny": ["read(private/**)"]});
+    let client = start(dir.path(), options);
     let calc = client.open("calc.py", CALC);
     // The user's own unsaved work, in another file.
     client.open("notes.py", "x = 2  # unsaved\n");

