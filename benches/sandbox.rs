@@ -3,12 +3,17 @@
 //! built for the command, applied in the child) and off, interleaved in the
 //! same run. Also the median time to build the rules alone.
 //!
+//! Also the cost of a command's view of unsaved buffers (one file
+//! bind-mounted from a copy in a private mount namespace, see
+//! `workspace/view.rs`), making the view included, against no view.
+//!
 //! `cargo bench --bench sandbox` (ROUNDS=N to change the repeat count).
 
 use std::time::{Duration, Instant};
 
 use bareagent::sandbox::{Sandbox, SandboxPolicy, SandboxSettings, SandboxStatus};
 use bareagent::tools::GroupProcess;
+use bareagent::workspace::{CommandView, PathResolver};
 use tokio_util::sync::CancellationToken;
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -17,9 +22,26 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 async fn spawn_true(sandbox: &Sandbox, dir: &std::path::Path) -> Duration {
+    spawn_true_seeing(sandbox, dir, None).await
+}
+
+/// With `view`: the view of that buffer text over `edited.py` is made
+/// first, inside the timing.
+async fn spawn_true_seeing(
+    sandbox: &Sandbox,
+    dir: &std::path::Path,
+    view: Option<&str>,
+) -> Duration {
     let start = Instant::now();
-    let mut process =
-        GroupProcess::spawn("true", dir, sandbox, &Default::default()).expect("bash starts");
+    let view = match view {
+        Some(text) => {
+            let paths = PathResolver::new(dir).expect("resolver");
+            let file = paths.resolve("edited.py").expect("resolves");
+            CommandView::mounting(&paths, vec![(file, text.to_string(), Some(1))]).expect("view")
+        }
+        None => CommandView::default(),
+    };
+    let mut process = GroupProcess::spawn("true", dir, sandbox, &view).expect("bash starts");
     let ending = process.wait(None, &CancellationToken::new()).await;
     let took = start.elapsed();
     assert_eq!(
@@ -49,7 +71,14 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    std::fs::write(
+        dir.path().join("edited.py"),
+        "def add(a, b):\n    return a + b\n",
+    )
+    .expect("a file to edit");
+    let buffer = "def product(a, b):\n    return a * b\n".repeat(100);
     let (mut with, mut without, mut rules) = (Vec::new(), Vec::new(), Vec::new());
+    let mut viewed = Vec::new();
     runtime.block_on(async {
         // Warm up the page cache and the allocator.
         for _ in 0..5 {
@@ -62,9 +91,11 @@ fn main() {
             let start = Instant::now();
             drop(on.confinement(&[]).expect("rules"));
             rules.push(start.elapsed());
+            viewed.push(spawn_true_seeing(&on, dir.path(), Some(&buffer)).await);
         }
     });
     let (with, without, rules) = (median(with), median(without), median(rules));
+    let viewed = median(viewed);
     println!("sandbox: {}", on.status());
     println!("bash -c true, median of {rounds}:");
     println!(
@@ -79,5 +110,10 @@ fn main() {
         "  difference           {:>8.2} ms (building the rules alone: {:.2} ms)",
         (with.as_secs_f64() - without.as_secs_f64()) * 1e3,
         rules.as_secs_f64() * 1e3
+    );
+    println!(
+        "  with the sandbox and a view of one unsaved buffer {:>8.2} ms (+{:.2} ms)",
+        viewed.as_secs_f64() * 1e3,
+        (viewed.as_secs_f64() - with.as_secs_f64()) * 1e3
     );
 }
