@@ -89,6 +89,11 @@ impl Tool for Bash {
             }
         };
         let ending = process.wait(Some(timeout), &cx.agent.cancel).await;
+        let mounted: Vec<String> = view
+            .mounts
+            .iter()
+            .map(|m| cx.workspace().paths().display(&m.path))
+            .collect();
         if let Some(views) = &views {
             notes.extend(views.finish(view).await);
         }
@@ -102,6 +107,12 @@ impl Tool for Bash {
         } else {
             output
         };
+        if !mounted.is_empty() && output.contains("Device or resource busy") {
+            notes.push(format!(
+                "Note: {} held the agent's unsaved edits, mounted for this command: they can be written in place but not replaced or deleted (sed -i does that); use edit_file instead.",
+                mounted.join(", ")
+            ));
+        }
         let output = with_notes(output, &notes);
         match ending {
             Ending::Exited(0) => Ok(output),

@@ -302,3 +302,37 @@ fn after_each_edit_the_editor_saves_at_once() {
             .starts_with("def product")
     );
 }
+
+#[test]
+fn replacing_a_mounted_file_fails_visibly_and_the_model_is_told_why() {
+    let dir = workspace(&[("calc.py", CALC)]);
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "calc.py"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
+        )
+        .into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "sed -i s/product/times/ calc.py"}),
+        )
+        .into(),
+        Reply::text("Tried.").into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let calc = client.open("calc.py", CALC);
+    let started = ask(&client, json!({"prompt": "rename"}));
+    turn_end(&client, started["turn"].as_u64().unwrap());
+    let (text, is_error) = sent_tool_results(&server.requests()[3].body)
+        .last()
+        .unwrap()
+        .clone();
+    assert!(is_error, "{text}");
+    assert!(text.contains("use edit_file instead"), "{text}");
+    assert!(client.text(&calc).unwrap().starts_with("def product"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        CALC
+    );
+}
