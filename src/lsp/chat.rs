@@ -21,6 +21,8 @@ pub const YOU: &str = "## You";
 pub const AGENT: &str = "## Agent";
 /// How long appended text is gathered before it is written.
 const COALESCE: Duration = Duration::from_millis(250);
+/// How long the chat must be quiet before it is saved (where the client can).
+const SAVE_WHEN_QUIET: Duration = Duration::from_millis(600);
 
 pub const NEW_CHAT: &str = "# bareagent\n\nWrite your request under the last `## You` heading, then run the code action \
 \"Send to agent\" (or the command `bareagent.ask`). The reply appears below it.\n\n## You\n\n";
@@ -79,7 +81,22 @@ impl ChatWriter {
     pub fn start(state: Arc<State>) -> ChatWriter {
         let (sender, mut receiver) = mpsc::unbounded_channel::<String>();
         let task = tokio::spawn(async move {
-            while let Some(first) = receiver.recv().await {
+            // Appended since the chat was last saved.
+            let mut unsaved = false;
+            loop {
+                let next = if unsaved {
+                    match tokio::time::timeout(SAVE_WHEN_QUIET, receiver.recv()).await {
+                        Ok(next) => next,
+                        Err(_) => {
+                            super::saving::save_chat(&state).await;
+                            unsaved = false;
+                            continue;
+                        }
+                    }
+                } else {
+                    receiver.recv().await
+                };
+                let Some(first) = next else { break };
                 let mut text = first;
                 let deadline = tokio::time::sleep(COALESCE);
                 tokio::pin!(deadline);
@@ -93,6 +110,10 @@ impl ChatWriter {
                     }
                 }
                 append(&state, &text).await;
+                unsaved = true;
+            }
+            if unsaved {
+                super::saving::save_chat(&state).await;
             }
         });
         ChatWriter {

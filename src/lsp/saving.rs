@@ -81,22 +81,39 @@ impl EditorWorkspace {
                 .filter_map(|path| documents.get(path).map(|d| d.uri.clone()))
                 .collect()
         };
-        if uris.is_empty() {
-            return;
-        }
-        tracing::info!(
-            files = uris.len(),
-            "asking the editor to save the agent's edits"
-        );
-        let asked = self
-            .state
-            .client
-            .send_request::<SaveDocuments>(json!({ "uris": uris }));
-        match tokio::time::timeout(SAVE_TIMEOUT, asked).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::info!(%error, "the editor did not save"),
-            Err(_) => tracing::info!("the editor did not answer saveDocuments in time"),
-        }
+        request_save(&self.state, uris).await;
+    }
+}
+
+/// Asks the editor to save `uris`, and waits for its answer (a while at most).
+async fn request_save(state: &State, uris: Vec<String>) {
+    if uris.is_empty() {
+        return;
+    }
+    tracing::info!(files = uris.len(), "asking the editor to save");
+    let asked = state
+        .client
+        .send_request::<SaveDocuments>(json!({ "uris": uris }));
+    match tokio::time::timeout(SAVE_TIMEOUT, asked).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::info!(%error, "the editor did not save"),
+        Err(_) => tracing::info!("the editor did not answer saveDocuments in time"),
+    }
+}
+
+/// Keeps the chat file's disk copy in step with its buffer, and the buffer
+/// clean, where the client can save (else the buffer holds the reply until
+/// the user saves it).
+pub(super) async fn save_chat(state: &State) {
+    if !state.init().can_save_documents {
+        return;
+    }
+    let uri = state
+        .lock_documents()
+        .get(&state.chat_path())
+        .map(|d| d.uri.clone());
+    if let Some(uri) = uri {
+        request_save(state, vec![uri]).await;
     }
 }
 

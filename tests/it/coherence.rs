@@ -336,3 +336,25 @@ fn replacing_a_mounted_file_fails_visibly_and_the_model_is_told_why() {
         CALC
     );
 }
+
+#[test]
+fn a_client_that_saves_keeps_the_chat_file_on_disk_in_step_with_its_buffer() {
+    let chat_text = "# chat\n\n## You\n\nsay hi\n";
+    let dir = workspace(&[(".bareagent/chat.md", chat_text)]);
+    let server = ModelServer::start(vec![Reply::text("Hi there.").into()]);
+    let mut options = options(dir.path(), &server, "default");
+    options.initialization_options["saveDocuments"] = json!(true);
+    let client = start(dir.path(), options);
+    let chat = client.open(".bareagent/chat.md", chat_text);
+    let started = ask(&client, serde_json::Value::Null);
+    turn_end(&client, started["turn"].as_u64().unwrap());
+    let on_disk = dir.path().join(".bareagent/chat.md");
+    client.wait_until(
+        crate::lsp::LONG,
+        "the chat's disk copy to hold the reply",
+        |c| {
+            let disk = std::fs::read_to_string(&on_disk).unwrap_or_default();
+            disk.contains("Hi there.") && c.text(&chat).as_deref() == Some(disk.as_str())
+        },
+    );
+}

@@ -200,6 +200,15 @@ fn every_command_bash_runs_is_one_the_reader_reported() {
         if !parsed.problems.is_empty() {
             return Ok(());
         }
+        // A program only the running shell can name (`$(echo c2)` as a
+        // command) could be anything: the gate asks for it, whatever bash runs.
+        if parsed
+            .commands()
+            .iter()
+            .any(|c| c.words.first().is_some_and(|w| w.opaque))
+        {
+            return Ok(());
+        }
         understood.set(understood.get() + 1);
         let reported: BTreeSet<String> = parsed
             .commands()
