@@ -13,13 +13,13 @@ use crate::support::lsp_client::{
 use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 use crate::tools::{alive, read_pid};
 
-const LONG: Duration = Duration::from_secs(20);
+pub(crate) const LONG: Duration = Duration::from_secs(20);
 
-fn binary() -> &'static Path {
+pub(crate) fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_bareagent"))
 }
 
-fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
+pub(crate) fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
     let mut options = ClientOptions::new(root);
     options.env = vec![
         ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
@@ -31,14 +31,14 @@ fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
     options
 }
 
-fn start(root: &Path, options: ClientOptions) -> LspClient {
+pub(crate) fn start(root: &Path, options: ClientOptions) -> LspClient {
     let client = LspClient::start(binary(), options);
     client.initialize();
     let _ = root;
     client
 }
 
-fn ask(client: &LspClient, prompt: Value) -> Value {
+pub(crate) fn ask(client: &LspClient, prompt: Value) -> Value {
     let arguments = if prompt.is_null() {
         json!([])
     } else {
@@ -52,12 +52,12 @@ fn ask(client: &LspClient, prompt: Value) -> Value {
         .unwrap_or_else(|e| panic!("ask failed: {e}"))
 }
 
-fn is_event(method: &str, params: &Value, kind: &str) -> bool {
+pub(crate) fn is_event(method: &str, params: &Value, kind: &str) -> bool {
     method == "bareagent/event" && params["type"] == kind
 }
 
 /// Waits for the turn to end; returns the finishing event.
-fn turn_end(client: &LspClient, turn: u64) -> Value {
+pub(crate) fn turn_end(client: &LspClient, turn: u64) -> Value {
     client.wait_for_notification(LONG, "the turn to end", |method, params| {
         method == "bareagent/event"
             && params["turn"] == turn
@@ -65,7 +65,7 @@ fn turn_end(client: &LspClient, turn: u64) -> Value {
     })
 }
 
-fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
+pub(crate) fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
     client
         .notifications()
         .into_iter()
@@ -74,7 +74,7 @@ fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
+pub(crate) fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
     client
         .server_requests()
         .into_iter()
@@ -833,7 +833,7 @@ fn an_edit_the_editor_refuses_or_silently_skips_is_an_error_for_the_model() {
 }
 
 /// Every text the user's messages of a model request hold.
-fn user_texts(body: &Value) -> Vec<String> {
+pub(crate) fn user_texts(body: &Value) -> Vec<String> {
     let mut texts = Vec::new();
     for message in body["messages"].as_array().into_iter().flatten() {
         if message["role"] != "user" {
