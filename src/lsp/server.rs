@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -27,6 +27,7 @@ pub const COMMANDS: [&str; 9] = [
     "bareagent.status",
     "bareagent.openChat",
     "bareagent.trustWorkspace",
+    "bareagent.setModel",
 ];
 
 pub struct Backend {
@@ -250,6 +251,10 @@ impl LanguageServer for Backend {
             "bareagent.status" => self.state.status(),
             "bareagent.openChat" => self.open_chat().await?,
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
+            "bareagent.setModel" => {
+                super::model::set_model(&self.state, arguments.first().unwrap_or(&Value::Null))
+                    .map_err(invalid)?
+            }
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",

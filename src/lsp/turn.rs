@@ -356,9 +356,10 @@ async fn run_agent(
                 .await;
         }
     }
+    let selected = super::model::select(&state)?;
     let choice = ProviderChoice {
-        kind: settings.provider,
-        model: settings.model.clone(),
+        kind: selected.kind,
+        model: selected.model,
         base_url: editor.base_url.clone(),
         replay: editor
             .replay

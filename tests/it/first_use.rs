@@ -388,3 +388,146 @@ fn asking_about_a_selection_puts_the_cursor_where_the_question_goes() {
         );
     }
 }
+
+fn command(client: &LspClient, name: &str, arguments: Value) -> Result<Value, Value> {
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": name, "arguments": arguments}),
+    )
+}
+
+/// The model of each request, and which API it went to.
+fn models_asked(server: &ModelServer) -> Vec<(String, String)> {
+    server
+        .requests()
+        .iter()
+        .map(|r| {
+            let api = if r.path.ends_with("/chat/completions") {
+                "openai"
+            } else {
+                "anthropic"
+            };
+            (
+                api.to_string(),
+                r.body["model"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `BAREAGENT_PROVIDER` and `BAREAGENT_MODEL` choose as they do for
+/// `bareagent run`, under the editor's settings; `bareagent.setModel`
+/// offers the choices and changes the next turn's; `bareagent.status`
+/// says what is in use and why.
+#[test]
+fn the_environment_and_set_model_choose_the_model() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::text("one").into(),
+        Reply::text("two").into(),
+        Reply::text("three").into(),
+        Reply::text("four").into(),
+    ]);
+    let base_env = |editor: Value| {
+        let mut options = ClientOptions::new(dir.path());
+        options.env = vec![
+            ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
+            ("OPENAI_API_KEY".into(), TEST_KEY.into()),
+            ("ANTHROPIC_BASE_URL".into(), server.anthropic_base()),
+            ("OPENAI_BASE_URL".into(), server.openai_base()),
+            ("BAREAGENT_PROVIDER".into(), "openai".into()),
+            ("BAREAGENT_MODEL".into(), "env-model".into()),
+        ];
+        options.initialization_options = editor;
+        options
+    };
+    let turn = |client: &LspClient| {
+        let turn = turn_of(&ask(client, json!("hi")));
+        assert_eq!(turn_end(client, turn)["type"], "turn_finished");
+    };
+    // The editor's settings name a model: it wins over the environment's.
+    let client = start(dir.path(), base_env(json!({"model": "editor-model"})));
+    turn(&client);
+    client.shutdown();
+
+    let client = start(dir.path(), base_env(json!({})));
+    let status = command(&client, "bareagent.status", json!([])).unwrap();
+    assert_eq!(
+        status["model"],
+        json!({"provider": "openai", "model": "env-model", "providerFrom": "BAREAGENT_PROVIDER", "modelFrom": "BAREAGENT_MODEL"})
+    );
+    turn(&client);
+
+    let offered = command(&client, "bareagent.setModel", json!([])).unwrap();
+    let choices = offered["choices"].as_array().unwrap();
+    assert_eq!(
+        choices[0],
+        json!({"provider": "anthropic", "model": "claude-sonnet-4-5", "configured": true})
+    );
+    assert!(
+        choices.contains(&json!({"provider": "openai", "model": "env-model", "configured": true})),
+        "the model in use is offered: {offered}"
+    );
+    assert_eq!(offered["current"], status["model"]);
+
+    let set = command(
+        &client,
+        "bareagent.setModel",
+        json!([{"provider": "anthropic", "model": "claude-picked"}]),
+    )
+    .unwrap();
+    assert_eq!(set["current"]["model"], "claude-picked", "{set}");
+    assert_eq!(set["current"]["providerFrom"], "bareagent.setModel");
+    turn(&client);
+    // A provider alone brings its default model.
+    command(
+        &client,
+        "bareagent.setModel",
+        json!([{"provider": "openai"}]),
+    )
+    .unwrap();
+    turn(&client);
+    assert_eq!(
+        models_asked(&server),
+        [
+            ("openai".to_string(), "editor-model".to_string()),
+            ("openai".to_string(), "env-model".to_string()),
+            ("anthropic".to_string(), "claude-picked".to_string()),
+            ("openai".to_string(), "gpt-4.1".to_string()),
+        ]
+    );
+
+    let refused = command(
+        &client,
+        "bareagent.setModel",
+        json!([{"provider": "gemini"}]),
+    )
+    .expect_err("an unknown provider is refused");
+    assert_eq!(refused["code"], -32602);
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("anthropic, openai"),
+        "{refused}"
+    );
+    let reset = command(&client, "bareagent.setModel", json!([{"reset": true}])).unwrap();
+    assert_eq!(reset["current"]["model"], "env-model", "{reset}");
+    client.shutdown();
+
+    // An unknown provider in the environment fails the turn, saying which variable.
+    let mut options = base_env(json!({}));
+    options
+        .env
+        .push(("BAREAGENT_PROVIDER".into(), "gemini".into()));
+    let client = start(dir.path(), options);
+    let turn = turn_of(&ask(&client, json!("hi")));
+    let end = turn_end(&client, turn);
+    assert!(
+        end["message"]
+            .as_str()
+            .unwrap()
+            .contains("BAREAGENT_PROVIDER=gemini"),
+        "{end}"
+    );
+}
