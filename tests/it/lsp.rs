@@ -155,7 +155,15 @@ fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the
         .iter()
         .map(|a| a["title"].as_str().unwrap())
         .collect();
-    assert_eq!(titles, ["Allow once", "Allow for session", "Reject"]);
+    assert_eq!(
+        titles,
+        [
+            "Allow once",
+            "Allow for session",
+            "Allow always: edit_file",
+            "Reject"
+        ]
+    );
     // The edit went through applyEdit, at the version the agent read, and stays unsaved.
     let edits = requests_of(&client, "workspace/applyEdit");
     let greet_edit = edits
