@@ -204,7 +204,14 @@ command('Agent', function(o)
     end
   end)
 end, { nargs = '?' })
-command('AgentChat', function() run('bareagent.openChat', nil, function() end) end)
+command('AgentChat', function()
+  run('bareagent.openChat', nil, function(result)
+    -- The server shows it through window/showDocument; if that failed, here.
+    if type(result) == 'table' and result.shown == false and type(result.uri) == 'string' then
+      show_document(nil, { uri = result.uri }, {})
+    end
+  end)
+end)
 command('AgentStatus', function()
   run('bareagent.status', nil, function(result)
     notify(status_text(result))
