@@ -36,6 +36,10 @@ pub enum AgentEvent {
     StreamFallback {
         reason: String,
     },
+    /// A prompt the user sent during the turn reaches the model now.
+    UserMessage {
+        text: String,
+    },
     /// The model's plan, as it just wrote it.
     Todos {
         todos: Vec<crate::tools::TodoItem>,

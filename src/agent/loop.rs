@@ -14,6 +14,11 @@
 //!
 //! The `messages` list is the only state. Callers may add to it between
 //! turns, or through the [`Inbox`] during one; the loop holds nothing else.
+//!
+//! A turn ends with an answer only when there is one: an empty answer is an
+//! error (and is left out of the history, which stays sendable), an answer
+//! cut at the output limit is continued (a few times at most), and a prompt
+//! the user sent while the model answered keeps the turn going.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
@@ -22,6 +27,7 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::Inbox;
+use super::inbox::Arrival;
 use super::message::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
 use crate::permission::{ActionKind, Decision, PermissionGate};
@@ -101,12 +107,29 @@ pub enum LoopError {
     IterationCap { cap: usize },
     #[error("the turn was cancelled; the history is intact")]
     Cancelled,
+    #[error(
+        "the model's answer was cut at the output limit ({max_tokens} tokens) {times} times in a row; the history is intact: ask it to go on, or to answer in smaller pieces"
+    )]
+    Truncated { max_tokens: u32, times: usize },
+    #[error(
+        "the model returned an empty answer{}; the history is intact, so a new message can let the agent go on",
+        if *.cut { " (it reached its output limit before writing any text)" } else { "" }
+    )]
+    EmptyAnswer { cut: bool },
     #[error(transparent)]
     Provider(#[from] ProviderError),
 }
 
 /// The result every unanswered tool call gets when the turn is cancelled.
 pub const CANCELLED: &str = "Cancelled by user";
+
+/// Answers cut at the output limit that are continued before the turn ends
+/// with [`LoopError::Truncated`]: enough for a long answer, bounded so a
+/// model that never stops cannot spend without end.
+pub const MAX_CONTINUATIONS: usize = 3;
+
+/// What the model is told when its answer was cut at the output limit.
+pub const CONTINUE: &str = "Your answer was cut off at the output token limit. Continue exactly where it stopped, without repeating anything.";
 
 /// Read-only calls of one response that may run at the same time.
 const MAX_PARALLEL_TOOLS: usize = 8;
@@ -119,17 +142,12 @@ pub async fn run_loop(
     messages: &mut Vec<Message>,
 ) -> Result<TurnOutcome, LoopError> {
     let mut usage = Usage::default();
+    // The pieces of an answer cut at the output limit, joined as they come.
+    let mut answer = String::new();
+    let mut continuations = 0;
     for iteration in 1..=agent.config.max_iterations {
         if let Some(inbox) = agent.inbox {
-            let arrived = inbox
-                .drain()
-                .into_iter()
-                // Background notices carry command output: scrubbed like results.
-                .map(|text| ContentBlock::Text {
-                    text: Secrets::global().scrub(&text).into_owned(),
-                })
-                .collect();
-            push_user_blocks(messages, arrived);
+            deliver(agent, inbox, messages);
         }
         agent.compactor.compact(messages);
 
@@ -150,25 +168,55 @@ pub async fn run_loop(
             total: usage,
         });
 
+        let cut = response.stop_reason.as_deref() == Some("max_tokens");
         let mut assistant = response.into_message();
         make_tool_use_ids_unique(messages, &mut assistant);
-        if assistant.content.is_empty() {
-            // An empty assistant message would make the history unsendable.
-            return Ok(TurnOutcome {
-                text: String::new(),
-                usage,
-                iterations: iteration,
-            });
+        let asks_for_tools = assistant.tool_calls().next().is_some();
+        if !asks_for_tools && assistant.text().trim().is_empty() {
+            // Left out: an empty (or blank) assistant message would make the
+            // history unsendable; without it, it still ends with the user's
+            // message or the tool results, as it did before this call.
+            return Err(LoopError::EmptyAnswer { cut });
         }
         messages.push(assistant.clone());
         let calls: Vec<ToolCall<'_>> = assistant.tool_calls().collect();
         if calls.is_empty() {
+            answer.push_str(&assistant.text());
+            if cut {
+                if continuations == MAX_CONTINUATIONS {
+                    return Err(LoopError::Truncated {
+                        max_tokens: agent.config.max_tokens,
+                        times: continuations + 1,
+                    });
+                }
+                continuations += 1;
+                tracing::info!(
+                    continuations,
+                    "the answer was cut at the output limit; asking the model to go on"
+                );
+                push_user_blocks(
+                    messages,
+                    vec![ContentBlock::Text {
+                        text: CONTINUE.into(),
+                    }],
+                );
+                continue;
+            }
+            // The user wrote while the model answered: the turn goes on with
+            // their message, so it is answered now and in the order sent.
+            if agent.inbox.is_some_and(Inbox::has_user_message) {
+                answer.clear();
+                continuations = 0;
+                continue;
+            }
             return Ok(TurnOutcome {
-                text: assistant.text(),
+                text: answer,
                 usage,
                 iterations: iteration,
             });
         }
+        answer.clear();
+        continuations = 0;
 
         let spent_by_tools = Mutex::new(Usage::default());
         let results = run_tool_calls(agent, &calls, &spent_by_tools).await;
@@ -193,6 +241,31 @@ pub async fn run_loop(
     Err(LoopError::IterationCap {
         cap: agent.config.max_iterations,
     })
+}
+
+/// Puts what arrived during the turn into the history, as user content. A
+/// user's prompt is shown (an event) where it reaches the model.
+fn deliver(agent: &Agent<'_>, inbox: &Inbox, messages: &mut Vec<Message>) {
+    let arrived = inbox
+        .drain()
+        .into_iter()
+        .map(|arrival| {
+            let text = match arrival {
+                Arrival::Notice(text) => text,
+                Arrival::User(prompt) => {
+                    agent.sink.emit(AgentEvent::UserMessage {
+                        text: prompt.clone(),
+                    });
+                    format!("<user-message>\n{prompt}\n</user-message>")
+                }
+            };
+            // Background notices carry command output: scrubbed like results.
+            ContentBlock::Text {
+                text: Secrets::global().scrub(&text).into_owned(),
+            }
+        })
+        .collect();
+    push_user_blocks(messages, arrived);
 }
 
 /// One model call. Streams when configured; falls back to `create` when the

@@ -8,7 +8,7 @@ mod r#loop;
 pub mod message;
 mod prompt;
 
-pub use inbox::Inbox;
+pub use inbox::{Arrival, Inbox};
 pub use r#loop::{
     Agent, CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
 };

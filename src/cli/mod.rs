@@ -62,11 +62,11 @@ pub struct RunArgs {
 
     /// Model API to use. Default: anthropic if ANTHROPIC_API_KEY is set, else
     /// openai if OPENAI_API_KEY or OPENAI_BASE_URL is set.
-    #[arg(long, env = "BAREAGENT_PROVIDER", value_enum)]
+    #[arg(long, env = crate::provider::PROVIDER_ENV, value_enum)]
     pub provider: Option<ProviderKind>,
 
     /// Model name (default: claude-sonnet-4-5 / gpt-4.1).
-    #[arg(long, env = "BAREAGENT_MODEL")]
+    #[arg(long, env = crate::provider::MODEL_ENV)]
     pub model: Option<String>,
 
     /// API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the public endpoint).

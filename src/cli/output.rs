@@ -54,7 +54,9 @@ impl EventSink for TerminalSink {
                 state.mid_line = !text.ends_with('\n');
                 state.streamed = true;
             }
-            AgentEvent::ThinkingDelta { .. } | AgentEvent::Usage { .. } => {}
+            AgentEvent::ThinkingDelta { .. }
+            | AgentEvent::Usage { .. }
+            | AgentEvent::UserMessage { .. } => {}
             AgentEvent::ToolCall { name, input, .. } => {
                 Self::end_line(&mut state);
                 state.streamed = false;

@@ -172,7 +172,9 @@ async fn show_dialog(state: Arc<State>, view: PendingView) {
     if !state.approvals.is_pending(view.id) {
         return;
     }
-    let actions = [ALLOW_ONCE, ALLOW_FOR_SESSION, REJECT]
+    // "Always" names the rule it saves, so the user sees what they grant.
+    let always = format!("Allow always: {}", view.rule);
+    let actions = [ALLOW_ONCE, ALLOW_FOR_SESSION, always.as_str(), REJECT]
         .map(|title| MessageActionItem {
             title: title.to_string(),
             properties: Default::default(),
@@ -196,6 +198,7 @@ async fn show_dialog(state: Arc<State>, view: PendingView) {
     let approval = match answer {
         Ok(Some(item)) if item.title == ALLOW_ONCE => Approval::AllowOnce,
         Ok(Some(item)) if item.title == ALLOW_FOR_SESSION => Approval::AllowForSession,
+        Ok(Some(item)) if item.title == always => Approval::AllowAlways,
         Ok(Some(item)) if item.title == REJECT => Approval::Reject(DENIED_BY_USER.into()),
         Ok(other) => {
             tracing::info!(

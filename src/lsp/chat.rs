@@ -218,21 +218,120 @@ fn append_on_disk(path: &Path, text: &str) {
     }
 }
 
-/// What to append when a turn starts, given the chat's text.
-pub fn turn_header(chat: &str, prompt: &str, prompt_from_chat: bool) -> String {
-    let newline = if chat.is_empty() || chat.ends_with("\n\n") {
+/// Where the reply stands, so each piece joins the one before it with the
+/// break markdown needs: a paragraph after a list item runs into the item
+/// unless a blank line parts them, and a heading or footer wants one too.
+/// Starts after `## Agent` and its blank line.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// Line ends at the end of what was written, up to two.
+    newlines: usize,
+    in_list: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            newlines: 2,
+            in_list: false,
+        }
+    }
+}
+
+impl Layout {
+    /// A piece of the model's text, as it streams.
+    pub fn text(&mut self, text: &str) -> String {
+        if text.is_empty() {
+            return String::new();
+        }
+        let mut out = if self.in_list {
+            self.blank_line()
+        } else {
+            String::new()
+        };
+        self.in_list = false;
+        out.push_str(text);
+        self.note(text);
+        out
+    }
+
+    /// One line of a list (a tool call, or its error under it).
+    pub fn list_item(&mut self, line: &str) -> String {
+        let mut out = if self.in_list {
+            String::new()
+        } else {
+            self.blank_line()
+        };
+        self.in_list = true;
+        out.push_str(line);
+        out.push('\n');
+        self.newlines = 1;
+        out
+    }
+
+    /// A block of its own (a heading, a footer line), with a blank line
+    /// before and after it.
+    pub fn section(&mut self, block: &str) -> String {
+        let mut out = self.blank_line();
+        out.push_str(block.trim_end_matches('\n'));
+        out.push_str("\n\n");
+        self.in_list = false;
+        self.newlines = 2;
+        out
+    }
+
+    /// What makes the text so far end with a blank line.
+    fn blank_line(&self) -> String {
+        "\n".repeat(2 - self.newlines.min(2))
+    }
+
+    fn note(&mut self, text: &str) {
+        let trailing = text.len() - text.trim_end_matches('\n').len();
+        self.newlines = if trailing == text.len() {
+            (self.newlines + trailing).min(2)
+        } else {
+            trailing.min(2)
+        };
+    }
+}
+
+/// A prompt the user sent during a turn, where it reached the model.
+pub fn prompt_section(prompt: &str) -> String {
+    format!("{YOU}\n\n{}\n\n{AGENT}", prompt.trim())
+}
+
+/// `1 model call`, `2 model calls`.
+pub fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// What makes `chat` end with a blank line (nothing for an empty chat).
+pub fn blank_line_after(chat: &str) -> &'static str {
+    if chat.is_empty() || chat.ends_with("\n\n") {
         ""
     } else if chat.ends_with('\n') {
         "\n"
     } else {
         "\n\n"
-    };
+    }
+}
+
+/// The chat ends with a `## You` heading nobody wrote under yet.
+pub fn ends_with_empty_prompt(chat: &str) -> bool {
+    last_heading(chat, YOU).is_some_and(|at| chat[at + YOU.len()..].trim().is_empty())
+}
+
+/// What to append when a turn starts, given the chat's text.
+pub fn turn_header(chat: &str, prompt: &str, prompt_from_chat: bool) -> String {
+    let newline = blank_line_after(chat);
     if prompt_from_chat {
         return format!("{newline}{AGENT}\n\n");
     }
-    let ends_with_empty_you =
-        last_heading(chat, YOU).is_some_and(|at| chat[at + YOU.len()..].trim().is_empty());
-    if ends_with_empty_you {
+    if ends_with_empty_prompt(chat) {
         format!("{newline}{prompt}\n\n{AGENT}\n\n")
     } else {
         format!("{newline}{YOU}\n\n{prompt}\n\n{AGENT}\n\n")
@@ -255,6 +354,39 @@ mod tests {
         assert_eq!(pending_prompt(&answered), None);
         let next = format!("{answered}\n## You\n\nNow the docs\n");
         assert_eq!(pending_prompt(&next).as_deref(), Some("Now the docs"));
+    }
+
+    #[test]
+    fn text_after_a_list_is_its_own_paragraph() {
+        let mut layout = Layout::default();
+        let mut chat = String::from("## Agent\n\n");
+        chat += &layout.text("Reading");
+        chat += &layout.text(" it.");
+        chat += &layout.list_item("- `read_file` a.py");
+        chat += &layout.list_item("  - ✗ no such file");
+        chat += &layout.list_item("- `glob` *.py");
+        chat += &layout.text("Found it.\n");
+        chat += &layout.list_item("- `edit_file` b.py");
+        chat += &layout.text("Done.");
+        chat += &layout.section("_2 model calls_");
+        chat += &layout.section(YOU);
+        assert_eq!(
+            chat,
+            "## Agent\n\nReading it.\n\n- `read_file` a.py\n  - ✗ no such file\n- `glob` *.py\n\nFound it.\n\n- `edit_file` b.py\n\nDone.\n\n_2 model calls_\n\n## You\n\n"
+        );
+        let mut first = Layout::default();
+        assert_eq!(
+            first.list_item("- x"),
+            "- x\n",
+            "no blank line to add at the start"
+        );
+    }
+
+    #[test]
+    fn counts_are_plural_only_when_they_should_be() {
+        assert_eq!(count(1, "model call"), "1 model call");
+        assert_eq!(count(0, "model call"), "0 model calls");
+        assert_eq!(count(2, "model call"), "2 model calls");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod approvals;
 mod chat;
 mod documents;
 mod editor;
+mod model;
 mod pump;
 mod saving;
 mod server;

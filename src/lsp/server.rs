@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -27,6 +27,7 @@ pub const COMMANDS: [&str; 9] = [
     "bareagent.status",
     "bareagent.openChat",
     "bareagent.trustWorkspace",
+    "bareagent.setModel",
 ];
 
 pub struct Backend {
@@ -269,6 +270,10 @@ impl LanguageServer for Backend {
             "bareagent.status" => self.state.status(),
             "bareagent.openChat" => self.open_chat().await?,
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
+            "bareagent.setModel" => {
+                super::model::set_model(&self.state, arguments.first().unwrap_or(&Value::Null))
+                    .map_err(invalid)?
+            }
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",
@@ -477,7 +482,7 @@ impl Backend {
         let shown = self.state.init().paths.display(&path);
         let language = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let text = format!(
-            "\n\nAbout `{shown}`, lines {}–{}:\n\n```{language}\n{}\n```\n\n",
+            "About `{shown}`, lines {}–{}:\n\n```{language}\n{}\n```\n\n",
             range.start.line + 1,
             range.end.line + 1,
             quoted.trim_end()
@@ -489,15 +494,15 @@ impl Backend {
                 tracing::warn!(%error, "cannot create the chat file");
             }
             let current = chat::current_text(&state).unwrap_or_default();
-            let heading = if chat::pending_prompt(&current).is_none()
-                && current.trim_end().ends_with(chat::YOU)
-            {
-                String::new()
+            let blank = chat::blank_line_after(&current);
+            let heading = if chat::ends_with_empty_prompt(&current) {
+                blank.to_string()
             } else {
-                format!("\n\n{}", chat::YOU)
+                format!("{blank}{}\n\n", chat::YOU)
             };
             chat::append(&state, &format!("{heading}{text}")).await;
-            show_chat(&state).await;
+            // The cursor goes where the question is to be typed: the end.
+            show_chat(&state, Some(chat_end(&state))).await;
         });
         Ok(
             json!({"prepared": true, "message": "the selection is quoted in .bareagent/chat.md: write your question below it and send it"}),
@@ -578,14 +583,28 @@ impl Backend {
         let path = self.state.chat_path();
         chat::ensure_exists(&path)
             .map_err(|e| invalid(format!("cannot create {}: {e}", path.display())))?;
-        let shown = show_chat(&self.state).await;
+        let shown = show_chat(&self.state, None).await;
         let uri = State::uri_of(&path).map(|u| u.to_string());
         Ok(json!({"uri": uri, "shown": shown}))
     }
 }
 
-/// Opens the chat in the editor, where `window/showDocument` exists.
-async fn show_chat(state: &State) -> bool {
+/// The end of the chat, in the editor's buffer or else on disk.
+fn chat_end(state: &State) -> Position {
+    let encoding = state.init().encoding;
+    let end = match state.lock_documents().get(&state.chat_path()) {
+        Some(document) => document.end(encoding),
+        None => {
+            let text = std::fs::read_to_string(state.chat_path()).unwrap_or_default();
+            super::Document::new(String::new(), &text, 0).end(encoding)
+        }
+    };
+    Position::new(end.line, end.character)
+}
+
+/// Opens the chat in the editor, where `window/showDocument` exists, with
+/// the cursor at `at` if given.
+async fn show_chat(state: &State, at: Option<Position>) -> bool {
     let Some(uri) = State::uri_of(&state.chat_path()) else {
         return false;
     };
@@ -596,7 +615,7 @@ async fn show_chat(state: &State) -> bool {
         uri,
         external: Some(false),
         take_focus: Some(true),
-        selection: None,
+        selection: at.map(|at| Range::new(at, at)),
     };
     matches!(
         tokio::time::timeout(

@@ -135,6 +135,8 @@ pub struct State {
     /// Set by `shutdown`: an `exit` after it ends the process with 0, an
     /// `exit` without it with 1, as the specification asks.
     pub shutdown_requested: std::sync::atomic::AtomicBool,
+    /// What `bareagent.setModel` chose (see `model.rs`).
+    pub model_override: super::model::ModelOverride,
 }
 
 /// The main session: the one the chat file shows.
@@ -157,6 +159,7 @@ impl State {
 
             trust_notice_shown: std::sync::atomic::AtomicBool::new(false),
             shutdown_requested: std::sync::atomic::AtomicBool::new(false),
+            model_override: Default::default(),
         }
     }
 
@@ -338,7 +341,8 @@ impl State {
             }
             Err(error) => format!("unknown: {error}"),
         };
-        json!({"sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox})
+        let model = super::model::status(self);
+        json!({"sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox, "model": model})
     }
 }
 

@@ -38,15 +38,26 @@ pub struct Ask {
 }
 
 /// Starts a turn, or, when the session is busy, hands the prompt to the
-/// running turn (it reaches the model at its next step). Answers at once.
+/// running turn (it reaches the model at its next step, or right after the
+/// answer it is writing). Answers at once.
 pub fn start(state: &Arc<State>, ask: Ask) -> Value {
     let mut sessions = state.lock_sessions();
+    start_locked(state, &mut sessions, ask)
+}
+
+/// [`start`], with the sessions already locked.
+fn start_locked(
+    state: &Arc<State>,
+    sessions: &mut std::collections::HashMap<String, super::session::Session>,
+    ask: Ask,
+) -> Value {
     let session = sessions.entry(ask.session.clone()).or_default();
     if let Some(running) = &session.running {
-        session
-            .inbox
-            .push(format!("<user-message>\n{}\n</user-message>", ask.prompt));
-        return json!({"turn": running.id, "queued": true});
+        session.inbox.push_user(ask.prompt);
+        return json!({
+            "turn": running.id, "queued": true,
+            "message": "queued: the running turn reads it at its next step",
+        });
     }
     let id = state.next_turn();
     let cancel = CancellationToken::new();
@@ -74,7 +85,6 @@ pub fn start(state: &Arc<State>, ask: Ask) -> Value {
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
     };
-    drop(sessions);
     tokio::spawn(turn.run(messages, ask));
     json!({"turn": id, "queued": false})
 }
@@ -126,6 +136,13 @@ impl Turn {
         let in_chat = self.session == MAIN_SESSION;
         let mut chat = in_chat.then(|| ChatWriter::start(state.clone()));
         if let Some(chat) = &chat {
+            // Created first, so the header fits the file's text (a missing
+            // file is created with its own `## You` on the first append).
+            if state.lock_documents().get(&state.chat_path()).is_none() {
+                if let Err(error) = chat::ensure_exists(&state.chat_path()) {
+                    tracing::warn!(%error, "cannot create the chat file");
+                }
+            }
             let current = chat::current_text(&state).unwrap_or_default();
             chat.write(chat::turn_header(&current, &ask.prompt, ask.prompt_in_chat));
         }
@@ -178,18 +195,19 @@ impl Turn {
                 (Err(why.to_string()), snapshot)
             }
         };
-        let _ = forwarder.await;
+        let layout = forwarder.await.unwrap_or_default();
 
         let totals = totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let summary = match &outcome {
             Ok(outcome) => format!(
-                "bareagent: done ({} model calls, {} tokens out)",
-                outcome.iterations, outcome.usage.output_tokens
+                "bareagent: done ({}, {} tokens out)",
+                chat::count(outcome.iterations, "model call"),
+                outcome.usage.output_tokens
             ),
             Err(reason) => format!("bareagent: {reason}"),
         };
         if let Some(chat) = &mut chat {
-            chat.write(footer(&totals, &outcome));
+            chat.write(footer(layout, &totals, &outcome));
             chat.finish().await;
         }
         {
@@ -203,6 +221,29 @@ impl Turn {
                     session.messages = messages;
                     session.running = None;
                     session.usage += totals.usage;
+                    // Prompts the loop did not take (they came after its
+                    // last look, or the turn failed): the next turn starts
+                    // with them now, not after the user's next prompt. Under
+                    // this lock no ask can queue behind it. A cancelled turn
+                    // starts nothing: they join the history, in order, for
+                    // the next ask.
+                    let queued = session.inbox.take_user_messages();
+                    if self.cancel.is_cancelled() {
+                        let blocks = queued
+                            .iter()
+                            .map(|prompt| crate::agent::ContentBlock::Text {
+                                text: format!("<user-message>\n{prompt}\n</user-message>"),
+                            })
+                            .collect();
+                        crate::agent::message::push_user_blocks(&mut session.messages, blocks);
+                    } else if !queued.is_empty() {
+                        let ask = Ask {
+                            session: self.session.clone(),
+                            prompt: queued.join("\n\n"),
+                            prompt_in_chat: false,
+                        };
+                        start_locked(&state, &mut sessions, ask);
+                    }
                 }
                 _ => tracing::info!(
                     turn = self.id,
@@ -316,9 +357,10 @@ async fn run_agent(
                 .await;
         }
     }
+    let selected = super::model::select(&state)?;
     let choice = ProviderChoice {
-        kind: settings.provider,
-        model: settings.model.clone(),
+        kind: selected.kind,
+        model: selected.model,
         base_url: editor.base_url.clone(),
         replay: editor
             .replay
@@ -440,9 +482,12 @@ struct Forwarding {
 
 /// Sends each event as `bareagent/event`, feeds the chat, reports progress,
 /// and counts edits for the chat's footer.
-async fn forward_events(to: Forwarding, mut events: mpsc::UnboundedReceiver<AgentEvent>) {
+async fn forward_events(
+    to: Forwarding,
+    mut events: mpsc::UnboundedReceiver<AgentEvent>,
+) -> chat::Layout {
     let mut calls: BTreeMap<String, (String, Value)> = BTreeMap::new();
-    let mut at_line_start = true;
+    let mut layout = chat::Layout::default();
     while let Some(event) = events.recv().await {
         let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
         if let Some(object) = value.as_object_mut() {
@@ -453,18 +498,13 @@ async fn forward_events(to: Forwarding, mut events: mpsc::UnboundedReceiver<Agen
         match event {
             AgentEvent::TextDelta { text } => {
                 if let Some(chat) = &to.chat {
-                    at_line_start = text.ends_with('\n');
-                    chat.write(text);
+                    chat.write(layout.text(&text));
                 }
             }
             AgentEvent::ToolCall { id, name, input } => {
                 let line = format!("`{name}` {}", brief(&input));
                 if let Some(chat) = &to.chat {
-                    chat.write(format!(
-                        "{}- {line}\n",
-                        if at_line_start { "" } else { "\n\n" }
-                    ));
-                    at_line_start = true;
+                    chat.write(layout.list_item(&format!("- {line}")));
                 }
                 if let Some(token) = &to.progress {
                     let report = WorkDoneProgressReport {
@@ -491,7 +531,7 @@ async fn forward_events(to: Forwarding, mut events: mpsc::UnboundedReceiver<Agen
                             .chars()
                             .take(160)
                             .collect();
-                        chat.write(format!("  - ✗ {first}\n"));
+                        chat.write(layout.list_item(&format!("  - ✗ {first}")));
                     }
                 } else if let Some((name, input)) = calls.get(&id) {
                     if let Some((path, added, removed)) = edit_counts(name, input) {
@@ -502,9 +542,15 @@ async fn forward_events(to: Forwarding, mut events: mpsc::UnboundedReceiver<Agen
                     }
                 }
             }
+            AgentEvent::UserMessage { text } => {
+                if let Some(chat) = &to.chat {
+                    chat.write(layout.section(&chat::prompt_section(&text)));
+                }
+            }
             _ => {}
         }
     }
+    layout
 }
 
 /// Lines added and removed by a successful edit call, by its input.
@@ -546,27 +592,31 @@ fn brief(input: &Value) -> String {
     }
 }
 
-fn footer(totals: &Totals, outcome: &Result<TurnOutcome, String>) -> String {
-    let mut text = String::from("\n\n");
+fn footer(
+    mut layout: chat::Layout,
+    totals: &Totals,
+    outcome: &Result<TurnOutcome, String>,
+) -> String {
+    let mut text = String::new();
     if !totals.edits.is_empty() {
         let files: Vec<String> = totals
             .edits
             .iter()
             .map(|(path, (added, removed))| format!("`{path}` (+{added} −{removed})"))
             .collect();
-        text.push_str(&format!("**Edited:** {}\n\n", files.join(", ")));
+        text.push_str(&layout.section(&format!("**Edited:** {}", files.join(", "))));
     }
     if let Err(reason) = outcome {
-        text.push_str(&format!("**Stopped:** {reason}\n\n"));
+        text.push_str(&layout.section(&format!("**Stopped:** {reason}")));
     }
     let u = totals.usage;
-    text.push_str(&format!(
-        "_{} model calls · {} tokens in ({} cached) · {} out_\n\n{}\n\n",
-        totals.calls,
+    text.push_str(&layout.section(&format!(
+        "_{} · {} tokens in ({} cached) · {} out_",
+        chat::count(totals.calls as usize, "model call"),
         u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
         u.cache_read_input_tokens,
         u.output_tokens,
-        chat::YOU
-    ));
+    )));
+    text.push_str(&layout.section(chat::YOU));
     text
 }

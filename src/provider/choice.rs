@@ -11,6 +11,78 @@ use super::{
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1";
 
+/// The environment variables that choose the provider and the model, read
+/// by `bareagent run` (as its flags' defaults) and by the language server
+/// (under the editor's settings) alike.
+pub const PROVIDER_ENV: &str = "BAREAGENT_PROVIDER";
+pub const MODEL_ENV: &str = "BAREAGENT_MODEL";
+
+/// A provider and a model named by the environment, each if set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FromEnvironment {
+    pub kind: Option<ProviderKind>,
+    pub model: Option<String>,
+}
+
+impl FromEnvironment {
+    /// Reads [`PROVIDER_ENV`] and [`MODEL_ENV`]; an unknown provider is an
+    /// error naming the variable (as `run` refuses it as a flag).
+    pub fn read() -> Result<FromEnvironment, ProviderError> {
+        let kind = match env(PROVIDER_ENV) {
+            Some(name) => Some(
+                parse_kind(&name)
+                    .map_err(|e| ProviderError::Config(format!("{PROVIDER_ENV}={name}: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(FromEnvironment {
+            kind,
+            model: env(MODEL_ENV),
+        })
+    }
+}
+
+/// A provider's name as the command line takes it (`anthropic`, `openai`).
+pub fn parse_kind(name: &str) -> Result<ProviderKind, String> {
+    <ProviderKind as clap::ValueEnum>::from_str(name, false).map_err(|_| {
+        "not a provider; the providers are anthropic, openai (and replay, with a recording)"
+            .to_string()
+    })
+}
+
+/// The model a provider uses when none is named.
+pub fn default_model(kind: ProviderKind) -> Option<&'static str> {
+    match kind {
+        ProviderKind::Anthropic => Some(DEFAULT_ANTHROPIC_MODEL),
+        ProviderKind::Openai => Some(DEFAULT_OPENAI_MODEL),
+        ProviderKind::Replay => None,
+    }
+}
+
+/// Models to offer for a provider, the default first. Suggestions only:
+/// any name the provider serves is accepted (a local server's, say).
+pub fn suggested_models(kind: ProviderKind) -> &'static [&'static str] {
+    match kind {
+        ProviderKind::Anthropic => &[
+            DEFAULT_ANTHROPIC_MODEL,
+            "claude-opus-4-1",
+            "claude-haiku-4-5",
+        ],
+        ProviderKind::Openai => &[DEFAULT_OPENAI_MODEL, "gpt-4.1-mini", "o4-mini"],
+        ProviderKind::Replay => &[],
+    }
+}
+
+/// Whether the environment holds what a provider needs to be called: a
+/// key, or (OpenAI-compatible) a base URL of a local server.
+pub fn is_configured(kind: ProviderKind) -> bool {
+    match kind {
+        ProviderKind::Anthropic => env("ANTHROPIC_API_KEY").is_some(),
+        ProviderKind::Openai => env("OPENAI_API_KEY").is_some() || env("OPENAI_BASE_URL").is_some(),
+        ProviderKind::Replay => false,
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ProviderChoice {
     pub kind: Option<ProviderKind>,
@@ -44,6 +116,15 @@ impl ProviderChoice {
                 "no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), or try the offline demo with --replay".into(),
             )),
         }
+    }
+
+    /// The model that will be asked: as chosen, else the provider's default.
+    pub fn resolved_model(&self) -> Result<Option<String>, ProviderError> {
+        let kind = self.resolved_kind()?;
+        Ok(self
+            .model
+            .clone()
+            .or_else(|| default_model(kind).map(str::to_string)))
     }
 
     pub fn build(&self) -> Result<Box<dyn Provider>, ProviderError> {

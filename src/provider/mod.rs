@@ -26,7 +26,10 @@ use serde_json::Value;
 use crate::agent::{ContentBlock, Message};
 
 pub use anthropic::Anthropic;
-pub use choice::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, ProviderChoice};
+pub use choice::{
+    DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, FromEnvironment, MODEL_ENV, PROVIDER_ENV,
+    ProviderChoice, default_model, is_configured, parse_kind, suggested_models,
+};
 pub use error::ProviderError;
 pub use http::HttpSettings;
 pub use openai::OpenAi;

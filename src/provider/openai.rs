@@ -217,8 +217,20 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
                     });
                 }
             }
-            if !text.is_empty() {
-                out.push(ChatMessage::User { content: text });
+            // Several texts (a prompt joined by one queued after it, a
+            // background notice) stay apart: one string, a blank line between.
+            let texts: Vec<&str> = message
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !texts.is_empty() {
+                out.push(ChatMessage::User {
+                    content: texts.join("\n\n"),
+                });
             }
         }
     }

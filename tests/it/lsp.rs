@@ -52,7 +52,7 @@ pub(crate) fn ask(client: &LspClient, prompt: Value) -> Value {
         .unwrap_or_else(|e| panic!("ask failed: {e}"))
 }
 
-fn is_event(method: &str, params: &Value, kind: &str) -> bool {
+pub(crate) fn is_event(method: &str, params: &Value, kind: &str) -> bool {
     method == "bareagent/event" && params["type"] == kind
 }
 
@@ -155,7 +155,15 @@ fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the
         .iter()
         .map(|a| a["title"].as_str().unwrap())
         .collect();
-    assert_eq!(titles, ["Allow once", "Allow for session", "Reject"]);
+    assert_eq!(
+        titles,
+        [
+            "Allow once",
+            "Allow for session",
+            "Allow always: edit_file",
+            "Reject"
+        ]
+    );
     // The edit went through applyEdit, at the version the agent read, and stays unsaved.
     let edits = requests_of(&client, "workspace/applyEdit");
     let greet_edit = edits
@@ -833,7 +841,7 @@ fn an_edit_the_editor_refuses_or_silently_skips_is_an_error_for_the_model() {
 }
 
 /// Every text the user's messages of a model request hold.
-fn user_texts(body: &Value) -> Vec<String> {
+pub(crate) fn user_texts(body: &Value) -> Vec<String> {
     let mut texts = Vec::new();
     for message in body["messages"].as_array().into_iter().flatten() {
         if message["role"] != "user" {

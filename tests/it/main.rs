@@ -10,6 +10,7 @@ mod concurrency;
 mod dying;
 mod escapes;
 mod faults;
+mod first_use;
 mod lsp;
 mod lsp_frames;
 mod model_server_smoke;

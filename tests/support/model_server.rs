@@ -174,6 +174,35 @@ pub struct Reply {
     pub cache_creation_input_tokens: u64,
     /// Wait this long before answering (to make concurrent calls overlap).
     pub delay: Option<Duration>,
+    /// Answer only once this is released (after any `delay`).
+    pub hold: Option<Hold>,
+}
+
+/// Keeps a reply back until the test releases it: for tests that must act
+/// while the model is known to be answering.
+#[derive(Clone, Debug)]
+pub struct Hold(Arc<tokio::sync::Semaphore>);
+
+impl Hold {
+    pub fn new() -> Hold {
+        Hold(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Lets the held reply go.
+    pub fn release(&self) {
+        self.0.add_permits(1);
+    }
+
+    async fn wait(&self) {
+        // Closed never happens (the semaphore is never closed): either way, go on.
+        let _ = self.0.acquire().await.map(|permit| permit.forget());
+    }
+}
+
+impl Default for Hold {
+    fn default() -> Self {
+        Hold::new()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -227,6 +256,23 @@ impl Reply {
     pub fn with_delay(mut self, ms: u64) -> Reply {
         self.delay = Some(Duration::from_millis(ms));
         self
+    }
+
+    /// Answers only after `hold` is released.
+    pub fn held(mut self, hold: &Hold) -> Reply {
+        self.hold = Some(hold.clone());
+        self
+    }
+
+    /// Ends with this `stop_reason` (Anthropic's names; OpenAI's are mapped).
+    pub fn stopping_for(mut self, reason: &str) -> Reply {
+        self.stop_reason = Some(reason.to_string());
+        self
+    }
+
+    /// No content at all: an empty assistant message.
+    pub fn empty() -> Reply {
+        Reply::with_blocks(Vec::new())
     }
 
     /// Prepends a thinking block.
@@ -730,6 +776,12 @@ async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
     }) = &step
     {
         tokio::time::sleep(*delay).await;
+    }
+    if let Step::Reply(Reply {
+        hold: Some(hold), ..
+    }) = &step
+    {
+        hold.wait().await;
     }
     match step {
         Step::Reply(reply) if call.stream => {

@@ -1,0 +1,185 @@
+//! Which provider and model the language server's turns use, and the
+//! command that changes it, `bareagent.setModel`.
+//!
+//! The first that names one wins: `bareagent.setModel` (for the rest of
+//! the server's life), the editor's settings (`initializationOptions`,
+//! `workspace/configuration`), the environment (`BAREAGENT_PROVIDER`,
+//! `BAREAGENT_MODEL`, read by the same code as `bareagent run`), the
+//! settings files, and last the provider's default (the provider itself
+//! guessed from which keys are set). Each turn resolves it anew, so a
+//! change takes effect at the next turn, never in the middle of one.
+
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::state::State;
+use crate::provider::{
+    FromEnvironment, ProviderChoice, ProviderKind, default_model, is_configured, parse_kind,
+    suggested_models,
+};
+
+/// What `bareagent.setModel` chose; empty until it is used.
+#[derive(Debug, Default)]
+pub struct ModelOverride(Mutex<Chosen>);
+
+#[derive(Clone, Debug, Default)]
+struct Chosen {
+    kind: Option<ProviderKind>,
+    model: Option<String>,
+}
+
+/// The provider and model for the next turn, and where each came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Selected {
+    pub kind: Option<ProviderKind>,
+    pub model: Option<String>,
+    pub kind_from: &'static str,
+    pub model_from: &'static str,
+}
+
+impl ModelOverride {
+    fn get(&self) -> Chosen {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, chosen: Chosen) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = chosen;
+    }
+}
+
+/// The first of the sources that names a provider, and a model.
+pub fn select(state: &State) -> Result<Selected, String> {
+    let chosen = state.model_override.get();
+    let editor = state.editor_settings();
+    let environment = FromEnvironment::read().map_err(|e| e.to_string())?;
+    let files = state.settings()?;
+    let pick = |sources: [(Option<ProviderKind>, &'static str); 4]| {
+        sources
+            .into_iter()
+            .find_map(|(value, from)| value.map(|v| (Some(v), from)))
+            .unwrap_or((None, "the keys that are set"))
+    };
+    let (kind, kind_from) = pick([
+        (chosen.kind, "bareagent.setModel"),
+        (editor.provider, "the editor's settings"),
+        (environment.kind, crate::provider::PROVIDER_ENV),
+        // The files' value: the merged settings hold the editor's only
+        // where it is set, and that case was taken above.
+        (files.provider, "the settings file"),
+    ]);
+    let models = [
+        (chosen.model, "bareagent.setModel"),
+        (editor.model, "the editor's settings"),
+        (environment.model, crate::provider::MODEL_ENV),
+        (files.model, "the settings file"),
+    ];
+    let (model, model_from) = models
+        .into_iter()
+        .find_map(|(value, from)| value.map(|v| (Some(v), from)))
+        .unwrap_or((None, "the provider's default"));
+    Ok(Selected {
+        kind,
+        model,
+        kind_from,
+        model_from,
+    })
+}
+
+/// The `model` entry of `bareagent.status`: what the next turn will use.
+pub fn status(state: &State) -> Value {
+    let selected = match select(state) {
+        Ok(selected) => selected,
+        Err(error) => return json!({"error": error}),
+    };
+    let choice = ProviderChoice {
+        kind: selected.kind,
+        model: selected.model.clone(),
+        replay: state.editor_settings().replay,
+        ..ProviderChoice::default()
+    };
+    match choice
+        .resolved_kind()
+        .and_then(|kind| Ok((kind, choice.resolved_model()?)))
+    {
+        Ok((kind, model)) => json!({
+            "provider": kind,
+            "model": model,
+            "providerFrom": selected.kind_from,
+            "modelFrom": selected.model_from,
+        }),
+        Err(error) => json!({"error": error.to_string()}),
+    }
+}
+
+/// `bareagent.setModel`: with no argument, the choices to offer; with
+/// `{provider?, model?}`, the choice for the next turns (a provider alone
+/// brings its default model; `{"reset": true}` goes back to the settings).
+pub fn set_model(state: &State, argument: &Value) -> Result<Value, String> {
+    let provider = argument.get("provider").and_then(Value::as_str);
+    let model = argument
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|m| !m.is_empty());
+    if argument.get("reset").and_then(Value::as_bool) == Some(true) {
+        state.model_override.set(Chosen::default());
+        return Ok(json!({"reset": true, "current": status(state)}));
+    }
+    if provider.is_none() && model.is_none() {
+        if argument.get("model").is_some() {
+            return Err("model: give a model's name".into());
+        }
+        return Ok(choices(state));
+    }
+    let kind = provider
+        .map(|name| parse_kind(name).map_err(|e| format!("provider `{name}`: {e}")))
+        .transpose()?;
+    if kind == Some(ProviderKind::Replay) {
+        return Err("provider `replay`: a replay is set in the editor's settings, not here".into());
+    }
+    let mut chosen = state.model_override.get();
+    if let Some(kind) = kind {
+        chosen.kind = Some(kind);
+        chosen.model = default_model(kind).map(str::to_string);
+    }
+    if let Some(model) = model {
+        chosen.model = Some(model.to_string());
+    }
+    state.model_override.set(chosen);
+    Ok(json!({
+        "current": status(state),
+        "message": "the next turn uses it",
+    }))
+}
+
+/// What a client offers the user to pick from.
+fn choices(state: &State) -> Value {
+    let current = status(state);
+    let choices: Vec<Value> = [ProviderKind::Anthropic, ProviderKind::Openai]
+        .into_iter()
+        .flat_map(|kind| {
+            let configured = is_configured(kind);
+            let mut models: Vec<String> = suggested_models(kind)
+                .iter()
+                .map(|m| m.to_string())
+                .collect();
+            // The model in use, if it is this provider's and not a suggestion.
+            if current["provider"] == json!(kind) {
+                if let Some(model) = current["model"].as_str() {
+                    if !models.iter().any(|m| m == model) {
+                        models.insert(0, model.to_string());
+                    }
+                }
+            }
+            models.into_iter().map(
+                move |model| json!({"provider": kind, "model": model, "configured": configured}),
+            )
+        })
+        .collect();
+    json!({
+        "current": current,
+        "choices": choices,
+        "message": "pass {\"provider\", \"model\"} to choose (any model the provider serves); the next turn uses it",
+    })
+}
