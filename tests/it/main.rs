@@ -16,6 +16,7 @@ mod neovim;
 mod sandbox;
 mod secrets;
 mod shell_differential;
+mod terminal;
 mod tool_ids;
 mod tools;
 mod turns;
