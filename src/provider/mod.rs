@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 mod choice;
+pub mod credentials;
 mod error;
 mod http;
 pub mod openai;
@@ -27,6 +28,7 @@ use crate::agent::{ContentBlock, Message};
 
 pub use anthropic::Anthropic;
 pub use choice::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, ProviderChoice};
+pub use credentials::Credentials;
 pub use error::ProviderError;
 pub use http::HttpSettings;
 pub use openai::OpenAi;

@@ -13,6 +13,7 @@ mod lsp;
 mod lsp_frames;
 mod model_server_smoke;
 mod neovim;
+mod provider_setup;
 mod sandbox;
 mod secrets;
 mod shell_differential;
