@@ -212,11 +212,16 @@ impl TurnSink for TerminalSink {
 /// sandbox's hint is shown whole, on its own line.
 fn result_lines(tool: &str, content: &str, is_error: bool) -> Vec<String> {
     let mark = if is_error { "✗" } else { "✓" };
+    // The loop's `Error: ` is for the model; the mark says it here.
+    let content = content.strip_prefix("Error: ").unwrap_or(content);
     let mut lines: Vec<&str> = content.lines().collect();
     let hint = match lines.last() {
         Some(last) if last.starts_with(HINT_PREFIX) => lines.pop(),
         _ => None,
     };
+    while lines.last().is_some_and(|line| line.trim().is_empty()) {
+        lines.pop();
+    }
     let mut shown = Vec::new();
     if tool == "bash" {
         // A failed command's result starts with how it ended (`exit code 2`).
@@ -331,7 +336,9 @@ mod tests {
             ),
             (
                 "bash",
-                format!("exit code 1\ntouch: cannot touch '/etc/x': Permission denied\n{hint}"),
+                format!(
+                    "Error: exit code 1\ntouch: cannot touch '/etc/x': Permission denied\n\n{hint}"
+                ),
                 true,
                 vec![
                     "  ✗ exit code 1".to_string(),
