@@ -121,6 +121,8 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken, sink: Arc<dyn TurnSink>) {
     sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");
     cancel.cancel();
     if tokio::signal::ctrl_c().await.is_ok() {
+        // Clears the spinner: exit does not wait for its thread to.
+        sink.failed("interrupted");
         std::process::exit(130);
     }
 }
