@@ -15,5 +15,6 @@ pub mod permission;
 pub mod provider;
 pub mod sandbox;
 pub mod secrets;
+pub mod tool_line;
 pub mod tools;
 pub mod workspace;

@@ -53,13 +53,20 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Some(Command::Run(args)) => match runtime.block_on(bareagent::cli::run(args)) {
-            Ok(code) => code,
-            Err(error) => {
-                eprintln!("bareagent: {error:#}");
-                ExitCode::from(2)
+        Some(Command::Run(args)) => {
+            let result = runtime.block_on(bareagent::cli::run(args));
+            // A prompt cut short by Ctrl-C leaves its reader blocked in
+            // read(2) on the terminal: waiting for it would hang until the
+            // user typed a line, and then take that line from their shell.
+            runtime.shutdown_background();
+            match result {
+                Ok(code) => code,
+                Err(error) => {
+                    eprintln!("bareagent: {error:#}");
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
     }
 }
 

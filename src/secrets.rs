@@ -3,13 +3,17 @@
 //! (`/proc/$PPID/environ`), a file can hold a key: the loop passes every
 //! tool result and every background notice through [`Secrets::scrub`]
 //! before the model, an event, the chat file, a session or a recording can
-//! see it. The set is read once, at start, from the agent's environment.
+//! see it. The set is read once, at start, from the agent's environment:
+//! the values of keys and tokens, and each header value of a gateway's
+//! custom headers (`ANTHROPIC_CUSTOM_HEADERS`, `OPENAI_CUSTOM_HEADERS`).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// Names whose values count as secrets, by ending (`_AUTH_TOKEN` is a `_TOKEN`).
 const SECRET_ENDINGS: [&str; 3] = ["_API_KEY", "_TOKEN", "_SECRET"];
+/// Names whose value is `Name: value` lines, each value a secret.
+const HEADER_LIST_ENDING: &str = "_CUSTOM_HEADERS";
 /// Shorter values are left alone: `TOKEN=1` is a flag, and replacing every
 /// `1` would wreck the output without hiding anything.
 const MIN_SECRET_CHARS: usize = 8;
@@ -28,17 +32,27 @@ impl Secrets {
         N: AsRef<std::ffi::OsStr>,
         V: AsRef<std::ffi::OsStr>,
     {
-        let mut values: Vec<(String, String)> = vars
-            .into_iter()
-            .filter_map(|(name, value)| {
-                let name = name.as_ref().to_str()?.to_string();
-                let value = value.as_ref().to_str()?.to_string();
-                let upper = name.to_ascii_uppercase();
-                let secret = SECRET_ENDINGS.iter().any(|end| upper.ends_with(end))
-                    && value.trim().chars().count() >= MIN_SECRET_CHARS;
-                secret.then_some((name, value))
-            })
-            .collect();
+        let mut values: Vec<(String, String)> = Vec::new();
+        for (name, value) in vars {
+            let (Some(name), Some(value)) = (name.as_ref().to_str(), value.as_ref().to_str())
+            else {
+                continue;
+            };
+            let upper = name.to_ascii_uppercase();
+            let found: Vec<&str> = if upper.ends_with(HEADER_LIST_ENDING) {
+                crate::provider::credentials::secret_values(value).collect()
+            } else if SECRET_ENDINGS.iter().any(|end| upper.ends_with(end)) {
+                vec![value]
+            } else {
+                continue;
+            };
+            values.extend(
+                found
+                    .into_iter()
+                    .filter(|value| value.trim().chars().count() >= MIN_SECRET_CHARS)
+                    .map(|value| (name.to_string(), value.to_string())),
+            );
+        }
         values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
         values.dedup_by(|a, b| a.1 == b.1);
         Secrets { values }
@@ -95,6 +109,22 @@ mod tests {
                 "OPENAI_API_KEY",
                 "lower_api_key"
             ]
+        );
+    }
+
+    #[test]
+    fn each_custom_header_value_is_a_secret() {
+        let secrets = Secrets::from_vars([
+            (
+                "ANTHROPIC_CUSTOM_HEADERS",
+                "X-Gateway-Key: gw-key-0123456789\nX-Team: blue\n\nmalformed-line-secret",
+            ),
+            ("OPENAI_CUSTOM_HEADERS", "Authorization: Basic dXNlcjpwYXNz"),
+        ]);
+        let text = "gw-key-0123456789 blue malformed-line-secret Basic dXNlcjpwYXNz";
+        assert_eq!(
+            secrets.scrub(text),
+            "[redacted ANTHROPIC_CUSTOM_HEADERS] blue [redacted ANTHROPIC_CUSTOM_HEADERS] [redacted OPENAI_CUSTOM_HEADERS]"
         );
     }
 

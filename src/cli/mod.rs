@@ -60,8 +60,9 @@ pub struct RunArgs {
     #[arg(required = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
 
-    /// Model API to use. Default: anthropic if ANTHROPIC_API_KEY is set, else
-    /// openai if OPENAI_API_KEY or OPENAI_BASE_URL is set.
+    /// Model API to use. Default: anthropic if ANTHROPIC_API_KEY or
+    /// ANTHROPIC_AUTH_TOKEN is set, else openai if OPENAI_API_KEY or
+    /// OPENAI_BASE_URL is set.
     #[arg(long, env = crate::provider::PROVIDER_ENV, value_enum)]
     pub provider: Option<ProviderKind>,
 
@@ -69,7 +70,10 @@ pub struct RunArgs {
     #[arg(long, env = crate::provider::MODEL_ENV)]
     pub model: Option<String>,
 
-    /// API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the public endpoint).
+    /// API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the
+    /// public endpoint). Behind a gateway, ANTHROPIC_AUTH_TOKEN is sent as a
+    /// bearer token and ANTHROPIC_CUSTOM_HEADERS / OPENAI_CUSTOM_HEADERS
+    /// (`Name: value` lines) as extra headers.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 

@@ -1,25 +1,44 @@
 //! How `bareagent run` shows a turn: streamed text on stdout and tool
 //! activity on stderr, or one JSON object per line on stdout with `--json`.
+//!
+//! On a terminal, a spinner with the elapsed time stands on stderr while
+//! the agent waits for the model (from the turn's start, and again once
+//! every tool call has its result) and is cleared before anything else is
+//! written. It is never drawn off a terminal or with `--json`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
+use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
 use crate::agent::TurnOutcome;
 use crate::events::{AgentEvent, EventSink};
+use crate::sandbox::HINT_PREFIX;
 use crate::tools::TodoStatus;
 
 /// An event sink that can also say how the turn ended.
 pub trait TurnSink: EventSink {
+    /// The turn starts: its first model call is under way.
+    fn started(&self);
+    /// A line for the user between events (a retry, Ctrl-C).
+    fn notice(&self, line: &str);
     fn finished(&self, outcome: &TurnOutcome);
     fn failed(&self, reason: &str);
     fn as_event_sink(&self) -> &dyn EventSink;
 }
 
-#[derive(Default)]
+/// After a command, this many of its last output lines are shown.
+const COMMAND_TAIL_LINES: usize = 5;
+/// A line of command output is cut to this many characters (it is data;
+/// messages and the sandbox hint are never cut).
+const OUTPUT_LINE_CHARS: usize = 160;
+
 pub struct TerminalSink {
     state: Mutex<TerminalState>,
+    /// stderr is a terminal: the spinner may be drawn.
+    spinner: bool,
 }
 
 #[derive(Default)]
@@ -28,9 +47,20 @@ struct TerminalState {
     mid_line: bool,
     /// The answer since the last tool call was streamed, so it is on screen already.
     streamed: bool,
+    /// Tool calls started and not yet answered.
+    running_tools: usize,
+    waiting: Option<ProgressBar>,
 }
 
 impl TerminalSink {
+    /// With the spinner when stderr is a terminal.
+    pub fn new() -> Self {
+        TerminalSink {
+            state: Mutex::default(),
+            spinner: std::io::stderr().is_terminal(),
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, TerminalState> {
         self.state
             .lock()
@@ -42,6 +72,33 @@ impl TerminalSink {
             println!();
         }
     }
+
+    fn start_waiting(&self, state: &mut TerminalState) {
+        if !self.spinner || state.waiting.is_some() {
+            return;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template("{spinner} waiting for the model… {elapsed}")
+        {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(100));
+        state.waiting = Some(bar);
+    }
+
+    /// Clears the spinner before anything else is written.
+    fn stop_waiting(state: &mut TerminalState) {
+        if let Some(bar) = state.waiting.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Default for TerminalSink {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl EventSink for TerminalSink {
@@ -49,6 +106,7 @@ impl EventSink for TerminalSink {
         let mut state = self.state();
         match event {
             AgentEvent::TextDelta { text } => {
+                Self::stop_waiting(&mut state);
                 print!("{text}");
                 let _ = std::io::stdout().flush();
                 state.mid_line = !text.ends_with('\n');
@@ -58,23 +116,31 @@ impl EventSink for TerminalSink {
             | AgentEvent::Usage { .. }
             | AgentEvent::UserMessage { .. } => {}
             AgentEvent::ToolCall { name, input, .. } => {
+                Self::stop_waiting(&mut state);
                 Self::end_line(&mut state);
                 state.streamed = false;
-                eprintln!("→ {name} {}", brief_input(&input));
+                state.running_tools += 1;
+                eprintln!("→ {name} {}", crate::tool_line::brief(&input));
             }
             AgentEvent::ToolResult {
-                content, is_error, ..
+                name,
+                content,
+                is_error,
+                ..
             } => {
-                // One line: an error's first line, a one-line result whole,
-                // else just its size (the model has the rest).
-                let count = content.lines().count();
-                let shown = match (is_error, count) {
-                    (false, 2..) => format!("{count} lines"),
-                    _ => clip(content.lines().next().unwrap_or_default(), 160),
-                };
-                eprintln!("  {} {shown}", if is_error { "✗" } else { "✓" });
+                Self::stop_waiting(&mut state);
+                for line in result_lines(&name, &content, is_error) {
+                    eprintln!("{line}");
+                }
+                state.running_tools = state.running_tools.saturating_sub(1);
+                if state.running_tools == 0 {
+                    // Every call has its result: the next model call is under way.
+                    self.start_waiting(&mut state);
+                }
             }
             AgentEvent::Todos { todos } => {
+                let waiting = state.waiting.is_some();
+                Self::stop_waiting(&mut state);
                 Self::end_line(&mut state);
                 for todo in todos {
                     let mark = match todo.status {
@@ -84,18 +150,37 @@ impl EventSink for TerminalSink {
                     };
                     eprintln!("  {mark} {}", todo.content);
                 }
+                if waiting {
+                    self.start_waiting(&mut state);
+                }
             }
             AgentEvent::StreamFallback { reason } => {
-                Self::end_line(&mut state);
-                eprintln!("  (streaming failed: {reason}; asked again without streaming)");
+                drop(state);
+                self.notice(&format!(
+                    "  (streaming failed: {reason}; asked again without streaming)"
+                ));
             }
         }
     }
 }
 
 impl TurnSink for TerminalSink {
+    fn started(&self) {
+        self.start_waiting(&mut self.state());
+    }
+
+    fn notice(&self, line: &str) {
+        let mut state = self.state();
+        Self::end_line(&mut state);
+        match &state.waiting {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
     fn finished(&self, outcome: &TurnOutcome) {
         let mut state = self.state();
+        Self::stop_waiting(&mut state);
         if !state.streamed && !outcome.text.is_empty() {
             print!("{}", outcome.text);
             state.mid_line = !outcome.text.ends_with('\n');
@@ -112,13 +197,68 @@ impl TurnSink for TerminalSink {
     }
 
     fn failed(&self, reason: &str) {
-        Self::end_line(&mut self.state());
+        let mut state = self.state();
+        Self::stop_waiting(&mut state);
+        Self::end_line(&mut state);
         eprintln!("bareagent: {reason}");
     }
 
     fn as_event_sink(&self) -> &dyn EventSink {
         self
     }
+}
+
+/// What the terminal shows of a tool result, line by line. A command shows
+/// its status and its last lines; another tool, an error's first line or a
+/// one-line result whole, else its size (the model has the rest). The
+/// sandbox's hint is shown whole, on its own line.
+fn result_lines(tool: &str, content: &str, is_error: bool) -> Vec<String> {
+    let mark = if is_error { "✗" } else { "✓" };
+    // The loop's `Error: ` is for the model; the mark says it here.
+    let content = content.strip_prefix("Error: ").unwrap_or(content);
+    let mut lines: Vec<&str> = content.lines().collect();
+    let hint = match lines.last() {
+        Some(last) if last.starts_with(HINT_PREFIX) => lines.pop(),
+        _ => None,
+    };
+    while lines.last().is_some_and(|line| line.trim().is_empty()) {
+        lines.pop();
+    }
+    let mut shown = Vec::new();
+    if tool == "bash" {
+        // A failed command's result starts with how it ended (`exit code 2`).
+        let status = if is_error && !lines.is_empty() {
+            lines.remove(0)
+        } else {
+            ""
+        };
+        shown.push(format!("  {mark} {status}").trim_end().to_string());
+        let earlier = lines.len().saturating_sub(COMMAND_TAIL_LINES);
+        if earlier > 0 {
+            shown.push(format!(
+                "    │ … {earlier} earlier line{}",
+                if earlier == 1 { "" } else { "s" }
+            ));
+        }
+        for line in &lines[earlier..] {
+            shown.push(format!("    │ {}", clip(line, OUTPUT_LINE_CHARS)));
+        }
+    } else {
+        let summary = match (is_error, lines.len()) {
+            (false, 2..) => format!("{} lines", lines.len()),
+            (false, _) => clip(
+                lines.first().copied().unwrap_or_default(),
+                OUTPUT_LINE_CHARS,
+            ),
+            // A message, written to be read whole.
+            (true, _) => lines.first().copied().unwrap_or_default().to_string(),
+        };
+        shown.push(format!("  {mark} {summary}"));
+    }
+    if let Some(hint) = hint {
+        shown.push(format!("  {hint}"));
+    }
+    shown
 }
 
 /// `--json`: every event, then `final` or `error`, one object per line.
@@ -137,6 +277,13 @@ impl EventSink for JsonSink {
 }
 
 impl TurnSink for JsonSink {
+    fn started(&self) {}
+
+    /// On stderr: stdout holds only JSON events.
+    fn notice(&self, line: &str) {
+        eprintln!("{line}");
+    }
+
     fn finished(&self, outcome: &TurnOutcome) {
         print_json_line(&json!({
             "type": "final", "text": outcome.text, "usage": outcome.usage, "iterations": outcome.iterations,
@@ -153,17 +300,98 @@ impl TurnSink for JsonSink {
     }
 }
 
-/// A tool call's input in one short line: the path when there is one.
-fn brief_input(input: &Value) -> String {
-    match input.get("path").and_then(Value::as_str) {
-        Some(path) => path.to_string(),
-        None => clip(&input.to_string(), 120),
-    }
-}
-
 fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_shows_its_status_and_last_lines_and_the_hint_whole() {
+        let hint = format!(
+            "{HINT_PREFIX}This command may have been refused by the sandbox (a hint from the error message; the kernel does not say which rule refused): /etc/x: outside the folders the sandbox lets commands write (the workspace, its temp folder and sandbox.writable); ask the user."
+        );
+        let numbers: Vec<String> = (1..=12).map(|n| n.to_string()).collect();
+        let long = "y".repeat(400);
+        let cases: Vec<(&str, String, bool, Vec<String>)> = vec![
+            (
+                "bash",
+                numbers.join("\n"),
+                false,
+                vec![
+                    "  ✓",
+                    "    │ … 7 earlier lines",
+                    "    │ 8",
+                    "    │ 9",
+                    "    │ 10",
+                    "    │ 11",
+                    "    │ 12",
+                ]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            ),
+            (
+                "bash",
+                format!(
+                    "Error: exit code 1\ntouch: cannot touch '/etc/x': Permission denied\n\n{hint}"
+                ),
+                true,
+                vec![
+                    "  ✗ exit code 1".to_string(),
+                    "    │ touch: cannot touch '/etc/x': Permission denied".to_string(),
+                    format!("  {hint}"),
+                ],
+            ),
+            (
+                "bash",
+                format!("exit code 2\n{long}"),
+                true,
+                vec![
+                    "  ✗ exit code 2".to_string(),
+                    format!("    │ {}…", "y".repeat(OUTPUT_LINE_CHARS)),
+                ],
+            ),
+            (
+                "read_file",
+                "one line".into(),
+                false,
+                vec!["  ✓ one line".into()],
+            ),
+            (
+                "read_file",
+                "a\nb\nc".into(),
+                false,
+                vec!["  ✓ 3 lines".into()],
+            ),
+            (
+                "bash",
+                format!(
+                    "Denied: `bash` needs approval ({long}) and there is no terminal to ask on."
+                ),
+                true,
+                vec![format!(
+                    "  ✗ Denied: `bash` needs approval ({long}) and there is no terminal to ask on."
+                )],
+            ),
+            (
+                "write_file",
+                format!("Denied: {long}. Ask the user."),
+                true,
+                vec![format!("  ✗ Denied: {long}. Ask the user.")],
+            ),
+        ];
+        for (tool, content, is_error, want) in cases {
+            assert_eq!(
+                result_lines(tool, &content, is_error),
+                want,
+                "{tool}: {content}"
+            );
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,7 +17,8 @@ use crate::agent::{
 };
 use crate::config::Config;
 use crate::permission::{PermissionGate, RuleSet};
-use crate::provider::{HttpSettings, Provider, ProviderChoice, retry::RetryPolicy};
+use crate::provider::retry::{RetryObserver, RetryPolicy};
+use crate::provider::{HttpSettings, Provider, ProviderChoice};
 use crate::sandbox::{Sandbox, SandboxPolicy, SandboxStatus};
 use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
@@ -38,13 +40,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
         }
     }
-    let provider = build_provider(&args, &settings)?;
-
-    let sink: Box<dyn TurnSink> = if args.json {
-        Box::new(JsonSink)
+    let sink: Arc<dyn TurnSink> = if args.json {
+        Arc::new(JsonSink)
     } else {
-        Box::new(TerminalSink::default())
+        Arc::new(TerminalSink::new())
     };
+    let provider = build_provider(&args, &settings, sink.clone())?;
+
     let approver = TerminalApprover::for_run(args.json, std::io::stdin().is_terminal());
     let mode = args
         .permission_mode
@@ -74,7 +76,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let inbox = Inbox::new();
     let background = BackgroundTasks::new(inbox.clone());
     let cancel = CancellationToken::new();
-    tokio::spawn(cancel_on_ctrl_c(cancel.clone()));
+    tokio::spawn(cancel_on_ctrl_c(cancel.clone(), sink.clone()));
     let agent = Agent {
         provider: provider.as_ref(),
         tools: &tools,
@@ -91,6 +93,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sandbox: &sandbox,
     };
     let mut messages = vec![Message::user_text(args.prompt.join(" "))];
+    sink.started();
     let outcome = run_loop(&agent, &mut messages).await;
     background.kill_all();
     match outcome {
@@ -111,18 +114,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The first Ctrl-C cancels the turn (running commands are killed, the
 /// history stays valid); a second one quits at once.
-async fn cancel_on_ctrl_c(cancel: CancellationToken) {
+async fn cancel_on_ctrl_c(cancel: CancellationToken, sink: Arc<dyn TurnSink>) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
-    eprintln!("\nbareagent: cancelling (Ctrl-C again to quit now)");
+    sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");
     cancel.cancel();
     if tokio::signal::ctrl_c().await.is_ok() {
+        // Clears the spinner: exit does not wait for its thread to.
+        sink.failed("interrupted");
         std::process::exit(130);
     }
 }
 
-fn build_provider(args: &RunArgs, config: &Config) -> anyhow::Result<Box<dyn Provider>> {
+/// The provider, with each retry told to the user as one line.
+fn build_provider(
+    args: &RunArgs,
+    config: &Config,
+    sink: Arc<dyn TurnSink>,
+) -> anyhow::Result<Box<dyn Provider>> {
     let choice = ProviderChoice {
         kind: args.provider.or(config.provider),
         model: args.model.clone().or_else(|| config.model.clone()),
@@ -135,6 +145,9 @@ fn build_provider(args: &RunArgs, config: &Config) -> anyhow::Result<Box<dyn Pro
                 max_attempts: args.max_attempts.max(1),
                 ..RetryPolicy::default()
             },
+            on_retry: Some(RetryObserver::new(move |retrying| {
+                sink.notice(&retrying.to_string());
+            })),
             ..HttpSettings::default()
         },
     };

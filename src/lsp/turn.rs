@@ -502,7 +502,7 @@ async fn forward_events(
                 }
             }
             AgentEvent::ToolCall { id, name, input } => {
-                let line = format!("`{name}` {}", brief(&input));
+                let line = format!("`{name}` {}", crate::tool_line::brief(&input));
                 if let Some(chat) = &to.chat {
                     chat.write(layout.list_item(&format!("- {line}")));
                 }
@@ -572,23 +572,6 @@ fn edit_counts(tool: &str, input: &Value) -> Option<(String, usize, usize)> {
             Some((path, added, removed))
         }
         _ => None,
-    }
-}
-
-/// A tool call's input in a few words: the path, or the command.
-fn brief(input: &Value) -> String {
-    let text = input
-        .get("path")
-        .or_else(|| input.get("command"))
-        .or_else(|| input.get("pattern"))
-        .or_else(|| input.get("description"))
-        .and_then(Value::as_str)
-        .map_or_else(|| input.to_string(), str::to_string);
-    let short: String = text.chars().take(100).collect();
-    if short.len() < text.len() {
-        format!("{short}…")
-    } else {
-        short
     }
 }
 

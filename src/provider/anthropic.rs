@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::credentials::Credentials;
 use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
 use super::wire::{clip, encode, tool_use_from_json};
@@ -24,7 +25,6 @@ pub struct Anthropic {
     http: Arc<HttpClient>,
     url: String,
     model: String,
-    api_key: String,
 }
 
 impl Anthropic {
@@ -34,18 +34,41 @@ impl Anthropic {
         model: &str,
         settings: HttpSettings,
     ) -> Result<Self, ProviderError> {
-        if api_key.is_empty() {
+        Self::with_credentials(base_url, Credentials::api_key(api_key), model, settings)
+    }
+
+    /// As Claude Code does: the key goes as `x-api-key`, a gateway's token
+    /// as `Authorization: Bearer` (both when both are set), and the custom
+    /// headers with them.
+    pub fn with_credentials(
+        base_url: &str,
+        credentials: Credentials,
+        model: &str,
+        settings: HttpSettings,
+    ) -> Result<Self, ProviderError> {
+        let proves_identity = credentials.api_key.is_some()
+            || credentials.auth_token.is_some()
+            || credentials.sets_header("x-api-key")
+            || credentials.sets_header("authorization");
+        if !proves_identity {
             return Err(ProviderError::Config(
-                "anthropic: ANTHROPIC_API_KEY is not set (or use --provider openai, or --replay FILE)"
+                "anthropic: ANTHROPIC_API_KEY is not set (nor ANTHROPIC_AUTH_TOKEN, for a gateway; or use --provider openai, or --replay FILE)"
                     .into(),
             ));
         }
-        let http = HttpClient::new("anthropic", settings, Some(api_key.clone()))?;
+        let mut own = vec![("anthropic-version", API_VERSION.to_string(), false)];
+        if let Some(key) = &credentials.api_key {
+            own.push(("x-api-key", key.clone(), true));
+        }
+        if let Some(token) = &credentials.auth_token {
+            own.push(("authorization", format!("Bearer {token}"), true));
+        }
+        let headers = credentials.headers(&own)?;
+        let http = HttpClient::new("anthropic", settings, headers, credentials.secrets())?;
         Ok(Anthropic {
             http: Arc::new(http),
             url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
             model: model.to_string(),
-            api_key,
         })
     }
 
@@ -60,13 +83,6 @@ impl Anthropic {
         };
         encode(&body)
     }
-
-    fn headers(&self) -> [(&str, &str); 2] {
-        [
-            ("x-api-key", self.api_key.as_str()),
-            ("anthropic-version", API_VERSION),
-        ]
-    }
 }
 
 #[async_trait]
@@ -77,16 +93,13 @@ impl Provider for Anthropic {
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
         let body = self.body(request, false)?;
-        let value = self
-            .http
-            .post_for_json(&self.url, &self.headers(), &body)
-            .await?;
+        let value = self.http.post_for_json(&self.url, &body).await?;
         parse_message(&value).map_err(|message| self.http.decode(message))
     }
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
         let body = self.body(request, true)?;
-        let response = self.http.post(&self.url, &self.headers(), &body).await?;
+        let response = self.http.post(&self.url, &body).await?;
         Ok(self
             .http
             .clone()

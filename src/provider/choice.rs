@@ -1,11 +1,14 @@
 //! Which provider to build, from the command line, the settings files and
 //! the environment — shared by `bareagent run` and the language server.
-//! Keys come only from the environment.
+//! Keys come only from the environment. Everything that can be checked
+//! without a request is checked here, so a mistake is a usage error at
+//! start (`bareagent run` exits 2), not a failed model call.
 
 use std::path::PathBuf;
 
 use super::{
-    Anthropic, HttpSettings, OpenAi, Provider, ProviderError, ProviderKind, Recorder, Replay,
+    Anthropic, Credentials, HttpSettings, OpenAi, Provider, ProviderError, ProviderKind, Recorder,
+    Replay,
 };
 
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -108,7 +111,11 @@ impl ProviderChoice {
                 "a replay answers from a file; it cannot be combined with the provider {other:?}"
             ))),
             (None, Some(kind)) => Ok(kind),
-            (None, None) if env("ANTHROPIC_API_KEY").is_some() => Ok(ProviderKind::Anthropic),
+            (None, None)
+                if env("ANTHROPIC_API_KEY").is_some() || env("ANTHROPIC_AUTH_TOKEN").is_some() =>
+            {
+                Ok(ProviderKind::Anthropic)
+            }
             (None, None) if env("OPENAI_API_KEY").is_some() || env("OPENAI_BASE_URL").is_some() => {
                 Ok(ProviderKind::Openai)
             }
@@ -128,25 +135,35 @@ impl ProviderChoice {
     }
 
     pub fn build(&self) -> Result<Box<dyn Provider>, ProviderError> {
+        if let Some(url) = &self.base_url {
+            check_base_url(url, "the base URL")?;
+        }
         let model = |default: &str| self.model.clone().unwrap_or_else(|| default.to_string());
         let provider: Box<dyn Provider> = match self.resolved_kind()? {
             ProviderKind::Anthropic => {
-                let base = self.base_url.clone().or_else(|| env("ANTHROPIC_BASE_URL"));
-                Box::new(Anthropic::new(
+                let base = self.base_url_or_env("ANTHROPIC_BASE_URL")?;
+                Box::new(Anthropic::with_credentials(
                     base.as_deref()
                         .unwrap_or(super::anthropic::DEFAULT_BASE_URL),
-                    env("ANTHROPIC_API_KEY").unwrap_or_default(),
+                    Credentials::anthropic_from_env()?,
                     &model(DEFAULT_ANTHROPIC_MODEL),
-                    self.http,
+                    self.http.clone(),
                 )?)
             }
             ProviderKind::Openai => {
-                let base = self.base_url.clone().or_else(|| env("OPENAI_BASE_URL"));
-                Box::new(OpenAi::new(
+                let base = self.base_url_or_env("OPENAI_BASE_URL")?;
+                let credentials = Credentials::openai_from_env()?;
+                // Only a server of one's own may do without a key.
+                if base.is_none() && credentials.api_key.is_none() {
+                    return Err(ProviderError::Config(
+                        "openai: OPENAI_API_KEY is not set (for a local server that needs no key, set OPENAI_BASE_URL or --base-url; or use --replay FILE)".into(),
+                    ));
+                }
+                Box::new(OpenAi::with_credentials(
                     base.as_deref().unwrap_or(super::openai::DEFAULT_BASE_URL),
-                    env("OPENAI_API_KEY"),
+                    credentials,
                     &model(DEFAULT_OPENAI_MODEL),
-                    self.http,
+                    self.http.clone(),
                 )?)
             }
             ProviderKind::Replay => {
@@ -161,6 +178,58 @@ impl ProviderChoice {
                 |error| ProviderError::Config(format!("cannot create {}: {error}", path.display())),
             )?)),
             None => Ok(provider),
+        }
+    }
+}
+
+impl ProviderChoice {
+    /// The base URL as given, else from `var`, checked either way.
+    fn base_url_or_env(&self, var: &str) -> Result<Option<String>, ProviderError> {
+        match (&self.base_url, env(var)) {
+            (Some(given), _) => Ok(Some(given.clone())),
+            (None, Some(url)) => {
+                check_base_url(&url, var)?;
+                Ok(Some(url))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// A base URL must be an absolute `http` or `https` URL with a host: anything
+/// else would only fail later, as a confusing connection error.
+fn check_base_url(url: &str, what: &str) -> Result<(), ProviderError> {
+    let problem = match reqwest::Url::parse(url) {
+        Err(error) => error.to_string(),
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
+            format!("the scheme `{}` is not http or https", parsed.scheme())
+        }
+        Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => "it names no host".into(),
+        Ok(_) => return Ok(()),
+    };
+    Err(ProviderError::Config(format!(
+        "{what} `{url}` is not usable ({problem}); give a full URL such as http://127.0.0.1:8080/v1"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_base_url;
+
+    #[test]
+    fn only_absolute_http_urls_with_a_host_are_base_urls() {
+        let cases = [
+            ("http://127.0.0.1:8080/v1", true),
+            ("https://api.example.com", true),
+            ("notaurl", false),
+            ("127.0.0.1:8080", false),
+            ("ftp://example.com", false),
+            ("file:///tmp/x", false),
+            ("http://", false),
+            ("", false),
+        ];
+        for (url, ok) in cases {
+            assert_eq!(check_base_url(url, "the base URL").is_ok(), ok, "{url}");
         }
     }
 }

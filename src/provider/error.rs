@@ -6,10 +6,13 @@ use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
-    #[error("{provider}: cannot connect: {message}")]
+    /// No response: the connection was refused, the host unknown, TLS
+    /// failed. `message` says which, to what (`connection refused to
+    /// 127.0.0.1:9`).
+    #[error("{provider}: {}", self.reason())]
     Connect { provider: String, message: String },
 
-    #[error("{provider}: HTTP {status}: {message}")]
+    #[error("{provider}: {}", self.reason())]
     Status {
         provider: String,
         status: u16,
@@ -17,15 +20,15 @@ pub enum ProviderError {
         retry_after: Option<Duration>,
     },
 
-    #[error("{provider}: no data for {} s (idle timeout)", .after.as_secs())]
+    #[error("{provider}: {}", self.reason())]
     Idle { provider: String, after: Duration },
 
     /// The stream broke: malformed SSE, a reset connection, an `error` event,
     /// or an end before the final event.
-    #[error("{provider}: stream failed: {message}")]
+    #[error("{provider}: {}", self.reason())]
     Stream { provider: String, message: String },
 
-    #[error("{provider}: unexpected response: {message}")]
+    #[error("{provider}: {}", self.reason())]
     Decode { provider: String, message: String },
 
     #[error("{provider}: streaming is not supported")]
@@ -65,6 +68,23 @@ impl ProviderError {
                 | ProviderError::Idle { .. }
                 | ProviderError::Decode { .. }
         )
+    }
+
+    /// What went wrong, without the provider's name: the part a retry
+    /// notice shows (`retrying in 0.4 s (attempt 2/4): {reason}`).
+    pub fn reason(&self) -> String {
+        match self {
+            ProviderError::Connect { message, .. } => message.clone(),
+            ProviderError::Status {
+                status, message, ..
+            } => format!("HTTP {status}: {message}"),
+            ProviderError::Idle { after, .. } => {
+                format!("no data for {} s (idle timeout)", after.as_secs())
+            }
+            ProviderError::Stream { message, .. } => format!("stream failed: {message}"),
+            ProviderError::Decode { message, .. } => format!("unexpected response: {message}"),
+            other => other.to_string(),
+        }
     }
 
     pub fn retry_after(&self) -> Option<Duration> {

@@ -1,6 +1,6 @@
 //! The HTTP layer both API providers share: one `reqwest` client, retries on
 //! the request, an idle timer on every body read, and error messages that
-//! name the provider and the status but never the key.
+//! name the provider and the status but never a key or header value.
 //!
 //! There is deliberately no whole-request timeout: a long answer streams for
 //! minutes. A connect timeout and a per-read idle timeout bound the waiting.
@@ -11,18 +11,21 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use super::retry::{RetryPolicy, parse_retry_after};
+use super::retry::{RetryObserver, RetryPolicy, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
 use super::{EventStream, ProviderError, StreamEvent};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HttpSettings {
     pub connect_timeout: Duration,
     /// No bytes for this long, while waiting for headers or body, is an error.
     pub idle_timeout: Duration,
     pub retry: RetryPolicy,
+    /// Told of each retry; without one, retries are only logged.
+    pub on_retry: Option<RetryObserver>,
 }
 
 impl Default for HttpSettings {
@@ -31,6 +34,7 @@ impl Default for HttpSettings {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
+            on_retry: None,
         }
     }
 }
@@ -39,8 +43,11 @@ pub(crate) struct HttpClient {
     client: reqwest::Client,
     provider: &'static str,
     settings: HttpSettings,
-    /// Scrubbed from every error message: servers sometimes echo a bad key.
-    secret: Option<String>,
+    /// Sent with every request: the key, a gateway's token and headers.
+    headers: HeaderMap,
+    /// Scrubbed from every error message (servers sometimes echo a bad
+    /// key), longest first so a value holding another goes whole.
+    secrets: Vec<String>,
 }
 
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
@@ -49,7 +56,8 @@ impl HttpClient {
     pub fn new(
         provider: &'static str,
         settings: HttpSettings,
-        secret: Option<String>,
+        headers: HeaderMap,
+        mut secrets: Vec<String>,
     ) -> Result<Self, ProviderError> {
         // reqwest is built without a default TLS provider (aws-lc takes minutes
         // to compile on small machines); ring is installed once, here.
@@ -59,48 +67,41 @@ impl HttpClient {
             .user_agent(concat!("bareagent/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| ProviderError::Config(format!("{provider}: HTTP client: {error}")))?;
+        secrets.retain(|secret| !secret.is_empty());
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
         Ok(HttpClient {
             client,
             provider,
             settings,
-            secret: secret.filter(|s| !s.is_empty()),
+            headers,
+            secrets,
         })
     }
 
     /// POSTs `body`, retrying failures that happen before any response body
     /// was read. Returns a response with a success status.
-    pub async fn post(
-        &self,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: &Bytes,
-    ) -> Result<reqwest::Response, ProviderError> {
+    pub async fn post(&self, url: &str, body: &Bytes) -> Result<reqwest::Response, ProviderError> {
         self.settings
             .retry
-            .run(|| self.post_once(url, headers, body.clone()))
+            .run(self.settings.on_retry.as_ref(), || {
+                self.post_once(url, body.clone())
+            })
             .await
     }
 
-    async fn post_once(
-        &self,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: Bytes,
-    ) -> Result<reqwest::Response, ProviderError> {
-        let mut request = self
+    async fn post_once(&self, url: &str, body: Bytes) -> Result<reqwest::Response, ProviderError> {
+        let request = self
             .client
             .post(url)
             .header("content-type", "application/json")
+            .headers(self.headers.clone())
             .body(body);
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
         let response = tokio::time::timeout(self.settings.idle_timeout, request.send())
             .await
             .map_err(|_| self.idle())?
             .map_err(|error| ProviderError::Connect {
                 provider: self.provider.to_string(),
-                message: self.redact(&error_chain(&error)),
+                message: self.redact(&describe_send_error(&error)),
             })?;
         if response.status().is_success() {
             return Ok(response);
@@ -119,16 +120,11 @@ impl HttpClient {
     /// POSTs and reads a whole JSON body. The whole exchange is retried:
     /// nothing is shown before the body is complete, so a body cut short is
     /// as retryable as a refused connection.
-    pub async fn post_for_json(
-        &self,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: &Bytes,
-    ) -> Result<Value, ProviderError> {
+    pub async fn post_for_json(&self, url: &str, body: &Bytes) -> Result<Value, ProviderError> {
         self.settings
             .retry
-            .run(|| async {
-                let response = self.post_once(url, headers, body.clone()).await?;
+            .run(self.settings.on_retry.as_ref(), || async {
+                let response = self.post_once(url, body.clone()).await?;
                 self.read_json(response).await.map_err(|error| match error {
                     ProviderError::Stream { provider, message } => {
                         ProviderError::Connect { provider, message }
@@ -214,10 +210,13 @@ impl HttpClient {
     }
 
     pub fn redact(&self, text: &str) -> String {
-        match &self.secret {
-            Some(secret) => text.replace(secret.as_str(), "[redacted]"),
-            None => text.to_string(),
+        let mut text = text.to_string();
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "[redacted]");
+            }
         }
+        text
     }
 }
 
@@ -301,6 +300,56 @@ fn server_message(body: &[u8]) -> String {
         short.push('…');
     }
     short
+}
+
+/// A request that got no response, in a few words that say what and to
+/// where: `connection refused to 127.0.0.1:9`, `cannot resolve the host
+/// api.example.com`, not reqwest's chain of five wrappers.
+fn describe_send_error(error: &reqwest::Error) -> String {
+    let to = error
+        .url()
+        .and_then(|url| {
+            let host = url.host_str()?;
+            Some(match url.port_or_known_default() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_string(),
+            })
+        })
+        .unwrap_or_else(|| "the server".to_string());
+    let host = error
+        .url()
+        .and_then(|url| url.host_str().map(str::to_string))
+        .unwrap_or_else(|| to.clone());
+    let causes =
+        || std::iter::successors(Some(error as &dyn std::error::Error), |e| e.source()).skip(1);
+    let innermost = causes()
+        .last()
+        .map_or_else(|| error.to_string(), |cause| cause.to_string());
+    if let Some(io) = causes().find_map(|e| e.downcast_ref::<std::io::Error>()) {
+        use std::io::ErrorKind;
+        match io.kind() {
+            ErrorKind::ConnectionRefused => return format!("connection refused to {to}"),
+            ErrorKind::ConnectionReset => return format!("connection reset by {to}"),
+            ErrorKind::TimedOut => return format!("connection to {to} timed out"),
+            ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable => {
+                return format!("{to} is unreachable ({io})");
+            }
+            _ => {}
+        }
+    }
+    if causes().any(|e| e.downcast_ref::<rustls::Error>().is_some()) {
+        return format!("TLS with {to} failed: {innermost}");
+    }
+    if causes().any(|e| e.to_string().starts_with("dns error")) {
+        return format!("cannot resolve the host {host} ({innermost})");
+    }
+    if error.is_timeout() {
+        return format!("no connection to {to} in time (connect timeout)");
+    }
+    if error.is_connect() {
+        return format!("cannot connect to {to}: {innermost}");
+    }
+    format!("the request to {to} failed: {innermost}")
 }
 
 /// reqwest's top-level message is vague ("error sending request"); the cause

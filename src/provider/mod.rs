@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 mod choice;
+pub mod credentials;
 mod error;
 mod http;
 pub mod openai;
@@ -30,6 +31,7 @@ pub use choice::{
     DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, FromEnvironment, MODEL_ENV, PROVIDER_ENV,
     ProviderChoice, default_model, is_configured, parse_kind, suggested_models,
 };
+pub use credentials::Credentials;
 pub use error::ProviderError;
 pub use http::HttpSettings;
 pub use openai::OpenAi;

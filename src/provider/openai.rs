@@ -13,6 +13,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::credentials::Credentials;
 use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
 use super::wire::{clip, encode, tool_use_from_json};
@@ -25,7 +26,6 @@ pub struct OpenAi {
     http: Arc<HttpClient>,
     url: String,
     model: String,
-    authorization: Option<String>,
 }
 
 impl OpenAi {
@@ -36,13 +36,28 @@ impl OpenAi {
         model: &str,
         settings: HttpSettings,
     ) -> Result<Self, ProviderError> {
-        let api_key = api_key.filter(|key| !key.is_empty());
-        let http = HttpClient::new("openai", settings, api_key.clone())?;
+        let credentials = api_key.map(Credentials::api_key).unwrap_or_default();
+        Self::with_credentials(base_url, credentials, model, settings)
+    }
+
+    /// The key as `Authorization: Bearer`, and the custom headers with it.
+    pub fn with_credentials(
+        base_url: &str,
+        credentials: Credentials,
+        model: &str,
+        settings: HttpSettings,
+    ) -> Result<Self, ProviderError> {
+        let own: Vec<_> = credentials
+            .api_key
+            .iter()
+            .map(|key| ("authorization", format!("Bearer {key}"), true))
+            .collect();
+        let headers = credentials.headers(&own)?;
+        let http = HttpClient::new("openai", settings, headers, credentials.secrets())?;
         Ok(OpenAi {
             http: Arc::new(http),
             url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             model: model.to_string(),
-            authorization: api_key.map(|key| format!("Bearer {key}")),
         })
     }
 
@@ -78,13 +93,6 @@ impl OpenAi {
         };
         encode(&body)
     }
-
-    fn headers(&self) -> Vec<(&str, &str)> {
-        self.authorization
-            .iter()
-            .map(|value| ("authorization", value.as_str()))
-            .collect()
-    }
 }
 
 #[async_trait]
@@ -95,16 +103,13 @@ impl Provider for OpenAi {
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
         let body = self.body(request, false)?;
-        let value = self
-            .http
-            .post_for_json(&self.url, &self.headers(), &body)
-            .await?;
+        let value = self.http.post_for_json(&self.url, &body).await?;
         parse_completion(&value).map_err(|message| self.http.decode(message))
     }
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
         let body = self.body(request, true)?;
-        let response = self.http.post(&self.url, &self.headers(), &body).await?;
+        let response = self.http.post(&self.url, &body).await?;
         Ok(self
             .http
             .clone()

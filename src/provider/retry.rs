@@ -1,9 +1,12 @@
 //! Retries with exponential backoff and jitter, honouring `retry-after`.
 //!
 //! Only failures before any output are retried (the caller decides what
-//! "before output" is); the attempt count is bounded.
+//! "before output" is); the attempt count is bounded. Each retry is logged
+//! at `info` (a busy server is not an error until the attempts run out) and
+//! told to a [`RetryObserver`], which `bareagent run` prints as one line.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::ProviderError;
@@ -44,8 +47,13 @@ impl RetryPolicy {
         exponential.mul_f64(0.5 + fastrand::f64() * 0.5)
     }
 
-    /// Runs `attempt` until it succeeds, fails for good, or the attempts run out.
-    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, ProviderError>
+    /// Runs `attempt` until it succeeds, fails for good, or the attempts
+    /// run out, telling `observer` of each retry before its wait.
+    pub async fn run<T, F, Fut>(
+        &self,
+        observer: Option<&RetryObserver>,
+        mut attempt: F,
+    ) -> Result<T, ProviderError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
@@ -56,13 +64,65 @@ impl RetryPolicy {
                 Ok(value) => return Ok(value),
                 Err(error) if error.is_retryable() && failures + 1 < self.max_attempts => {
                     failures += 1;
-                    let wait = self.delay(failures, error.retry_after());
-                    tracing::warn!(%error, attempt = failures, wait_ms = wait.as_millis() as u64, "retrying model call");
-                    tokio::time::sleep(wait).await;
+                    let retrying = Retrying {
+                        attempt: failures + 1,
+                        max_attempts: self.max_attempts,
+                        wait: self.delay(failures, error.retry_after()),
+                        error: &error,
+                    };
+                    tracing::info!(
+                        attempt = retrying.attempt,
+                        of = self.max_attempts,
+                        wait_ms = retrying.wait.as_millis() as u64,
+                        "retrying model call: {error}"
+                    );
+                    if let Some(observer) = observer {
+                        (observer.0)(&retrying);
+                    }
+                    tokio::time::sleep(retrying.wait).await;
                 }
                 Err(error) => return Err(error),
             }
         }
+    }
+}
+
+/// A retry about to happen: after `wait`, attempt number `attempt` of
+/// `max_attempts`, because of `error`.
+#[derive(Debug)]
+pub struct Retrying<'e> {
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub wait: Duration,
+    pub error: &'e ProviderError,
+}
+
+impl std::fmt::Display for Retrying<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "retrying in {:.1} s (attempt {}/{}): {}",
+            self.wait.as_secs_f64(),
+            self.attempt,
+            self.max_attempts,
+            self.error.reason()
+        )
+    }
+}
+
+/// Who hears of retries as they happen (the terminal, in `bareagent run`).
+#[derive(Clone)]
+pub struct RetryObserver(Arc<dyn Fn(&Retrying<'_>) + Send + Sync>);
+
+impl RetryObserver {
+    pub fn new(observe: impl Fn(&Retrying<'_>) + Send + Sync + 'static) -> Self {
+        RetryObserver(Arc::new(observe))
+    }
+}
+
+impl std::fmt::Debug for RetryObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RetryObserver")
     }
 }
 
@@ -103,6 +163,24 @@ mod tests {
         assert_eq!(
             policy.delay(1, Some(Duration::from_secs(3600))),
             LONGEST_RETRY_AFTER
+        );
+    }
+
+    #[test]
+    fn a_retry_says_when_which_attempt_and_why_in_one_line() {
+        let error = ProviderError::Connect {
+            provider: "anthropic".into(),
+            message: "connection refused to 127.0.0.1:9".into(),
+        };
+        let retrying = Retrying {
+            attempt: 2,
+            max_attempts: 4,
+            wait: Duration::from_millis(430),
+            error: &error,
+        };
+        assert_eq!(
+            retrying.to_string(),
+            "retrying in 0.4 s (attempt 2/4): connection refused to 127.0.0.1:9"
         );
     }
 

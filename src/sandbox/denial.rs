@@ -16,6 +16,10 @@ const REFUSALS: &[&str] = &[
     "EPERM",
 ];
 
+/// How the note starts: a surface that shortens results finds it by this
+/// and shows it whole.
+pub const HINT_PREFIX: &str = "[sandbox] ";
+
 /// At most this many refused paths are named.
 const MAX_NOTES: usize = 3;
 
@@ -58,7 +62,7 @@ pub fn explain(
         return None;
     }
     Some(format!(
-        "[sandbox] This command may have been refused by the sandbox (a hint from the error message; the kernel does not say which rule refused): {}.",
+        "{HINT_PREFIX}This command may have been refused by the sandbox (a hint from the error message; the kernel does not say which rule refused): {}.",
         notes.join("; ")
     ))
 }

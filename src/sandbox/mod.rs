@@ -11,6 +11,7 @@
 //! and applies it to the command it spawns.
 
 mod denial;
+pub use denial::HINT_PREFIX;
 mod landlock;
 
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -30,7 +30,7 @@ pub fn two_sensitive_reads() -> (tempfile::TempDir, ModelServer) {
     (dir, server)
 }
 
-fn bareagent(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
+pub(crate) fn bareagent(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
     let mut command = crate::common::bareagent(dir);
     command
         .args(["run", "--provider", "anthropic", "--base-url"])
@@ -44,10 +44,10 @@ fn bareagent(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
 
 /// Everything read from one of the child's outputs, as it arrives.
 #[derive(Clone, Default)]
-struct Output(Arc<(Mutex<Vec<u8>>, Condvar)>);
+pub(crate) struct Output(Arc<(Mutex<Vec<u8>>, Condvar)>);
 
 impl Output {
-    fn collect(reader: impl Read + Send + 'static) -> Output {
+    pub(crate) fn collect(reader: impl Read + Send + 'static) -> Output {
         let output = Output::default();
         let shared = output.clone();
         std::thread::spawn(move || {
@@ -62,12 +62,12 @@ impl Output {
         output
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.0.lock().unwrap()).into_owned()
     }
 
     /// Waits until `done` holds for the text so far; panics after [`WAIT`].
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;
         let mut bytes = self.0.0.lock().unwrap();
         loop {
@@ -85,7 +85,7 @@ impl Output {
     }
 }
 
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+pub(crate) fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -98,12 +98,35 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 
 /// Starts `command` with stdin and stderr on a new pseudo-terminal (stdout
 /// piped): the terminal's master end, the child, and what the terminal shows.
-fn on_a_terminal(mut command: Command) -> (std::fs::File, Child, Output) {
+/// The terminal is the child's controlling terminal, so a `^C` written to
+/// the master interrupts it as the user's key would.
+pub(crate) fn on_a_terminal(command: Command) -> (std::fs::File, Child, Output) {
+    on_a_terminal_with(command, Stdio::piped())
+}
+
+/// [`on_a_terminal`] with stdout as given: `None` puts it on the terminal too.
+pub(crate) fn on_a_terminal_with(
+    mut command: Command,
+    stdout: impl Into<Option<Stdio>>,
+) -> (std::fs::File, Child, Output) {
+    use std::os::unix::process::CommandExt;
     let (master, slave) = pty();
+    let stdout = stdout
+        .into()
+        .unwrap_or_else(|| Stdio::from(slave.try_clone().unwrap()));
+    // SAFETY: setsid and ioctl are async-signal-safe; stdin is the slave.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let child = command
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .spawn()
         .unwrap();
     // The parent's copies of the slave are gone with `Stdio`: the master

@@ -58,6 +58,7 @@ pub fn test_settings() -> HttpSettings {
             base_delay: Duration::from_millis(20),
             max_delay: Duration::from_millis(200),
         },
+        on_retry: None,
     }
 }
 
@@ -239,8 +240,11 @@ pub fn bareagent(dir: &Path) -> Command {
         .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
     for name in [
         "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_CUSTOM_HEADERS",
         "ANTHROPIC_BASE_URL",
         "OPENAI_API_KEY",
+        "OPENAI_CUSTOM_HEADERS",
         "OPENAI_BASE_URL",
         "BAREAGENT_PROVIDER",
         "BAREAGENT_MODEL",
