@@ -20,6 +20,8 @@ pub trait TurnSink: EventSink {
 #[derive(Default)]
 pub struct TerminalSink {
     state: Mutex<TerminalState>,
+    /// `--quiet`: no diff of the edits applied without asking.
+    quiet: bool,
 }
 
 #[derive(Default)]
@@ -31,6 +33,13 @@ struct TerminalState {
 }
 
 impl TerminalSink {
+    pub fn new(quiet: bool) -> Self {
+        TerminalSink {
+            quiet,
+            ..TerminalSink::default()
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, TerminalState> {
         self.state
             .lock()
@@ -81,6 +90,14 @@ impl EventSink for TerminalSink {
                         TodoStatus::Completed => "☑",
                     };
                     eprintln!("  {mark} {}", todo.content);
+                }
+            }
+            // An edit nobody was asked about: show what it did (one that
+            // asked showed its diff in the question).
+            AgentEvent::FileChanged { diff, asked, .. } => {
+                if !asked && !self.quiet {
+                    Self::end_line(&mut state);
+                    eprint!("{}", super::diff_view::for_stderr(&diff));
                 }
             }
             AgentEvent::StreamFallback { reason } => {

@@ -43,7 +43,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let sink: Box<dyn TurnSink> = if args.json {
         Box::new(JsonSink)
     } else {
-        Box::new(TerminalSink::default())
+        Box::new(TerminalSink::new(args.quiet))
     };
     let approver = TerminalApprover::for_run(args.json, std::io::stdin().is_terminal());
     let mode = args

@@ -9,7 +9,7 @@ use tower_lsp_server::LanguageServer;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
-use super::approvals::id_argument;
+use super::approvals::{self, id_argument};
 use super::chat;
 use super::documents::{Change, Document, Encoding, Pos};
 use super::state::{EditorSettings, Init, MAIN_SESSION, State};
@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -27,6 +27,7 @@ pub const COMMANDS: [&str; 9] = [
     "bareagent.status",
     "bareagent.openChat",
     "bareagent.trustWorkspace",
+    "bareagent.showDiff",
 ];
 
 pub struct Backend {
@@ -250,6 +251,7 @@ impl LanguageServer for Backend {
             "bareagent.status" => self.state.status(),
             "bareagent.openChat" => self.open_chat().await?,
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
+            "bareagent.showDiff" => self.show_diff(&arguments).await?,
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",
@@ -290,6 +292,14 @@ impl LanguageServer for Backend {
                 arguments.clone(),
                 CodeActionKind::QUICKFIX,
             ));
+            if view.diff.is_some() {
+                actions.push(command(
+                    format!("Show diff: {what}"),
+                    "bareagent.showDiff",
+                    arguments.clone(),
+                    CodeActionKind::EMPTY,
+                ));
+            }
             actions.push(command(
                 format!("Reject: {what}"),
                 "bareagent.reject",
@@ -483,6 +493,23 @@ impl Backend {
         Ok(
             json!({"prepared": true, "message": "the selection is quoted in .bareagent/chat.md: write your question below it and send it"}),
         )
+    }
+
+    /// Opens a pending edit's whole diff; the approval stays pending.
+    async fn show_diff(&self, arguments: &[Value]) -> Result<Value> {
+        let id = id_argument(arguments);
+        let view = self.state.approvals.get(id).ok_or_else(|| {
+            invalid(match id {
+                Some(id) => format!("no pending approval with id {id}"),
+                None => "no approval is pending".to_string(),
+            })
+        })?;
+        let shown = approvals::show_diff(&self.state, &view)
+            .await
+            .map_err(invalid)?;
+        Ok(json!({
+            "id": view.id, "uri": shown.uri.map(|u| u.to_string()), "path": shown.shown_path, "shown": shown.opened,
+        }))
     }
 
     fn answer(&self, arguments: &[Value], approval: Approval) -> Result<Value> {

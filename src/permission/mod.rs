@@ -109,6 +109,9 @@ pub struct Question<'a> {
     pub reason: &'a str,
     /// The rule "allow always" would add.
     pub rule: &'a str,
+    /// For an edit: the unified diff of the change it would make, from the
+    /// text the tool would read (see `crate::diff`).
+    pub diff: Option<&'a str>,
 }
 
 /// The user's answer.
@@ -284,16 +287,23 @@ impl PermissionGate {
     }
 
     pub async fn check(&self, action: &Action) -> Decision {
-        let reason = match self.assess(action) {
-            Assessment::Allow => return Decision::Allow,
-            Assessment::Deny(reason) => return Decision::Deny(reason),
-            Assessment::Ask(reason) => reason,
-        };
+        match self.assess(action) {
+            Assessment::Allow => Decision::Allow,
+            Assessment::Deny(reason) => Decision::Deny(reason),
+            Assessment::Ask(reason) => self.ask(action, &reason, None).await,
+        }
+    }
+
+    /// Asks the user about an action [`assess`](Self::assess) said to ask
+    /// about, for `reason`, showing `diff` where there is one; an "allow"
+    /// answer for the session or always adds the suggested rule.
+    pub async fn ask(&self, action: &Action, reason: &str, diff: Option<&str>) -> Decision {
         let rule = rules::suggested_rule(action);
         let question = Question {
             action,
-            reason: &reason,
+            reason,
             rule: &rule,
+            diff,
         };
         match self.approver.ask(&question).await {
             Approval::AllowOnce => Decision::Allow,
