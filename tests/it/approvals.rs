@@ -44,10 +44,10 @@ fn bareagent(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
 
 /// Everything read from one of the child's outputs, as it arrives.
 #[derive(Clone, Default)]
-struct Output(Arc<(Mutex<Vec<u8>>, Condvar)>);
+pub(crate) struct Output(Arc<(Mutex<Vec<u8>>, Condvar)>);
 
 impl Output {
-    fn collect(reader: impl Read + Send + 'static) -> Output {
+    pub(crate) fn collect(reader: impl Read + Send + 'static) -> Output {
         let output = Output::default();
         let shared = output.clone();
         std::thread::spawn(move || {
@@ -62,12 +62,12 @@ impl Output {
         output
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.0.lock().unwrap()).into_owned()
     }
 
     /// Waits until `done` holds for the text so far; panics after [`WAIT`].
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;
         let mut bytes = self.0.0.lock().unwrap();
         loop {
@@ -85,7 +85,7 @@ impl Output {
     }
 }
 
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+pub(crate) fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -98,8 +98,14 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 
 /// Starts `command` with stdin and stderr on a new pseudo-terminal (stdout
 /// piped): the terminal's master end, the child, and what the terminal shows.
-fn on_a_terminal(mut command: Command) -> (std::fs::File, Child, Output) {
-    let (master, slave) = pty();
+pub(crate) fn on_a_terminal(command: Command) -> (std::fs::File, Child, Output) {
+    on_a_terminal_of(command, 0)
+}
+
+/// The same, on a terminal `rows` lines high (0: a terminal that does not
+/// say its size).
+pub(crate) fn on_a_terminal_of(mut command: Command, rows: u16) -> (std::fs::File, Child, Output) {
+    let (master, slave) = pty(rows);
     let child = command
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
@@ -113,17 +119,23 @@ fn on_a_terminal(mut command: Command) -> (std::fs::File, Child, Output) {
 }
 
 /// A pseudo-terminal: (master, slave).
-fn pty() -> (std::fs::File, OwnedFd) {
+fn pty(rows: u16) -> (std::fs::File, OwnedFd) {
     let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into the given integers; the
-    // name, termios and window size pointers may be null.
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: if rows == 0 { 0 } else { 100 },
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two descriptors into the given integers and
+    // reads the window size; the name and termios pointers may be null.
     let result = unsafe {
         libc::openpty(
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
             std::ptr::null(),
-            std::ptr::null(),
+            &size,
         )
     };
     assert_eq!(result, 0, "openpty: {}", std::io::Error::last_os_error());

@@ -19,7 +19,7 @@ fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_bareagent"))
 }
 
-fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
+pub(crate) fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
     let mut options = ClientOptions::new(root);
     options.env = vec![
         ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
@@ -31,14 +31,14 @@ fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
     options
 }
 
-fn start(root: &Path, options: ClientOptions) -> LspClient {
+pub(crate) fn start(root: &Path, options: ClientOptions) -> LspClient {
     let client = LspClient::start(binary(), options);
     client.initialize();
     let _ = root;
     client
 }
 
-fn ask(client: &LspClient, prompt: Value) -> Value {
+pub(crate) fn ask(client: &LspClient, prompt: Value) -> Value {
     let arguments = if prompt.is_null() {
         json!([])
     } else {
@@ -52,12 +52,12 @@ fn ask(client: &LspClient, prompt: Value) -> Value {
         .unwrap_or_else(|e| panic!("ask failed: {e}"))
 }
 
-fn is_event(method: &str, params: &Value, kind: &str) -> bool {
+pub(crate) fn is_event(method: &str, params: &Value, kind: &str) -> bool {
     method == "bareagent/event" && params["type"] == kind
 }
 
 /// Waits for the turn to end; returns the finishing event.
-fn turn_end(client: &LspClient, turn: u64) -> Value {
+pub(crate) fn turn_end(client: &LspClient, turn: u64) -> Value {
     client.wait_for_notification(LONG, "the turn to end", |method, params| {
         method == "bareagent/event"
             && params["turn"] == turn
@@ -65,7 +65,7 @@ fn turn_end(client: &LspClient, turn: u64) -> Value {
     })
 }
 
-fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
+pub(crate) fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
     client
         .notifications()
         .into_iter()
@@ -74,7 +74,7 @@ fn events_of(client: &LspClient, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
+pub(crate) fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
     client
         .server_requests()
         .into_iter()
@@ -83,8 +83,8 @@ fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
         .collect()
 }
 
-const ON_DISK: &str = "def greet(name):\n    return 'hi ' + name\n";
-const UNSAVED: &str = "def greet(name):\n    return 'Hello, ' + nme  # unsaved\n";
+pub(crate) const ON_DISK: &str = "def greet(name):\n    return 'hi ' + name\n";
+pub(crate) const UNSAVED: &str = "def greet(name):\n    return 'Hello, ' + nme  # unsaved\n";
 
 fn greet_script() -> Vec<Step> {
     vec![
@@ -155,7 +155,10 @@ fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the
         .iter()
         .map(|a| a["title"].as_str().unwrap())
         .collect();
-    assert_eq!(titles, ["Allow once", "Allow for session", "Reject"]);
+    assert_eq!(
+        titles,
+        ["Allow once", "Allow for session", "Reject", "Show diff"]
+    );
     // The edit went through applyEdit, at the version the agent read, and stays unsaved.
     let edits = requests_of(&client, "workspace/applyEdit");
     let greet_edit = edits

@@ -6,6 +6,7 @@ mod attacks;
 mod cli;
 mod common;
 mod concurrency;
+mod diffs;
 mod dying;
 mod escapes;
 mod faults;
