@@ -449,3 +449,71 @@ fn show_diff_never_writes_through_a_planted_link() {
         drop(client);
     }
 }
+
+/// An edit whose change cannot be computed still asks (the model has not
+/// been allowed to read the file, so the question must come first), says
+/// why there is no diff, and quotes nothing of the file.
+#[test]
+fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() {
+    let dir = workspace(&[(".env", "API_TOKEN=hunter2-secret\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": ".env", "old_string": "API_TOKEN=guess", "new_string": "API_TOKEN=x"}),
+        )
+        .into(),
+        Reply::text("Done.").into(),
+    ]);
+    let mut child = run(dir.path(), &server, &["--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = Output::collect(child.stdout.take().unwrap());
+    let text = stdout.wait_for("the approval request", |t| {
+        !of_type(t, "approval_request").is_empty()
+    });
+    let request = of_type(&text, "approval_request").remove(0);
+    assert_eq!(request["diff"], Value::Null, "{request}");
+    let reason = request["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the change cannot be shown: .env: old_string was not found"),
+        "{reason}"
+    );
+    assert!(!reason.contains("hunter2"), "{reason}");
+    writeln!(stdin, "{}", json!({"id": request["id"], "decision": "reject"})).unwrap();
+    assert!(wait_exit(&mut child).success());
+    let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
+    assert!(!text.contains("hunter2"), "{text}");
+    let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+    assert!(sent[0].1 && !sent[0].0.contains("hunter2"), "{sent:?}");
+}
+
+/// The user sees every change, whoever made it: a sub-agent's edit applied
+/// without asking is printed like the agent's own.
+#[test]
+fn a_sub_agents_edit_applied_without_asking_prints_its_diff() {
+    let dir = workspace(&[("greet.py", GREET)]);
+    let mut script = vec![
+        Reply::tool(
+            "task",
+            json!({"description": "greet", "prompt": "make greet say Hello", "kind": "general"}),
+        )
+        .into(),
+    ];
+    script.extend(edit_greet());
+    script.push(Reply::text("The sub-agent did it.").into());
+    let server = ModelServer::start(script);
+    let out = run(dir.path(), &server, &["--permission-mode", "accept-edits"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),
+        GREETED
+    );
+    assert!(stderr.contains(GREET_DIFF), "{stderr}");
+}
