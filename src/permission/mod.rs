@@ -160,7 +160,7 @@ pub enum Assessment {
 pub const DENIED_BY_USER: &str = "Denied by user";
 
 /// Files whose reading asks by default: they usually hold secrets.
-pub const SENSITIVE_FILES: [&str; 10] = [
+pub const SENSITIVE_FILES: [&str; 11] = [
     "**/.env",
     "**/.env.*",
     "**/*.pem",
@@ -171,6 +171,10 @@ pub const SENSITIVE_FILES: [&str; 10] = [
     "**/.netrc",
     "**/.npmrc",
     "**/credentials*",
+    // The diffs the user opened from an approval ("Show diff"): one may
+    // quote a file the model was never allowed to read (an edit of `.env`
+    // the user rejected).
+    ".bareagent/diffs/**",
 ];
 
 /// Files whose change grants the agent power it was not given: its own
@@ -736,6 +740,13 @@ mod tests {
             // sensitive files ask by default, but an explicit allow wins
             (Default, none(), read(".env"), true, false),
             (Default, none(), read("config/server.pem"), true, false),
+            (
+                Default,
+                none(),
+                read(".bareagent/diffs/3.diff"),
+                true,
+                false,
+            ),
             (Bypass, none(), read(".env.local"), false, true),
             (
                 Default,

@@ -483,7 +483,12 @@ fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() 
         "{reason}"
     );
     assert!(!reason.contains("hunter2"), "{reason}");
-    writeln!(stdin, "{}", json!({"id": request["id"], "decision": "reject"})).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"id": request["id"], "decision": "reject"})
+    )
+    .unwrap();
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     assert!(!text.contains("hunter2"), "{text}");
@@ -516,4 +521,57 @@ fn a_sub_agents_edit_applied_without_asking_prints_its_diff() {
         GREETED
     );
     assert!(stderr.contains(GREET_DIFF), "{stderr}");
+}
+
+/// "Show diff" writes the diff into the workspace, where the model could
+/// read it: after the user rejects an edit of `.env`, reading its diff asks
+/// like reading `.env` does, and nothing of it reaches the model.
+#[test]
+fn the_diff_of_a_rejected_edit_cannot_be_read_unasked() {
+    let dir = workspace(&[(".env", "API_TOKEN=hunter2-secret\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": ".env", "old_string": "hunter2-secret", "new_string": "rotated"}),
+        )
+        .into(),
+        Reply::tool("read_file", json!({"path": ".bareagent/diffs/1.diff"})).into(),
+        Reply::tool("grep", json!({"pattern": "hunter2", "path": ".bareagent"})).into(),
+        Reply::text("Done.").into(),
+    ]);
+    let mut opts = options(dir.path(), &server, "default");
+    opts.message_answers = vec![
+        MessageRequestAnswer::Pick("Show diff".into()),
+        MessageRequestAnswer::Pick("Reject".into()),
+        MessageRequestAnswer::Pick("Reject".into()),
+    ];
+    let client = start(dir.path(), opts);
+    let turn = ask(&client, json!({"prompt": "rotate the token"}))["turn"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let diff = std::fs::read_to_string(dir.path().join(".bareagent/diffs/1.diff")).unwrap();
+    assert!(diff.contains("-API_TOKEN=hunter2-secret"), "{diff}");
+    let asked = requests_of(&client, "window/showMessageRequest");
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert!(
+        asked[2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("read_file .bareagent/diffs/1.diff"),
+        "{}",
+        asked[2]
+    );
+    for request in server.requests() {
+        let sent = crate::common::sent_tool_results(&request.body);
+        assert!(
+            sent.iter()
+                .all(|(content, _)| !content.contains("hunter2-secret")),
+            "{sent:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".env")).unwrap(),
+        "API_TOKEN=hunter2-secret\n"
+    );
 }
