@@ -40,6 +40,13 @@ pub enum AgentEvent {
     UserMessage {
         text: String,
     },
+    /// A file tool changed a file: the unified diff of what it wrote.
+    /// `asked`: the user was shown this diff in a question and allowed it.
+    FileChanged {
+        path: String,
+        diff: String,
+        asked: bool,
+    },
     /// The model's plan, as it just wrote it.
     Todos {
         todos: Vec<crate::tools::TodoItem>,

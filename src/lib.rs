@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod diff;
 pub mod events;
 pub mod lsp;
 pub mod permission;

@@ -30,7 +30,7 @@ use super::Inbox;
 use super::inbox::Arrival;
 use super::message::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
-use crate::permission::{ActionKind, Decision, PermissionGate};
+use crate::permission::{ActionKind, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
 use crate::tools::{BackgroundTasks, ReadLedger, ToolContext, ToolRegistry};
@@ -404,10 +404,12 @@ async fn execute(
         return Err(format!("Invalid input for {}: {error}", call.name));
     }
     let action = tool.action(call.input, agent.workspace.paths())?;
-    if let Decision::Deny(reason) = agent.gate.check(&action).await {
-        return Err(reason);
-    }
-    let cx = ToolContext { agent, spent };
+    let permit = crate::tools::permit(tool, call.input, &action, agent, spent).await?;
+    let cx = ToolContext {
+        agent,
+        spent,
+        approved: permit.approved(),
+    };
     // A panicking tool is a bug, but it must not take the conversation down.
     match AssertUnwindSafe(tool.call(call.input.clone(), &cx))
         .catch_unwind()

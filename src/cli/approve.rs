@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::diff_view;
 use super::output::print_json_line;
 use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
 
@@ -44,8 +45,9 @@ impl Approver for TerminalApprover {
                 action.tool, question.reason
             )),
             TerminalApprover::Tty => {
+                let diff = question.diff.map(diff_view::for_stderr).unwrap_or_default();
                 eprint!(
-                    "Allow {} {}? ({})\n  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
+                    "Allow {} {}? ({})\n{diff}  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
                     action.tool,
                     action.summary,
                     question.reason,
@@ -58,7 +60,7 @@ impl Approver for TerminalApprover {
                 print_json_line(&json!({
                     "type": "approval_request", "id": id, "tool": action.tool,
                     "kind": format!("{:?}", action.kind).to_lowercase(), "summary": action.summary,
-                    "reason": question.reason, "rule": question.rule,
+                    "reason": question.reason, "rule": question.rule, "diff": question.diff,
                 }));
                 // Until an answer for this id, or the end of input (no).
                 while let Some(line) = read_line().await {

@@ -2,6 +2,7 @@
 //! (one headless turn), `bareagent --version`.
 
 mod approve;
+mod diff_view;
 mod output;
 mod run;
 
@@ -96,6 +97,11 @@ pub struct RunArgs {
     /// Answer from a recording instead of a model, offline.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+
+    /// Do not print the diff of each edit applied without asking (as
+    /// `--permission-mode accept-edits` applies them).
+    #[arg(long)]
+    pub quiet: bool,
 
     /// Ask for whole responses instead of streaming them.
     #[arg(long)]

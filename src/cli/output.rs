@@ -39,6 +39,8 @@ pub struct TerminalSink {
     state: Mutex<TerminalState>,
     /// stderr is a terminal: the spinner may be drawn.
     spinner: bool,
+    /// `--quiet`: no diff of the edits applied without asking.
+    quiet: bool,
 }
 
 #[derive(Default)]
@@ -53,11 +55,13 @@ struct TerminalState {
 }
 
 impl TerminalSink {
-    /// With the spinner when stderr is a terminal.
-    pub fn new() -> Self {
+    /// With the spinner when stderr is a terminal; `quiet`: no diff of the
+    /// edits applied without asking.
+    pub fn new(quiet: bool) -> Self {
         TerminalSink {
             state: Mutex::default(),
             spinner: std::io::stderr().is_terminal(),
+            quiet,
         }
     }
 
@@ -97,7 +101,7 @@ impl TerminalSink {
 
 impl Default for TerminalSink {
     fn default() -> Self {
-        Self::new()
+        Self::new(false)
     }
 }
 
@@ -152,6 +156,15 @@ impl EventSink for TerminalSink {
                 }
                 if waiting {
                     self.start_waiting(&mut state);
+                }
+            }
+            // An edit nobody was asked about: show what it did (one that
+            // asked showed its diff in the question).
+            AgentEvent::FileChanged { diff, asked, .. } => {
+                if !asked && !self.quiet {
+                    Self::stop_waiting(&mut state);
+                    Self::end_line(&mut state);
+                    eprint!("{}", super::diff_view::for_stderr(&diff));
                 }
             }
             AgentEvent::StreamFallback { reason } => {

@@ -43,7 +43,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let sink: Arc<dyn TurnSink> = if args.json {
         Arc::new(JsonSink)
     } else {
-        Arc::new(TerminalSink::new())
+        Arc::new(TerminalSink::new(args.quiet))
     };
     let provider = build_provider(&args, &settings, sink.clone())?;
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use tower_lsp_server::ls_types::{MessageActionItem, MessageType};
+use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowDocumentParams, Uri};
 
 use super::state::State;
 use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
@@ -19,6 +19,11 @@ use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
 pub const ALLOW_ONCE: &str = "Allow once";
 pub const ALLOW_FOR_SESSION: &str = "Allow for session";
 pub const REJECT: &str = "Reject";
+/// Not an answer: opens the whole diff, then asks again.
+pub const SHOW_DIFF: &str = "Show diff";
+
+/// Lines of an edit's diff the dialog itself shows.
+const DIALOG_DIFF_LINES: usize = 12;
 
 #[derive(Clone, Debug)]
 pub struct PendingView {
@@ -28,6 +33,8 @@ pub struct PendingView {
     pub summary: String,
     pub reason: String,
     pub rule: String,
+    /// For an edit: the unified diff of the change.
+    pub diff: Option<String>,
 }
 
 struct Pending {
@@ -58,6 +65,16 @@ impl Approvals {
 
     pub fn is_pending(&self, id: u64) -> bool {
         self.lock().iter().any(|p| p.view.id == id)
+    }
+
+    /// Approval `id`, or the oldest when `id` is `None`.
+    pub fn get(&self, id: Option<u64>) -> Option<PendingView> {
+        let pending = self.lock();
+        match id {
+            Some(id) => pending.iter().find(|p| p.view.id == id),
+            None => pending.first(),
+        }
+        .map(|p| p.view.clone())
     }
 
     fn add(&self, view: PendingView) -> oneshot::Receiver<Approval> {
@@ -135,6 +152,7 @@ impl Approver for EditorApprover {
             summary: question.action.summary.clone(),
             reason: question.reason.to_string(),
             rule: question.rule.to_string(),
+            diff: question.diff.map(str::to_string),
         };
         let answer = approvals.add(view.clone());
         let _guard = PendingGuard {
@@ -144,7 +162,7 @@ impl Approver for EditorApprover {
         self.state
             .event(json!({
                 "type": "approval_requested", "id": view.id, "turn": view.turn, "tool": view.tool,
-                "summary": view.summary, "reason": view.reason, "rule": view.rule,
+                "summary": view.summary, "reason": view.reason, "rule": view.rule, "diff": view.diff,
             }))
             .await;
         self.state.publish_approvals().await;
@@ -165,55 +183,155 @@ pub fn describe(view: &PendingView) -> String {
     )
 }
 
-/// Shows one dialog (after any other open one). An answer resolves the
-/// approval; no answer, `null` or an error leaves it pending.
+/// The dialog's text: the question, and for an edit the first lines of its diff.
+fn dialog_message(view: &PendingView, note: Option<&str>) -> String {
+    let mut message = describe(view);
+    if let Some(diff) = &view.diff {
+        let (head, more) = crate::diff::head(diff, DIALOG_DIFF_LINES);
+        message.push_str("\n\n");
+        message.push_str(head);
+        if more > 0 {
+            message.push_str(&crate::diff::more_lines(more));
+            message.push_str(&format!(" (\"{SHOW_DIFF}\" shows them all)"));
+        }
+    }
+    if let Some(note) = note {
+        message.push_str(&format!("\n\n{note}"));
+    }
+    message
+}
+
+/// Shows one dialog (after any other open one), again after each "Show
+/// diff". An answer resolves the approval; no answer, `null` or an error
+/// leaves it pending.
 async fn show_dialog(state: Arc<State>, view: PendingView) {
     let _one_at_a_time = state.approvals.dialog.lock().await;
-    if !state.approvals.is_pending(view.id) {
-        return;
-    }
     // "Always" names the rule it saves, so the user sees what they grant.
     let always = format!("Allow always: {}", view.rule);
-    let actions = [ALLOW_ONCE, ALLOW_FOR_SESSION, always.as_str(), REJECT]
+    let mut titles = vec![ALLOW_ONCE, ALLOW_FOR_SESSION, always.as_str(), REJECT];
+    if view.diff.is_some() {
+        titles.push(SHOW_DIFF);
+    }
+    let actions: Vec<MessageActionItem> = titles
+        .into_iter()
         .map(|title| MessageActionItem {
             title: title.to_string(),
             properties: Default::default(),
         })
-        .to_vec();
-    let dialog =
-        state
-            .client
-            .show_message_request(MessageType::WARNING, describe(&view), Some(actions));
-    // Answered elsewhere (a code action, a command, a cancel): stop waiting,
-    // so the next question is not stuck behind a dialog nobody needs.
-    let answered_elsewhere = async {
-        while state.approvals.is_pending(view.id) {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    };
-    let answer = tokio::select! {
-        answer = dialog => answer,
-        () = answered_elsewhere => return,
-    };
-    let approval = match answer {
-        Ok(Some(item)) if item.title == ALLOW_ONCE => Approval::AllowOnce,
-        Ok(Some(item)) if item.title == ALLOW_FOR_SESSION => Approval::AllowForSession,
-        Ok(Some(item)) if item.title == always => Approval::AllowAlways,
-        Ok(Some(item)) if item.title == REJECT => Approval::Reject(DENIED_BY_USER.into()),
-        Ok(other) => {
-            tracing::info!(
-                ?other,
-                id = view.id,
-                "approval dialog dismissed; it stays pending"
-            );
+        .collect();
+    let mut note = None;
+    loop {
+        if !state.approvals.is_pending(view.id) {
             return;
         }
-        Err(error) => {
-            tracing::info!(%error, id = view.id, "the client cannot show approval dialogs; it stays pending");
-            return;
-        }
+        let dialog = state.client.show_message_request(
+            MessageType::WARNING,
+            dialog_message(&view, note.as_deref()),
+            Some(actions.clone()),
+        );
+        // Answered elsewhere (a code action, a command, a cancel): stop waiting,
+        // so the next question is not stuck behind a dialog nobody needs.
+        let answered_elsewhere = async {
+            while state.approvals.is_pending(view.id) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        };
+        let answer = tokio::select! {
+            answer = dialog => answer,
+            () = answered_elsewhere => return,
+        };
+        let approval = match answer {
+            Ok(Some(item)) if item.title == ALLOW_ONCE => Approval::AllowOnce,
+            Ok(Some(item)) if item.title == ALLOW_FOR_SESSION => Approval::AllowForSession,
+            Ok(Some(item)) if item.title == always => Approval::AllowAlways,
+            Ok(Some(item)) if item.title == REJECT => Approval::Reject(DENIED_BY_USER.into()),
+            Ok(Some(item)) if item.title == SHOW_DIFF => {
+                note = match show_diff(&state, &view).await {
+                    Ok(shown) if shown.opened => None,
+                    Ok(shown) => Some(format!("The whole diff is in {}.", shown.shown_path)),
+                    Err(error) => Some(format!("The diff cannot be shown: {error}")),
+                };
+                continue;
+            }
+            Ok(other) => {
+                tracing::info!(
+                    ?other,
+                    id = view.id,
+                    "approval dialog dismissed; it stays pending"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::info!(%error, id = view.id, "the client cannot show approval dialogs; it stays pending");
+                return;
+            }
+        };
+        state.approvals.resolve(Some(view.id), approval);
+        return;
+    }
+}
+
+/// Where an approval's diff was written, and whether the editor opened it.
+pub struct ShownDiff {
+    pub uri: Option<Uri>,
+    /// Workspace-relative.
+    pub shown_path: String,
+    pub opened: bool,
+}
+
+/// Writes approval `view`'s diff to `.bareagent/diffs/ID.diff` and asks the
+/// editor to open it (`window/showDocument`, where the client has it).
+///
+/// The file is written through the workspace's resolver, which walks from
+/// the root's descriptor and follows no link: a `.bareagent` or `diffs`
+/// planted as a symbolic link (a cloned repository can hold one) fails the
+/// write instead of leading it elsewhere, and a link at the file's own name
+/// is replaced, not written through. A `.gitignore` in the directory keeps
+/// the diffs (which may quote secrets) out of commits.
+pub async fn show_diff(state: &State, view: &PendingView) -> Result<ShownDiff, String> {
+    let Some(diff) = view.diff.clone() else {
+        return Err(format!(
+            "approval {} is not an edit; it has no diff",
+            view.id
+        ));
     };
-    state.approvals.resolve(Some(view.id), approval);
+    let paths = state.init().paths.clone();
+    let dir = paths.root().join(".bareagent").join("diffs");
+    let path = dir.join(format!("{}.diff", view.id));
+    let shown_path = paths.display(&path);
+    let target = path.clone();
+    tokio::task::spawn_blocking(move || {
+        paths.write_atomically(&dir.join(".gitignore"), b"*\n")?;
+        paths.write_atomically(&target, diff.as_bytes())
+    })
+    .await
+    .map_err(|error| error.to_string())?
+    .map_err(|error| error.to_string())?;
+    let uri = State::uri_of(&path);
+    let opened = match &uri {
+        Some(uri) if state.init().can_show_document => {
+            let params = ShowDocumentParams {
+                uri: uri.clone(),
+                external: Some(false),
+                take_focus: Some(true),
+                selection: None,
+            };
+            matches!(
+                tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    state.client.show_document(params)
+                )
+                .await,
+                Ok(Ok(true))
+            )
+        }
+        _ => false,
+    };
+    Ok(ShownDiff {
+        uri,
+        shown_path,
+        opened,
+    })
 }
 
 /// The approval id in a command's arguments, if any: `[{"id": 3}]` or `[3]`.

@@ -16,6 +16,8 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::state::State;
+use crate::workspace::{PathResolver, WorkspaceError};
+use std::io::Read;
 
 pub const YOU: &str = "## You";
 pub const AGENT: &str = "## Agent";
@@ -57,18 +59,36 @@ pub fn current_text(state: &State) -> Option<String> {
     if let Some(document) = state.lock_documents().get(&path) {
         return Some(document.text());
     }
-    std::fs::read_to_string(path).ok()
+    read_on_disk(&state.init().paths, &path).ok()
 }
 
-/// Creates the chat file if it does not exist.
-pub fn ensure_exists(path: &Path) -> std::io::Result<()> {
-    if path.exists() {
-        return Ok(());
+/// The chat file on disk, read through the resolver (never through a link).
+fn read_on_disk(paths: &PathResolver, path: &Path) -> Result<String, WorkspaceError> {
+    let mut text = String::new();
+    paths
+        .open_file(path)?
+        .read_to_string(&mut text)
+        .map_err(|e| WorkspaceError::Io {
+            path: paths.display(path),
+            message: e.to_string(),
+        })?;
+    Ok(text)
+}
+
+/// Creates the chat file if it does not exist. Through the resolver, as
+/// every write: a `.bareagent` planted as a link (a cloned repository can
+/// hold one) fails the write instead of leading it out of the workspace.
+pub fn ensure_exists(paths: &PathResolver, path: &Path) -> Result<(), WorkspaceError> {
+    match paths.open_file(path) {
+        Ok(_) => Ok(()),
+        Err(WorkspaceError::NotFound(_)) => {
+            if let Some(parent) = path.parent() {
+                paths.create_dirs(parent)?;
+            }
+            paths.write_atomically(path, NEW_CHAT.as_bytes())
+        }
+        Err(error) => Err(error),
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, NEW_CHAT)
 }
 
 /// Appends to the chat in the background, coalescing pieces.
@@ -164,10 +184,10 @@ pub async fn append(state: &State, text: &str) {
                 .map(|d| (d.uri.clone(), d.version, d.end(state.init().encoding)))
         };
         let Some((uri, version, end)) = open.filter(|_| state.init().can_apply_edit) else {
-            return append_on_disk(&path, text);
+            return append_on_disk(&state.init().paths, &path, text);
         };
         let Ok(uri) = uri.parse() else {
-            return append_on_disk(&path, text);
+            return append_on_disk(&state.init().paths, &path, text);
         };
         let at = Position::new(end.line, end.character);
         let edit = WorkspaceEdit {
@@ -207,12 +227,11 @@ async fn wait_for_version_after(state: &State, path: &Path, version: i32) -> boo
         .await
 }
 
-fn append_on_disk(path: &Path, text: &str) {
-    use std::io::Write;
-    let result = ensure_exists(path).and_then(|()| {
-        let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
-        file.write_all(text.as_bytes())
-    });
+/// Appends on disk, rewriting the (small) file atomically through the resolver.
+fn append_on_disk(paths: &PathResolver, path: &Path, text: &str) {
+    let result = ensure_exists(paths, path)
+        .and_then(|()| read_on_disk(paths, path))
+        .and_then(|old| paths.write_atomically(path, format!("{old}{text}").as_bytes()));
     if let Err(error) = result {
         tracing::warn!(%error, "cannot append to the chat file");
     }

@@ -9,7 +9,7 @@ use tower_lsp_server::LanguageServer;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
-use super::approvals::id_argument;
+use super::approvals::{self, id_argument};
 use super::chat;
 use super::documents::{Change, Document, Encoding, Pos};
 use super::state::{EditorSettings, Init, MAIN_SESSION, State};
@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 10] = [
+pub const COMMANDS: [&str; 11] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -28,6 +28,7 @@ pub const COMMANDS: [&str; 10] = [
     "bareagent.openChat",
     "bareagent.trustWorkspace",
     "bareagent.setModel",
+    "bareagent.showDiff",
 ];
 
 pub struct Backend {
@@ -274,6 +275,7 @@ impl LanguageServer for Backend {
                 super::model::set_model(&self.state, arguments.first().unwrap_or(&Value::Null))
                     .map_err(invalid)?
             }
+            "bareagent.showDiff" => self.show_diff(&arguments).await?,
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",
@@ -314,6 +316,14 @@ impl LanguageServer for Backend {
                 arguments.clone(),
                 CodeActionKind::QUICKFIX,
             ));
+            if view.diff.is_some() {
+                actions.push(command(
+                    format!("Show diff: {what}"),
+                    "bareagent.showDiff",
+                    arguments.clone(),
+                    CodeActionKind::EMPTY,
+                ));
+            }
             actions.push(command(
                 format!("Reject: {what}"),
                 "bareagent.reject",
@@ -490,7 +500,7 @@ impl Backend {
         let state = self.state.clone();
         tokio::spawn(async move {
             let chat_path = state.chat_path();
-            if let Err(error) = chat::ensure_exists(&chat_path) {
+            if let Err(error) = chat::ensure_exists(&state.init().paths, &chat_path) {
                 tracing::warn!(%error, "cannot create the chat file");
             }
             let current = chat::current_text(&state).unwrap_or_default();
@@ -507,6 +517,23 @@ impl Backend {
         Ok(
             json!({"prepared": true, "message": "the selection is quoted in .bareagent/chat.md: write your question below it and send it"}),
         )
+    }
+
+    /// Opens a pending edit's whole diff; the approval stays pending.
+    async fn show_diff(&self, arguments: &[Value]) -> Result<Value> {
+        let id = id_argument(arguments);
+        let view = self.state.approvals.get(id).ok_or_else(|| {
+            invalid(match id {
+                Some(id) => format!("no pending approval with id {id}"),
+                None => "no approval is pending".to_string(),
+            })
+        })?;
+        let shown = approvals::show_diff(&self.state, &view)
+            .await
+            .map_err(invalid)?;
+        Ok(json!({
+            "id": view.id, "uri": shown.uri.map(|u| u.to_string()), "path": shown.shown_path, "shown": shown.opened,
+        }))
     }
 
     fn answer(&self, arguments: &[Value], approval: Approval) -> Result<Value> {
@@ -581,7 +608,7 @@ impl Backend {
 
     async fn open_chat(&self) -> Result<Value> {
         let path = self.state.chat_path();
-        chat::ensure_exists(&path)
+        chat::ensure_exists(&self.state.init().paths, &path)
             .map_err(|e| invalid(format!("cannot create {}: {e}", path.display())))?;
         let shown = show_chat(&self.state, None).await;
         let uri = State::uri_of(&path).map(|u| u.to_string());

@@ -139,7 +139,7 @@ impl Turn {
             // Created first, so the header fits the file's text (a missing
             // file is created with its own `## You` on the first append).
             if state.lock_documents().get(&state.chat_path()).is_none() {
-                if let Err(error) = chat::ensure_exists(&state.chat_path()) {
+                if let Err(error) = chat::ensure_exists(&state.init().paths, &state.chat_path()) {
                     tracing::warn!(%error, "cannot create the chat file");
                 }
             }

@@ -109,6 +109,9 @@ pub struct Question<'a> {
     pub reason: &'a str,
     /// The rule "allow always" would add.
     pub rule: &'a str,
+    /// For an edit: the unified diff of the change it would make, from the
+    /// text the tool would read (see `crate::diff`).
+    pub diff: Option<&'a str>,
 }
 
 /// The user's answer.
@@ -157,7 +160,7 @@ pub enum Assessment {
 pub const DENIED_BY_USER: &str = "Denied by user";
 
 /// Files whose reading asks by default: they usually hold secrets.
-pub const SENSITIVE_FILES: [&str; 10] = [
+pub const SENSITIVE_FILES: [&str; 11] = [
     "**/.env",
     "**/.env.*",
     "**/*.pem",
@@ -168,6 +171,10 @@ pub const SENSITIVE_FILES: [&str; 10] = [
     "**/.netrc",
     "**/.npmrc",
     "**/credentials*",
+    // The diffs the user opened from an approval ("Show diff"): one may
+    // quote a file the model was never allowed to read (an edit of `.env`
+    // the user rejected).
+    ".bareagent/diffs/**",
 ];
 
 /// Files whose change grants the agent power it was not given: its own
@@ -284,16 +291,23 @@ impl PermissionGate {
     }
 
     pub async fn check(&self, action: &Action) -> Decision {
-        let reason = match self.assess(action) {
-            Assessment::Allow => return Decision::Allow,
-            Assessment::Deny(reason) => return Decision::Deny(reason),
-            Assessment::Ask(reason) => reason,
-        };
+        match self.assess(action) {
+            Assessment::Allow => Decision::Allow,
+            Assessment::Deny(reason) => Decision::Deny(reason),
+            Assessment::Ask(reason) => self.ask(action, &reason, None).await,
+        }
+    }
+
+    /// Asks the user about an action [`assess`](Self::assess) said to ask
+    /// about, for `reason`, showing `diff` where there is one; an "allow"
+    /// answer for the session or always adds the suggested rule.
+    pub async fn ask(&self, action: &Action, reason: &str, diff: Option<&str>) -> Decision {
         let rule = rules::suggested_rule(action);
         let question = Question {
             action,
-            reason: &reason,
+            reason,
             rule: &rule,
+            diff,
         };
         match self.approver.ask(&question).await {
             Approval::AllowOnce => Decision::Allow,
@@ -726,6 +740,13 @@ mod tests {
             // sensitive files ask by default, but an explicit allow wins
             (Default, none(), read(".env"), true, false),
             (Default, none(), read("config/server.pem"), true, false),
+            (
+                Default,
+                none(),
+                read(".bareagent/diffs/3.diff"),
+                true,
+                false,
+            ),
             (Bypass, none(), read(".env.local"), false, true),
             (
                 Default,

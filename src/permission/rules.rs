@@ -314,11 +314,11 @@ fn subjects<'a>(action: &'a Action, commands: &'a [Vec<&'a str>]) -> Vec<Subject
 
 /// The rule that "allow always" adds for an action: the command's first
 /// words as a prefix for `bash`; for a read (which asks only for a file that
-/// may hold secrets or that an ask rule names) that one path; the tool for
-/// other file tools.
+/// may hold secrets or that an ask rule names) or an edit, that one path,
+/// never every file; the tool for the rest.
 pub fn suggested_rule(action: &Action) -> String {
     match &action.target {
-        Target::Path(path) if action.kind == ActionKind::Read => {
+        Target::Path(path) if matches!(action.kind, ActionKind::Read | ActionKind::Edit) => {
             let escaped: String = path
                 .chars()
                 .map(|c| match c {
@@ -550,7 +550,12 @@ mod tests {
                 );
             }
         }
-        assert_eq!(suggested_rule(&edit("a.rs")), "edit_file");
+        // An edit's rule names that file: "always" on one edit is not every edit.
+        let edit_rule = suggested_rule(&edit("a.rs"));
+        assert_eq!(edit_rule, "edit_file(./a.rs)");
+        let set = rules(&[&edit_rule], &[], &[]);
+        assert!(matches!(set.evaluate(&edit("a.rs")), Verdict::Allow(_)));
+        assert!(!matches!(set.evaluate(&edit("b.rs")), Verdict::Allow(_)));
         // A read asks only for one file: its rule names that file, not every read.
         let read = |path: &str| Action {
             tool: "read_file".into(),

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError, file_action};
+use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
@@ -50,33 +50,55 @@ impl Tool for EditFile {
         )
     }
 
+    async fn change(
+        &self,
+        input: &Input,
+        cx: &ToolContext<'_, '_>,
+    ) -> Option<Result<FileChange, ToolError>> {
+        Some(plan(input, cx).await.map(|(change, _)| change))
+    }
+
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
-        let workspace = cx.workspace();
-        let path = workspace.paths().resolve(&input.path)?;
-        let shown = workspace.paths().display(&path);
-        let file = workspace.read_text(&path).await?;
-        cx.agent.reads.check(&path, &shown, file.version)?;
-        let edited = apply_edit(
-            &file.text,
-            &input.old_string,
-            &input.new_string,
-            input.replace_all,
-        )
-        .map_err(|error| ToolError(format!("{shown}: {error}")))?;
-        let version = workspace
-            .write_text(&path, &edited.text, file.version)
-            .await?;
-        cx.agent.reads.saw(&path, version);
+        let (change, (count, first_line)) = plan(&input, cx).await?;
+        change.apply(cx).await?;
         let (added, removed) = line_delta(&input.old_string, &input.new_string);
-        let times = match edited.count {
+        let times = match count {
             1 => "1 occurrence".to_string(),
             n => format!("{n} occurrences"),
         };
         Ok(format!(
-            "Edited {shown}: replaced {times} at line {} (+{added} -{removed} lines).",
-            edited.first_line
+            "Edited {}: replaced {times} at line {first_line} (+{added} -{removed} lines).",
+            change.shown
         ))
     }
+}
+
+/// The change the call makes, from the text the workspace reads now, with
+/// the number of replacements and the line of the first.
+async fn plan(
+    input: &Input,
+    cx: &ToolContext<'_, '_>,
+) -> Result<(FileChange, (usize, usize)), ToolError> {
+    let workspace = cx.workspace();
+    let path = workspace.paths().resolve(&input.path)?;
+    let shown = workspace.paths().display(&path);
+    let file = workspace.read_text(&path).await?;
+    cx.agent.reads.check(&path, &shown, file.version)?;
+    let edited = apply_edit(
+        &file.text,
+        &input.old_string,
+        &input.new_string,
+        input.replace_all,
+    )
+    .map_err(|error| ToolError(format!("{shown}: {error}")))?;
+    let change = FileChange {
+        path,
+        shown,
+        before: Previous::Text(file.text),
+        read_version: file.version,
+        after: edited.text,
+    };
+    Ok((change, (edited.count, edited.first_line)))
 }
 
 #[derive(Debug, PartialEq)]

@@ -7,6 +7,7 @@
 mod background;
 mod bash;
 mod buffers;
+mod change;
 mod edit_file;
 mod glob;
 mod grep;
@@ -35,6 +36,7 @@ use crate::workspace::{PathResolver, Workspace, WorkspaceError};
 
 pub use background::{BackgroundTasks, BashOutput, KillBash};
 pub use bash::Bash;
+pub use change::{Approved, FileChange, Permit, Previous, permit};
 pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::{FileResult, Grep, GrepQuery, OutputMode, search, search_files};
@@ -47,11 +49,13 @@ pub use todo::{TodoItem, TodoStatus, TodoWrite};
 pub use write_file::WriteFile;
 
 /// What a running tool may use: the agent that called it (its workspace,
-/// provider, gate, cancellation, background tasks), and a meter for model
-/// usage spent inside the tool (by sub-agents).
+/// provider, gate, cancellation, background tasks), a meter for model
+/// usage spent inside the tool (by sub-agents), and what the user allowed.
 pub struct ToolContext<'a, 'b> {
     pub agent: &'a Agent<'b>,
     pub spent: &'a Mutex<Usage>,
+    /// An edit writes only the change the user allowed, when they were asked.
+    pub approved: Approved<'a>,
 }
 
 impl ToolContext<'_, '_> {
@@ -123,6 +127,17 @@ pub trait Tool: Send + Sync + 'static {
     /// escape is refused before anyone is asked about it.
     fn action(&self, input: &Self::Input, paths: &PathResolver) -> Result<Action, ToolError>;
 
+    /// For a tool that changes a file: the change this call would make now,
+    /// computed by the same code as `run`'s, without writing anything. The
+    /// user sees its diff when asked. `None` for every other tool.
+    async fn change(
+        &self,
+        _input: &Self::Input,
+        _cx: &ToolContext<'_, '_>,
+    ) -> Option<Result<FileChange, ToolError>> {
+        None
+    }
+
     async fn run(&self, input: Self::Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
 
@@ -133,6 +148,12 @@ pub trait AnyTool: Send + Sync {
     /// Validates the input and says what the call would do. The error is
     /// the complete text for the model.
     fn action(&self, input: &Value, paths: &PathResolver) -> Result<Action, String>;
+    /// See [`Tool::change`].
+    async fn change(
+        &self,
+        input: &Value,
+        cx: &ToolContext<'_, '_>,
+    ) -> Option<Result<FileChange, ToolError>>;
     async fn call(&self, input: Value, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
 
@@ -155,6 +176,17 @@ impl<T: Tool> AnyTool for T {
     fn action(&self, input: &Value, paths: &PathResolver) -> Result<Action, String> {
         let parsed = parse::<T>(input)?;
         Tool::action(self, &parsed, paths).map_err(|error| format!("Error: {error}"))
+    }
+
+    async fn change(
+        &self,
+        input: &Value,
+        cx: &ToolContext<'_, '_>,
+    ) -> Option<Result<FileChange, ToolError>> {
+        match parse::<T>(input) {
+            Ok(parsed) => Tool::change(self, &parsed, cx).await,
+            Err(error) => Some(Err(ToolError(error))),
+        }
     }
 
     async fn call(&self, input: Value, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::edit_file::{apply_edit, line_delta};
-use super::{Tool, ToolContext, ToolError, file_action};
+use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
@@ -52,29 +52,52 @@ impl Tool for MultiEdit {
         )
     }
 
-    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
-        if input.edits.is_empty() {
-            return Err(ToolError("no edits given".into()));
-        }
-        let workspace = cx.workspace();
-        let path = workspace.paths().resolve(&input.path)?;
-        let shown = workspace.paths().display(&path);
-        let file = workspace.read_text(&path).await?;
-        cx.agent.reads.check(&path, &shown, file.version)?;
-        let total = input.edits.len();
-        let mut text = file.text;
-        for (index, edit) in input.edits.iter().enumerate() {
-            text = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)
-                .map_err(|error| {
-                    ToolError(format!(
-                        "{shown}: edit {} of {total} failed, so no edit was applied: {error}",
-                        index + 1
-                    ))
-                })?
-                .text;
-        }
-        let version = workspace.write_text(&path, &text, file.version).await?;
-        cx.agent.reads.saw(&path, version);
-        Ok(format!("Applied {total} edits to {shown}."))
+    async fn change(
+        &self,
+        input: &Input,
+        cx: &ToolContext<'_, '_>,
+    ) -> Option<Result<FileChange, ToolError>> {
+        Some(plan(input, cx).await)
     }
+
+    async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        let change = plan(&input, cx).await?;
+        change.apply(cx).await?;
+        Ok(format!(
+            "Applied {} edits to {}.",
+            input.edits.len(),
+            change.shown
+        ))
+    }
+}
+
+/// The change all the edits make together, from the text the workspace reads now.
+async fn plan(input: &Input, cx: &ToolContext<'_, '_>) -> Result<FileChange, ToolError> {
+    if input.edits.is_empty() {
+        return Err(ToolError("no edits given".into()));
+    }
+    let workspace = cx.workspace();
+    let path = workspace.paths().resolve(&input.path)?;
+    let shown = workspace.paths().display(&path);
+    let file = workspace.read_text(&path).await?;
+    cx.agent.reads.check(&path, &shown, file.version)?;
+    let total = input.edits.len();
+    let mut text = file.text.clone();
+    for (index, edit) in input.edits.iter().enumerate() {
+        text = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)
+            .map_err(|error| {
+                ToolError(format!(
+                    "{shown}: edit {} of {total} failed, so no edit was applied: {error}",
+                    index + 1
+                ))
+            })?
+            .text;
+    }
+    Ok(FileChange {
+        path,
+        shown,
+        before: Previous::Text(file.text),
+        read_version: file.version,
+        after: text,
+    })
 }

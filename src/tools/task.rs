@@ -96,7 +96,10 @@ impl Tool for Task {
             max_iterations,
             ..parent.config.clone()
         };
-        let meter = UsageMeter::default();
+        let meter = UsageMeter {
+            total: Mutex::default(),
+            parent: parent.sink,
+        };
         // What the sub-agent reads is its own knowledge, not the parent's.
         let reads = super::ReadLedger::default();
         let child = Agent {
@@ -131,20 +134,27 @@ impl Tool for Task {
     }
 }
 
-/// A sink that only adds up what the sub-agent's model calls cost.
-#[derive(Default)]
-struct UsageMeter(Mutex<Usage>);
+/// A sink that adds up what the sub-agent's model calls cost, and passes on
+/// the changes it makes to files (the user sees every change, whoever made it).
+struct UsageMeter<'a> {
+    total: Mutex<Usage>,
+    parent: &'a dyn EventSink,
+}
 
-impl UsageMeter {
+impl UsageMeter<'_> {
     fn total(&self) -> Usage {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.total.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-impl EventSink for UsageMeter {
+impl EventSink for UsageMeter<'_> {
     fn emit(&self, event: AgentEvent) {
-        if let AgentEvent::Usage { call, .. } = event {
-            *self.0.lock().unwrap_or_else(|p| p.into_inner()) += call;
+        match event {
+            AgentEvent::Usage { call, .. } => {
+                *self.total.lock().unwrap_or_else(|p| p.into_inner()) += call;
+            }
+            AgentEvent::FileChanged { .. } => self.parent.emit(event),
+            _ => {}
         }
     }
 }

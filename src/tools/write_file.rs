@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError, file_action};
+use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::{PathResolver, WorkspaceError};
 
@@ -37,25 +37,44 @@ impl Tool for WriteFile {
         )
     }
 
+    async fn change(
+        &self,
+        input: &Input,
+        cx: &ToolContext<'_, '_>,
+    ) -> Option<Result<FileChange, ToolError>> {
+        Some(plan(input, cx).await)
+    }
+
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
-        let workspace = cx.workspace();
-        let path = workspace.paths().resolve(&input.path)?;
-        let previous = match workspace.read_text(&path).await {
-            Ok(file) => Some(file),
-            Err(WorkspaceError::NotFound(_)) => None,
-            Err(WorkspaceError::Binary(_)) => None, // replacing a binary file is allowed
-            Err(error) => return Err(error.into()),
-        };
-        let version = previous.as_ref().and_then(|file| file.version);
-        let shown_path = workspace.paths().display(&path);
-        cx.agent.reads.check(&path, &shown_path, version)?;
-        let written = workspace.write_text(&path, &input.content, version).await?;
-        cx.agent.reads.saw(&path, written);
+        let change = plan(&input, cx).await?;
+        change.apply(cx).await?;
         let lines = input.content.lines().count();
-        let shown = workspace.paths().display(&path);
-        Ok(match previous {
-            Some(_) => format!("Replaced {shown} ({lines} lines)."),
-            None => format!("Created {shown} ({lines} lines)."),
+        let shown = &change.shown;
+        Ok(match change.before {
+            Previous::Missing => format!("Created {shown} ({lines} lines)."),
+            _ => format!("Replaced {shown} ({lines} lines)."),
         })
     }
+}
+
+/// The file's whole new content, and what it replaces as the workspace reads it now.
+async fn plan(input: &Input, cx: &ToolContext<'_, '_>) -> Result<FileChange, ToolError> {
+    let workspace = cx.workspace();
+    let path = workspace.paths().resolve(&input.path)?;
+    let shown = workspace.paths().display(&path);
+    let (before, read_version) = match workspace.read_text(&path).await {
+        Ok(file) => (Previous::Text(file.text), file.version),
+        Err(WorkspaceError::NotFound(_)) => (Previous::Missing, None),
+        // Replacing a binary file is allowed.
+        Err(WorkspaceError::Binary(_)) => (Previous::Binary, None),
+        Err(error) => return Err(error.into()),
+    };
+    cx.agent.reads.check(&path, &shown, read_version)?;
+    Ok(FileChange {
+        path,
+        shown,
+        before,
+        read_version,
+        after: input.content.clone(),
+    })
 }

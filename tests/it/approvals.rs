@@ -101,16 +101,30 @@ pub(crate) fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 /// The terminal is the child's controlling terminal, so a `^C` written to
 /// the master interrupts it as the user's key would.
 pub(crate) fn on_a_terminal(command: Command) -> (std::fs::File, Child, Output) {
-    on_a_terminal_with(command, Stdio::piped())
+    on_a_terminal_sized(command, Stdio::piped(), 0)
 }
 
 /// [`on_a_terminal`] with stdout as given: `None` puts it on the terminal too.
 pub(crate) fn on_a_terminal_with(
-    mut command: Command,
+    command: Command,
     stdout: impl Into<Option<Stdio>>,
 ) -> (std::fs::File, Child, Output) {
+    on_a_terminal_sized(command, stdout, 0)
+}
+
+/// [`on_a_terminal`] on a terminal `rows` lines high (0: a terminal that
+/// does not say its size).
+pub(crate) fn on_a_terminal_of(command: Command, rows: u16) -> (std::fs::File, Child, Output) {
+    on_a_terminal_sized(command, Stdio::piped(), rows)
+}
+
+fn on_a_terminal_sized(
+    mut command: Command,
+    stdout: impl Into<Option<Stdio>>,
+    rows: u16,
+) -> (std::fs::File, Child, Output) {
     use std::os::unix::process::CommandExt;
-    let (master, slave) = pty();
+    let (master, slave) = pty(rows);
     let stdout = stdout
         .into()
         .unwrap_or_else(|| Stdio::from(slave.try_clone().unwrap()));
@@ -136,17 +150,23 @@ pub(crate) fn on_a_terminal_with(
 }
 
 /// A pseudo-terminal: (master, slave).
-fn pty() -> (std::fs::File, OwnedFd) {
+fn pty(rows: u16) -> (std::fs::File, OwnedFd) {
     let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into the given integers; the
-    // name, termios and window size pointers may be null.
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: if rows == 0 { 0 } else { 100 },
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two descriptors into the given integers and
+    // reads the window size; the name and termios pointers may be null.
     let result = unsafe {
         libc::openpty(
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
             std::ptr::null(),
-            std::ptr::null(),
+            &size,
         )
     };
     assert_eq!(result, 0, "openpty: {}", std::io::Error::last_os_error());

@@ -100,15 +100,18 @@ fn json_mode_prints_one_event_per_line() {
             "tool_result",
             "usage",
             "tool_call",
+            "file_changed",
             "tool_result",
             "usage",
             "final"
         ]
     );
     assert_eq!(events[1]["name"], "read_file");
-    assert_eq!(events[5]["is_error"], false);
-    assert!(events[7]["text"].as_str().unwrap().starts_with("Fixed:"));
-    assert_eq!(events[7]["usage"]["output_tokens"], 15);
+    assert_eq!(events[5]["path"], "greet.py");
+    assert_eq!(events[5]["asked"], false);
+    assert_eq!(events[6]["is_error"], false);
+    assert!(events[8]["text"].as_str().unwrap().starts_with("Fixed:"));
+    assert_eq!(events[8]["usage"]["output_tokens"], 15);
     assert!(server.requests().iter().all(|r| !r.is_stream()));
 }
 

@@ -83,8 +83,8 @@ pub(crate) fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
         .collect()
 }
 
-const ON_DISK: &str = "def greet(name):\n    return 'hi ' + name\n";
-const UNSAVED: &str = "def greet(name):\n    return 'Hello, ' + nme  # unsaved\n";
+pub(crate) const ON_DISK: &str = "def greet(name):\n    return 'hi ' + name\n";
+pub(crate) const UNSAVED: &str = "def greet(name):\n    return 'Hello, ' + nme  # unsaved\n";
 
 fn greet_script() -> Vec<Step> {
     vec![
@@ -160,8 +160,9 @@ fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the
         [
             "Allow once",
             "Allow for session",
-            "Allow always: edit_file",
-            "Reject"
+            "Allow always: edit_file(./greet.py)",
+            "Reject",
+            "Show diff"
         ]
     );
     // The edit went through applyEdit, at the version the agent read, and stays unsaved.
@@ -1173,4 +1174,32 @@ fn did_save_is_handled_quietly() {
     assert_eq!(client.shutdown().code(), Some(0));
     let log = client.stderr();
     assert!(!log.contains("didSave"), "{log}");
+}
+
+#[test]
+fn a_planted_bareagent_link_does_not_lead_the_chat_out_of_the_workspace() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = workspace(&[("a.py", "x = 1\n")]);
+    std::os::unix::fs::symlink(outside.path(), dir.path().join(".bareagent")).unwrap();
+    let server = ModelServer::start(vec![Reply::text("Hello.").into()]);
+    let mut options = options(dir.path(), &server, "default");
+    // A client that cannot edit: the chat is written on disk by the server.
+    options.apply_edit = ApplyEditBehaviour::Refuse;
+    let client = start(dir.path(), options);
+    let started = ask(&client, json!({"prompt": "hi"}));
+    let end = turn_end(&client, started["turn"].as_u64().unwrap());
+    assert_eq!(end["type"], "turn_finished", "{end}");
+    let opened = client.request(
+        "workspace/executeCommand",
+        json!({"command": "bareagent.openChat", "arguments": []}),
+    );
+    assert!(
+        opened.is_err(),
+        "creating the chat through the link is refused: {opened:?}"
+    );
+    let written: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert!(
+        written.is_empty(),
+        "nothing was written outside: {written:?}"
+    );
 }

@@ -7,6 +7,7 @@ mod cli;
 mod coherence;
 mod common;
 mod concurrency;
+mod diffs;
 mod dying;
 mod escapes;
 mod faults;
