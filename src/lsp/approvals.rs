@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowDocumentParams, Uri};
+use tower_lsp_server::ls_types::{MessageActionItem, MessageType, Uri};
 
 use super::state::State;
 use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
@@ -309,23 +309,8 @@ pub async fn show_diff(state: &State, view: &PendingView) -> Result<ShownDiff, S
     .map_err(|error| error.to_string())?;
     let uri = State::uri_of(&path);
     let opened = match &uri {
-        Some(uri) if state.init().can_show_document => {
-            let params = ShowDocumentParams {
-                uri: uri.clone(),
-                external: Some(false),
-                take_focus: Some(true),
-                selection: None,
-            };
-            matches!(
-                tokio::time::timeout(
-                    std::time::Duration::from_secs(5),
-                    state.client.show_document(params)
-                )
-                .await,
-                Ok(Ok(true))
-            )
-        }
-        _ => false,
+        Some(uri) => state.show_document(uri.clone(), None).await,
+        None => false,
     };
     Ok(ShownDiff {
         uri,

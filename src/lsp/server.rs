@@ -622,7 +622,7 @@ fn chat_end(state: &State) -> Position {
     let end = match state.lock_documents().get(&state.chat_path()) {
         Some(document) => document.end(encoding),
         None => {
-            let text = std::fs::read_to_string(state.chat_path()).unwrap_or_default();
+            let text = chat::current_text(state).unwrap_or_default();
             super::Document::new(String::new(), &text, 0).end(encoding)
         }
     };
@@ -635,23 +635,7 @@ async fn show_chat(state: &State, at: Option<Position>) -> bool {
     let Some(uri) = State::uri_of(&state.chat_path()) else {
         return false;
     };
-    if !state.init().can_show_document {
-        return false;
-    }
-    let params = ShowDocumentParams {
-        uri,
-        external: Some(false),
-        take_focus: Some(true),
-        selection: at.map(|at| Range::new(at, at)),
-    };
-    matches!(
-        tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            state.client.show_document(params)
-        )
-        .await,
-        Ok(Ok(true))
-    )
+    state.show_document(uri, at).await
 }
 
 /// Adds `overlay`'s keys to `base`, recursively.

