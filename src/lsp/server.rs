@@ -619,13 +619,9 @@ impl Backend {
 /// The end of the chat, in the editor's buffer or else on disk.
 fn chat_end(state: &State) -> Position {
     let encoding = state.init().encoding;
-    let end = match state.lock_documents().get(&state.chat_path()) {
-        Some(document) => document.end(encoding),
-        None => {
-            let text = chat::current_text(state).unwrap_or_default();
-            super::Document::new(String::new(), &text, 0).end(encoding)
-        }
-    };
+    // `current_text` reads the open document, else the disk.
+    let text = chat::current_text(state).unwrap_or_default();
+    let end = super::Document::new(String::new(), &text, 0).end(encoding);
     Position::new(end.line, end.character)
 }
 
