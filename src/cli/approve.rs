@@ -49,9 +49,9 @@ impl Approver for TerminalApprover {
                 eprint!(
                     "Allow {} {}? ({})\n{diff}  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
                     action.tool,
-                    action.summary,
-                    question.reason,
-                    rule = question.rule
+                    diff_view::visible_lines(&action.summary),
+                    diff_view::visible_lines(question.reason),
+                    rule = diff_view::visible_lines(question.rule)
                 );
                 parse_word(&read_line().await.unwrap_or_default())
             }

@@ -86,6 +86,13 @@ pub fn render(diff: &str, max: usize, colour: bool) -> String {
     out
 }
 
+/// Model-written text for the terminal, line by line as [`visible`] makes
+/// it: it shows, and never drives the terminal (no escape sequence, no
+/// carriage return drawing over what came before).
+pub fn visible_lines(text: &str) -> String {
+    text.split('\n').map(visible).collect::<Vec<_>>().join("\n")
+}
+
 /// The line with every control character (tab aside) and every
 /// bidirectional formatting character written as its `\u{…}` escape.
 fn visible(line: &str) -> String {
@@ -111,6 +118,19 @@ mod tests {
     use super::*;
 
     const DIFF: &str = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n ctx\n-old\n+new\n";
+
+    #[test]
+    fn model_text_cannot_drive_the_terminal() {
+        let cases = [
+            ("rm -rf /\r\u{1b}[2Kls", "rm -rf /\\u{d}\\u{1b}[2Kls"),
+            ("echo a\necho b", "echo a\necho b"),
+            ("cat \u{202E}txt.exe", "cat \\u{202e}txt.exe"),
+            ("printf '\x07'", "printf '\\u{7}'"),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(visible_lines(text), shown, "{text:?}");
+        }
+    }
     const DASHES: &str = "@@ -1 +1 @@\n--- x\n+++ y\n";
 
     #[test]

@@ -124,7 +124,10 @@ impl EventSink for TerminalSink {
                 Self::end_line(&mut state);
                 state.streamed = false;
                 state.running_tools += 1;
-                eprintln!("→ {name} {}", crate::tool_line::brief(&input));
+                eprintln!(
+                    "→ {name} {}",
+                    super::diff_view::visible_lines(&crate::tool_line::brief(&input))
+                );
             }
             AgentEvent::ToolResult {
                 name,

@@ -379,3 +379,30 @@ fn the_language_server_on_a_terminal_says_what_it_is() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// A command written to fool the eye: a carriage return and an erase-line
+/// sequence would draw `ls` over `rm -rf ~` on a raw terminal. The
+/// question shows every character as it is.
+#[test]
+fn the_terminal_question_shows_a_command_that_tries_to_hide_itself() {
+    let dir = workspace(&[("a.txt", "x\n")]);
+    let hidden = "rm -rf ~/gone\r\u{1b}[2Kls";
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": hidden})).into(),
+        Reply::text("Done.").into(),
+    ]);
+    let (mut master, mut child, terminal) = on_a_terminal(bareagent(dir.path(), &server, &[]));
+    let shown = terminal.wait_for("the question", |t| t.contains("[N] no:"));
+    // (The spinner before it clears its own line.)
+    let question = shown.split("→ bash").nth(1).unwrap_or_default();
+    assert!(
+        !question.contains('\u{1b}') && !question.contains("\r\u{1b}"),
+        "no escape reaches the terminal: {shown:?}"
+    );
+    assert!(
+        shown.contains("rm -rf ~/gone\\u{d}\\u{1b}[2Kls"),
+        "the whole command is shown: {shown:?}"
+    );
+    master.write_all(b"n\n").unwrap();
+    wait_exit(&mut child);
+}
