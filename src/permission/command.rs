@@ -281,7 +281,8 @@ impl CommandCheck {
         let Some(first) = command.words.first() else {
             return;
         };
-        if first.opaque {
+        if first.opaque || first.glob {
+            // A glob as the program runs whatever file name it expands to.
             self.concern(format!(
                 "the program `{}` is known only when the line runs",
                 first.text

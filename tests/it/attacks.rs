@@ -146,6 +146,9 @@ fn cases() -> Vec<Case> {
             Asked,
         ),
         bash("push -uf", &["bash"], "git push -uf", Asked),
+        // The first file name the glob expands to is the program that runs.
+        bash("a glob as the program", &["bash"], "./* --help", Asked),
+        bash("a glob in the program's name", &["bash"], "ru[n] x", Asked),
         bash("push --mirror", &["bash"], "git push --mirror", Asked),
         bash("git -c k=v push -f", &["bash"], "git -c k=v push -f", Asked),
         in_mode(

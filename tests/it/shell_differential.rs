@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use bareagent::permission::shell;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 const STUBS: [&str; 5] = ["c1", "c2", "c3", "c4", "c5"];
 
@@ -189,23 +189,32 @@ fn every_command_bash_runs_is_one_the_reader_reported() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(2000);
-    let mut runner = TestRunner::new(Config {
+    let config = Config {
         cases,
         failure_persistence: None,
         ..Config::default()
-    });
+    };
+    // The same lines every run, so CI is red only for a change; set
+    // SHELL_DIFFERENTIAL_RANDOM=1 to explore new ones (and add what fails
+    // to the fixed cases).
+    let mut runner = if std::env::var_os("SHELL_DIFFERENTIAL_RANDOM").is_some() {
+        TestRunner::new(config)
+    } else {
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+    };
     let understood = std::cell::Cell::new(0u32);
     let result = runner.run(&line(2), |line| {
         let parsed = shell::parse(&line);
         if !parsed.problems.is_empty() {
             return Ok(());
         }
-        // A program only the running shell can name (`$(echo c2)` as a
-        // command) could be anything: the gate asks for it, whatever bash runs.
+        // A program only the running shell can name (`$(echo c2)` or a glob
+        // as the command) could be anything: the gate asks for it, whatever
+        // bash runs.
         if parsed
             .commands()
             .iter()
-            .any(|c| c.words.first().is_some_and(|w| w.opaque))
+            .any(|c| c.words.first().is_some_and(|w| w.opaque || w.glob))
         {
             return Ok(());
         }
