@@ -132,22 +132,32 @@ fn a_long_diff_is_cut_to_the_terminal_with_a_count_of_the_rest() {
     }
 }
 
-#[test]
-fn with_json_the_approval_request_carries_the_whole_diff() {
-    let dir = workspace(&[("greet.py", GREET)]);
-    let server = ModelServer::start(edit_greet());
-    let mut child = run(dir.path(), &server, &["--json"])
+/// `bareagent run --json` up to its first approval request: the child, its
+/// stdin and stdout, and the request.
+fn first_json_approval(
+    dir: &Path,
+    server: &ModelServer,
+) -> (std::process::Child, std::process::ChildStdin, Output, Value) {
+    let mut child = run(dir, server, &["--json"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
     let stdout = Output::collect(child.stdout.take().unwrap());
     let text = stdout.wait_for("the approval request", |t| {
         !of_type(t, "approval_request").is_empty()
     });
     let request = of_type(&text, "approval_request").remove(0);
+    (child, stdin, stdout, request)
+}
+
+#[test]
+fn with_json_the_approval_request_carries_the_whole_diff() {
+    let dir = workspace(&[("greet.py", GREET)]);
+    let server = ModelServer::start(edit_greet());
+    let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
     assert_eq!(request["diff"], GREET_DIFF, "{request}");
     assert_eq!(request["kind"], "edit", "{request}");
     writeln!(
@@ -171,18 +181,7 @@ fn with_json_the_approval_request_carries_the_whole_diff() {
 fn a_file_that_changed_while_the_user_was_asked_is_not_edited() {
     let dir = workspace(&[("greet.py", GREET)]);
     let server = ModelServer::start(edit_greet());
-    let mut child = run(dir.path(), &server, &["--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = Output::collect(child.stdout.take().unwrap());
-    let text = stdout.wait_for("the approval request", |t| {
-        !of_type(t, "approval_request").is_empty()
-    });
-    let request = of_type(&text, "approval_request").remove(0);
+    let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
     assert_eq!(request["diff"], GREET_DIFF, "{request}");
     // The user changes a line of the diff's context meanwhile: the same
     // edit would still apply, but it is no longer the change shown.
@@ -470,18 +469,7 @@ fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() 
         .into(),
         Reply::text("Done.").into(),
     ]);
-    let mut child = run(dir.path(), &server, &["--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = Output::collect(child.stdout.take().unwrap());
-    let text = stdout.wait_for("the approval request", |t| {
-        !of_type(t, "approval_request").is_empty()
-    });
-    let request = of_type(&text, "approval_request").remove(0);
+    let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
     assert_eq!(request["diff"], Value::Null, "{request}");
     let reason = request["reason"].as_str().unwrap();
     assert!(
