@@ -91,18 +91,7 @@ pub struct Permissions {
     pub rules: RuleLists,
 }
 
-/// The project's config file.
-pub fn project_config_path(root: &Path) -> PathBuf {
-    root.join(".bareagent").join("config.toml")
-}
-
-/// The user's own config file.
-pub fn user_config_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(base.join("bareagent").join("config.toml"))
-}
+pub use crate::config_files::{project_config_path, user_config_path};
 
 impl Config {
     /// The user's config, then the project's over it — all of it if the
@@ -325,6 +314,30 @@ fn edit_config(
     temp.persist(path)
         .map_err(|error| cannot_write(error.error))?;
     Ok(())
+}
+
+/// Where "allow always" answers go: the user's config file, under the
+/// project's own entry (`[projects."/abs/root"] allow`) — the user's word,
+/// so it holds whether or not the project's settings are trusted.
+pub struct ProjectRules {
+    user_config: PathBuf,
+    root: String,
+}
+
+impl ProjectRules {
+    pub fn new(user_config: PathBuf, root: &Path) -> Self {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        ProjectRules {
+            user_config,
+            root: root.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+impl crate::permission::RuleStore for ProjectRules {
+    fn save(&self, rule: &str) -> Result<(), String> {
+        add_allow_rule(&self.user_config, &["projects", &self.root], rule)
+    }
 }
 
 #[cfg(test)]

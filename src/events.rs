@@ -2,10 +2,11 @@
 //! them: a terminal, JSON lines, or (in the language server) the chat file and
 //! `bareagent/event` notifications.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::provider::Usage;
+use crate::history::Usage;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -49,7 +50,7 @@ pub enum AgentEvent {
     },
     /// The model's plan, as it just wrote it.
     Todos {
-        todos: Vec<crate::tools::TodoItem>,
+        todos: Vec<TodoItem>,
     },
 }
 
@@ -62,4 +63,21 @@ pub struct Discard;
 
 impl EventSink for Discard {
     fn emit(&self, _event: AgentEvent) {}
+}
+
+/// One step of the model's plan (the `todo_write` tool's input, and what
+/// the user sees).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoItem {
+    pub content: String,
+    pub status: TodoStatus,
 }

@@ -9,8 +9,10 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod config_files;
 pub mod diff;
 pub mod events;
+pub mod history;
 pub mod lsp;
 pub mod permission;
 pub mod provider;

@@ -40,7 +40,7 @@ impl Secrets {
             };
             let upper = name.to_ascii_uppercase();
             let found: Vec<&str> = if upper.ends_with(HEADER_LIST_ENDING) {
-                crate::provider::credentials::secret_values(value).collect()
+                secret_values(value).collect()
             } else if SECRET_ENDINGS.iter().any(|end| upper.ends_with(end)) {
                 vec![value]
             } else {
@@ -80,6 +80,19 @@ impl Secrets {
         }
         text
     }
+}
+
+/// The values in a custom-headers variable, for scrubbing: each header's
+/// value, and a malformed line whole (it may be a secret pasted wrong).
+pub fn secret_values(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\n').filter_map(|line| {
+        let line = line.trim();
+        let value = match line.split_once(':') {
+            Some((_, value)) if !value.trim().is_empty() => value.trim(),
+            _ => line,
+        };
+        (!value.is_empty()).then_some(value)
+    })
 }
 
 #[cfg(test)]

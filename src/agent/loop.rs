@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Inbox;
 use super::inbox::Arrival;
-use super::message::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::events::{AgentEvent, EventSink};
+use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::permission::{ActionKind, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;

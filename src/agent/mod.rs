@@ -5,12 +5,11 @@
 
 mod inbox;
 mod r#loop;
-pub mod message;
 mod prompt;
 
+pub use crate::history::{ContentBlock, Message, Role, check_history};
 pub use inbox::{Arrival, Inbox};
 pub use r#loop::{
     Agent, CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
 };
-pub use message::{ContentBlock, Message, Role};
 pub use prompt::{system_prompt, system_prompt_in_editor};

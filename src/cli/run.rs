@@ -55,7 +55,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let rules = RuleSet::from_lists(&settings.permissions.rules).map_err(anyhow::Error::msg)?;
     let gate = PermissionGate::new(mode, Box::new(approver)).with_rules(rules);
     let gate = match crate::config::user_config_path() {
-        Some(user) => gate.saving_to(user, workspace.paths().root()),
+        Some(user) => gate.saving_to(std::sync::Arc::new(crate::config::ProjectRules::new(
+            user,
+            workspace.paths().root(),
+        ))),
         None => gate,
     };
     let tools = ToolRegistry::standard();

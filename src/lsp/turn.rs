@@ -68,7 +68,7 @@ fn start_locked(
         progress_token: progress_token.clone(),
     });
     let mut messages = std::mem::take(&mut session.messages);
-    crate::agent::message::push_user_blocks(
+    crate::history::push_user_blocks(
         &mut messages,
         vec![crate::agent::ContentBlock::Text {
             text: ask.prompt.clone(),
@@ -235,7 +235,7 @@ impl Turn {
                                 text: format!("<user-message>\n{prompt}\n</user-message>"),
                             })
                             .collect();
-                        crate::agent::message::push_user_blocks(&mut session.messages, blocks);
+                        crate::history::push_user_blocks(&mut session.messages, blocks);
                     } else if !queued.is_empty() {
                         let ask = Ask {
                             session: self.session.clone(),
@@ -392,7 +392,9 @@ async fn run_agent(
             )
             .with_rules(rules);
             let gate = match crate::config::user_config_path() {
-                Some(user) => gate.saving_to(user, &root),
+                Some(user) => {
+                    gate.saving_to(Arc::new(crate::config::ProjectRules::new(user, &root)))
+                }
                 None => gate,
             };
             // Kept in the session, so "allow for session" outlives this turn.

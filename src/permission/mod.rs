@@ -234,10 +234,16 @@ pub struct PermissionGate {
     approver: Arc<dyn Approver>,
     sensitive: Arc<GlobSet>,
     power: Arc<GlobSet>,
-    /// Where "allow always" answers are saved: the user's config file, under
-    /// the project's own entry — the user's word, so it holds whether or not
-    /// the project's settings are trusted.
-    saving: Option<(PathBuf, String)>,
+    /// Where "allow always" answers are saved (the caller decides: the
+    /// user's config file, under the project's own entry).
+    saving: Option<Arc<dyn RuleStore>>,
+}
+
+/// Keeps the rules "allow always" answers add. The gate only decides; where
+/// a rule is written is its caller's business (see
+/// `config::ProjectRules`). Blocking: it is called off the async runtime.
+pub trait RuleStore: Send + Sync {
+    fn save(&self, rule: &str) -> Result<(), String>;
 }
 
 impl PermissionGate {
@@ -257,11 +263,9 @@ impl PermissionGate {
         self
     }
 
-    /// Saves "allow always" answers to `user_config`, as rules of the
-    /// project at `root` (`[projects."/abs/root"] allow`).
-    pub fn saving_to(mut self, user_config: PathBuf, root: &std::path::Path) -> Self {
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        self.saving = Some((user_config, root.to_string_lossy().into_owned()));
+    /// Saves "allow always" answers to `store`.
+    pub fn saving_to(mut self, store: Arc<dyn RuleStore>) -> Self {
+        self.saving = Some(store);
         self
     }
 
@@ -317,14 +321,12 @@ impl PermissionGate {
             }
             Approval::AllowAlways => {
                 self.add_session_rule(&rule);
-                if let Some((path, root)) = self.saving.clone() {
+                if let Some(store) = self.saving.clone() {
                     let saving = rule.clone();
                     // File work blocks: off the runtime's threads.
-                    let saved = tokio::task::spawn_blocking(move || {
-                        crate::config::add_allow_rule(&path, &["projects", &root], &saving)
-                    })
-                    .await
-                    .unwrap_or_else(|error| Err(error.to_string()));
+                    let saved = tokio::task::spawn_blocking(move || store.save(&saving))
+                        .await
+                        .unwrap_or_else(|error| Err(error.to_string()));
                     if let Err(error) = saved {
                         tracing::warn!(%error, "cannot save the permission rule");
                     }
@@ -811,7 +813,10 @@ mod tests {
             vec![Approval::AllowAlways],
             lists(&[], &[], &[]),
         );
-        let gate = gate.saving_to(path.clone(), project.path());
+        let gate = gate.saving_to(Arc::new(crate::config::ProjectRules::new(
+            path.clone(),
+            project.path(),
+        )));
         assert_eq!(gate.check(&bash("npm run lint")).await, Decision::Allow);
         let saved = crate::config::Config::load_file(&path).unwrap();
         let entry = saved

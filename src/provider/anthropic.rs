@@ -16,7 +16,7 @@ use super::http::{HttpClient, HttpSettings, SseDecoder};
 use super::sse::SseEvent;
 use super::wire::{clip, encode, tool_use_from_json};
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
-use crate::agent::{ContentBlock, Message, Role};
+use crate::history::{ContentBlock, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";

@@ -6,7 +6,7 @@
 //! Every value here is a secret: the header values are marked sensitive
 //! (HTTP/2 never indexes them), scrubbed from every error message (see
 //! [`Credentials::secrets`]) and from tool output (`crate::secrets` reads the
-//! same variables with [`secret_values`]); `Debug` shows names only, and no
+//! same variables with [`crate::secrets::secret_values`]); `Debug` shows names only, and no
 //! error quotes a value or a malformed line.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -190,19 +190,6 @@ pub fn parse_custom_headers(
     Ok(headers)
 }
 
-/// The values in a custom-headers variable, for scrubbing: each header's
-/// value, and a malformed line whole (it may be a secret pasted wrong).
-pub fn secret_values(text: &str) -> impl Iterator<Item = &str> {
-    text.split('\n').filter_map(|line| {
-        let line = line.trim();
-        let value = match line.split_once(':') {
-            Some((_, value)) if !value.trim().is_empty() => value.trim(),
-            _ => line,
-        };
-        (!value.is_empty()).then_some(value)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,7 +287,8 @@ mod tests {
         for secret in credentials.secrets() {
             assert!(!shown.contains(&secret), "{shown}");
         }
-        let values: Vec<&str> = secret_values("X-A: val-3\n\nnot a header\nX-B:").collect();
+        let values: Vec<&str> =
+            crate::secrets::secret_values("X-A: val-3\n\nnot a header\nX-B:").collect();
         assert_eq!(values, ["val-3", "not a header", "X-B:"]);
     }
 }

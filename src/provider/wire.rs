@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::ProviderError;
-use crate::agent::ContentBlock;
+use crate::history::ContentBlock;
 
 /// Serialises a request body.
 pub(crate) fn encode(body: &impl Serialize) -> Result<Bytes, ProviderError> {

@@ -190,7 +190,7 @@ impl SandboxPolicy {
             .iter()
             .flat_map(|home| SECRET_DIRS.iter().map(move |dir| home.join(dir)))
             .collect();
-        if let Some(config) = crate::config::user_config_path()
+        if let Some(config) = crate::config_files::user_config_path()
             .as_deref()
             .and_then(Path::parent)
         {

@@ -3,8 +3,10 @@
 //! no state to keep here.
 
 use async_trait::async_trait;
+
+pub use crate::events::{TodoItem, TodoStatus};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolError, plain_action};
 use crate::events::AgentEvent;
@@ -12,21 +14,6 @@ use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
 pub struct TodoWrite;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TodoItem {
-    pub content: String,
-    pub status: TodoStatus,
-}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

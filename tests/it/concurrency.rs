@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use bareagent::agent::message::check_history;
 use bareagent::agent::{CANCELLED, LoopError, Message};
+use bareagent::history::check_history;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -260,7 +260,7 @@ async fn a_cancelled_turn_kills_its_commands_and_the_next_turn_continues() {
 
     // The next turn sends the cancelled history as it is, and goes on.
     let mut messages = turn.messages;
-    bareagent::agent::message::push_user_blocks(
+    bareagent::history::push_user_blocks(
         &mut messages,
         vec![bareagent::agent::ContentBlock::Text {
             text: "never mind, just answer".into(),

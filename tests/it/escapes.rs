@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bareagent::agent::message::check_history;
+use bareagent::history::check_history;
 use serde_json::{Value, json};
 
 use crate::common::*;

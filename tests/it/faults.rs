@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use bareagent::agent::message::check_history;
 use bareagent::agent::{LoopError, Message};
+use bareagent::history::check_history;
 use bareagent::provider::ProviderError;
 
 use crate::common::*;

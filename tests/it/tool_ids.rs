@@ -2,7 +2,7 @@
 //! do) still gets a valid next request: every id once, each answered by
 //! exactly one result — read from the wire, in both APIs, streamed or not.
 
-use bareagent::agent::message::check_history;
+use bareagent::history::check_history;
 use serde_json::{Value, json};
 
 use crate::common::*;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use bareagent::agent::message::check_history;
+use bareagent::history::check_history;
 use serde_json::{Value, json};
 
 use crate::common::*;

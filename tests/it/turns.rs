@@ -1,9 +1,9 @@
 //! Whole turns of the real loop over real HTTP to the scripted model server,
 //! for both APIs, streamed and not.
 
-use bareagent::agent::message::check_history;
 use bareagent::agent::{Inbox, LoopError};
 use bareagent::events::AgentEvent;
+use bareagent::history::check_history;
 use bareagent::permission::{DenyAll, PermissionMode};
 use serde_json::json;
 

@@ -1,4 +1,6 @@
-//! The conversation as data: the one piece of state the loop has.
+//! The conversation as data: the one piece of state the loop has, and the
+//! tokens it cost. A leaf: it depends on nothing else in the crate, so the
+//! providers, the loop, the tools and the front ends can all speak it.
 //!
 //! The shape follows Anthropic's Messages API (content blocks, tool results in
 //! a `user` message) because it is the richer of the two; the OpenAI provider
@@ -7,6 +9,26 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Tokens one model call (or a turn, summed) used, as the APIs report them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,0 +1,18 @@
+//! Where the settings files are. A leaf, so that the sandbox (which keeps
+//! commands from reading the user's config) need not depend on the
+//! settings that configure it.
+
+use std::path::{Path, PathBuf};
+
+/// The project's config file.
+pub fn project_config_path(root: &Path) -> PathBuf {
+    root.join(".bareagent").join("config.toml")
+}
+
+/// The user's own config file.
+pub fn user_config_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("bareagent").join("config.toml"))
+}
