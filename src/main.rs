@@ -18,10 +18,22 @@ fn main() -> ExitCode {
     // Read the keys once, now, so every tool result can be scrubbed of them.
     let secrets = bareagent::secrets::Secrets::global();
     tracing::debug!(names = ?secrets.names().collect::<Vec<_>>(), "secrets to scrub from tool output");
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // `run` is one turn, I/O bound: one thread, no cross-thread wake-ups.
+    // The language server runs handlers while turns write files and wait on
+    // the editor: two workers, so one blocked in a file call never stalls
+    // `didChange` (file work is also moved off the workers where we know it).
+    let serving = matches!(cli.command, None | Some(Command::Lsp));
+    let built = if serving {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("bareagent: cannot start the async runtime: {error}");

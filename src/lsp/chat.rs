@@ -184,10 +184,10 @@ pub async fn append(state: &State, text: &str) {
                 .map(|d| (d.uri.clone(), d.version, d.end(state.init().encoding)))
         };
         let Some((uri, version, end)) = open.filter(|_| state.init().can_apply_edit) else {
-            return append_on_disk(&state.init().paths, &path, text);
+            return append_on_disk(&state.init().paths, &path, text).await;
         };
         let Ok(uri) = uri.parse() else {
-            return append_on_disk(&state.init().paths, &path, text);
+            return append_on_disk(&state.init().paths, &path, text).await;
         };
         let at = Position::new(end.line, end.character);
         let edit = WorkspaceEdit {
@@ -227,13 +227,20 @@ async fn wait_for_version_after(state: &State, path: &Path, version: i32) -> boo
         .await
 }
 
-/// Appends on disk, rewriting the (small) file atomically through the resolver.
-fn append_on_disk(paths: &PathResolver, path: &Path, text: &str) {
-    let result = ensure_exists(paths, path)
-        .and_then(|()| read_on_disk(paths, path))
-        .and_then(|old| paths.write_atomically(path, format!("{old}{text}").as_bytes()));
-    if let Err(error) = result {
-        tracing::warn!(%error, "cannot append to the chat file");
+/// Appends on disk, rewriting the (small) file atomically through the
+/// resolver, off the runtime's workers.
+async fn append_on_disk(paths: &PathResolver, path: &Path, text: &str) {
+    let (paths, path, text) = (paths.clone(), path.to_path_buf(), text.to_string());
+    let result = tokio::task::spawn_blocking(move || {
+        ensure_exists(&paths, &path)
+            .and_then(|()| read_on_disk(&paths, &path))
+            .and_then(|old| paths.write_atomically(&path, format!("{old}{text}").as_bytes()))
+    })
+    .await;
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "cannot append to the chat file"),
+        Err(error) => tracing::warn!(%error, "cannot append to the chat file"),
     }
 }
 

@@ -238,6 +238,14 @@ impl State {
             .over(&files))
     }
 
+    /// [`State::settings`], read off the runtime's workers (it reads files).
+    pub async fn load_settings(self: &std::sync::Arc<Self>) -> Result<Config, String> {
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || state.settings())
+            .await
+            .map_err(|error| format!("cannot read the settings: {error}"))?
+    }
+
     pub fn editor_settings(&self) -> EditorSettings {
         self.editor_settings
             .lock()

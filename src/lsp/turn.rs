@@ -10,10 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::ls_types::{
-    MessageType, NumberOrString, ProgressParams, ProgressParamsValue, WorkDoneProgress,
-    WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressReport, notification,
-};
+use tower_lsp_server::ls_types::{MessageType, NumberOrString};
+use tower_lsp_server::{Cancellable, OngoingProgress, Unbounded};
 
 use super::approvals::EditorApprover;
 use super::chat::{self, ChatWriter};
@@ -161,7 +159,7 @@ impl Turn {
                 turn: self.id,
                 session: self.session.clone(),
                 chat: chat.as_ref().map(ChatWriter::handle),
-                progress: progress.then(|| self.progress_token.clone()),
+                progress: progress.clone(),
                 totals: totals.clone(),
             },
             receiver,
@@ -254,8 +252,9 @@ impl Turn {
         }
         state.approvals.clear_turn(self.id);
         state.publish_approvals().await;
-        if progress {
-            self.end_progress(&summary).await;
+        // The forwarder (the other holder) has ended.
+        if let Some(progress) = progress.and_then(|p| Arc::try_unwrap(p).ok()) {
+            progress.finish_with_message(summary.clone()).await;
         }
         let (kind, event) = match &outcome {
             Ok(outcome) => (
@@ -271,9 +270,11 @@ impl Turn {
         state.show(kind, summary).await;
     }
 
-    async fn begin_progress(&self, prompt: &str) -> bool {
+    /// `$/progress` for the turn, cancellable, where the editor shows
+    /// progress: tower-lsp-server's builder, after the token is created.
+    async fn begin_progress(&self, prompt: &str) -> Option<Arc<TurnProgress>> {
         if !self.state.init().can_progress {
-            return false;
+            return None;
         }
         let token = NumberOrString::String(self.progress_token.clone());
         let created = tokio::time::timeout(
@@ -282,40 +283,23 @@ impl Turn {
         )
         .await;
         if !matches!(created, Ok(Ok(()))) {
-            return false;
+            return None;
         }
         let title: String = prompt.chars().take(60).collect();
-        self.progress(WorkDoneProgress::Begin(WorkDoneProgressBegin {
-            title: "bareagent".into(),
-            cancellable: Some(true),
-            message: Some(title),
-            percentage: None,
-        }))
-        .await;
-        true
-    }
-
-    async fn end_progress(&self, message: &str) {
-        self.progress(WorkDoneProgress::End(WorkDoneProgressEnd {
-            message: Some(message.to_string()),
-        }))
-        .await;
-    }
-
-    async fn progress(&self, value: WorkDoneProgress) {
-        send_progress(&self.state, &self.progress_token, value).await;
+        let progress = self
+            .state
+            .client
+            .progress(token, "bareagent")
+            .with_message(title)
+            .with_cancel_button()
+            .begin()
+            .await;
+        Some(Arc::new(progress))
     }
 }
 
-async fn send_progress(state: &State, token: &str, value: WorkDoneProgress) {
-    state
-        .client
-        .send_notification::<notification::Progress>(ProgressParams {
-            token: NumberOrString::String(token.to_string()),
-            value: ProgressParamsValue::WorkDone(value),
-        })
-        .await;
-}
+/// A turn's `$/progress`: reported by the event forwarder, ended by the turn.
+type TurnProgress = OngoingProgress<Unbounded, Cancellable>;
 
 /// What a turn's agent is built from.
 struct TurnParts {
@@ -344,7 +328,7 @@ async fn run_agent(
         cancel,
     } = parts;
     state.wait_configured().await;
-    let settings = state.settings()?;
+    let settings = state.load_settings().await?;
     let editor = state.editor_settings();
     let root = state.init().root.clone();
     if let Some(notice) = settings.ignored_notice(&root) {
@@ -477,8 +461,8 @@ struct Forwarding {
     turn: u64,
     session: String,
     chat: Option<chat::ChatHandle>,
-    /// The `$/progress` token, if the editor shows progress.
-    progress: Option<String>,
+    /// The turn's `$/progress`, if the editor shows progress.
+    progress: Option<Arc<TurnProgress>>,
     totals: Arc<Mutex<Totals>>,
 }
 
@@ -508,13 +492,8 @@ async fn forward_events(
                 if let Some(chat) = &to.chat {
                     chat.write(layout.list_item(&format!("- {line}")));
                 }
-                if let Some(token) = &to.progress {
-                    let report = WorkDoneProgressReport {
-                        message: Some(line),
-                        cancellable: Some(true),
-                        percentage: None,
-                    };
-                    send_progress(&to.state, token, WorkDoneProgress::Report(report)).await;
+                if let Some(progress) = &to.progress {
+                    progress.report_with_message(line, Some(true)).await;
                 }
                 calls.insert(id, (name, input));
             }
