@@ -5,13 +5,13 @@
 //! leaves the approval pending — never allowed. Cancelling the turn, or
 //! dropping its future, takes its approvals away.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType, Uri};
 
+use super::pending::{PendingView, describe};
 use super::state::State;
 use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
 
@@ -24,96 +24,6 @@ pub const SHOW_DIFF: &str = "Show diff";
 
 /// Lines of an edit's diff the dialog itself shows.
 const DIALOG_DIFF_LINES: usize = 12;
-
-#[derive(Clone, Debug)]
-pub struct PendingView {
-    pub id: u64,
-    pub turn: u64,
-    pub tool: String,
-    pub summary: String,
-    pub reason: String,
-    pub rule: String,
-    /// For an edit: the unified diff of the change.
-    pub diff: Option<String>,
-}
-
-struct Pending {
-    view: PendingView,
-    reply: oneshot::Sender<Approval>,
-}
-
-#[derive(Default)]
-pub struct Approvals {
-    pending: Mutex<Vec<Pending>>,
-    next_id: Mutex<u64>,
-    /// One dialog at a time: editors show them poorly stacked. Within a
-    /// session the gate already asks one question at a time
-    /// (`permission::serial`); this orders the dialogs of different
-    /// sessions, whose approvals all stay pending (and answerable by code
-    /// action) meanwhile.
-    dialog: tokio::sync::Mutex<()>,
-}
-
-impl Approvals {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn list(&self) -> Vec<PendingView> {
-        self.lock().iter().map(|p| p.view.clone()).collect()
-    }
-
-    pub fn is_pending(&self, id: u64) -> bool {
-        self.lock().iter().any(|p| p.view.id == id)
-    }
-
-    /// Approval `id`, or the oldest when `id` is `None`.
-    pub fn get(&self, id: Option<u64>) -> Option<PendingView> {
-        let pending = self.lock();
-        match id {
-            Some(id) => pending.iter().find(|p| p.view.id == id),
-            None => pending.first(),
-        }
-        .map(|p| p.view.clone())
-    }
-
-    fn add(&self, view: PendingView) -> oneshot::Receiver<Approval> {
-        let (reply, receiver) = oneshot::channel();
-        self.lock().push(Pending { view, reply });
-        receiver
-    }
-
-    fn next_id(&self) -> u64 {
-        let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
-        *next += 1;
-        *next
-    }
-
-    /// Answers approval `id`, or the oldest when `id` is `None`. Returns what was answered.
-    pub fn resolve(&self, id: Option<u64>, answer: Approval) -> Option<PendingView> {
-        let mut pending = self.lock();
-        let index = match id {
-            Some(id) => pending.iter().position(|p| p.view.id == id)?,
-            None if pending.is_empty() => return None,
-            None => 0,
-        };
-        let entry = pending.remove(index);
-        let _ = entry.reply.send(answer);
-        Some(entry.view)
-    }
-
-    /// Drops every approval of a turn (it was cancelled or ended).
-    pub fn clear_turn(&self, turn: u64) -> usize {
-        let mut pending = self.lock();
-        let before = pending.len();
-        pending.retain(|p| p.view.turn != turn);
-        before - pending.len()
-    }
-
-    fn remove(&self, id: u64) {
-        self.lock().retain(|p| p.view.id != id);
-    }
-}
 
 /// The approver a turn uses: pending approval, dialog, code actions.
 pub struct EditorApprover {
@@ -173,14 +83,6 @@ impl Approver for EditorApprover {
             .await
             .unwrap_or_else(|_| Approval::Reject(DENIED_BY_USER.into()))
     }
-}
-
-/// The text the user judges an approval by.
-pub fn describe(view: &PendingView) -> String {
-    format!(
-        "bareagent wants to run {} {} ({}).",
-        view.tool, view.summary, view.reason
-    )
 }
 
 /// The dialog's text: the question, and for an edit the first lines of its diff.

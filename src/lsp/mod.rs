@@ -8,6 +8,7 @@ mod chat;
 mod documents;
 mod editor;
 mod model;
+mod pending;
 mod pump;
 mod saving;
 mod server;

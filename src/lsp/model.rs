@@ -9,25 +9,13 @@
 //! guessed from which keys are set). Each turn resolves it anew, so a
 //! change takes effect at the next turn, never in the middle of one.
 
-use std::sync::Mutex;
-
 use serde_json::{Value, json};
 
-use super::state::State;
+use super::state::{Chosen, State};
 use crate::provider::{
     FromEnvironment, ProviderChoice, ProviderKind, default_model, is_configured, parse_kind,
     suggested_models,
 };
-
-/// What `bareagent.setModel` chose; empty until it is used.
-#[derive(Debug, Default)]
-pub struct ModelOverride(Mutex<Chosen>);
-
-#[derive(Clone, Debug, Default)]
-struct Chosen {
-    kind: Option<ProviderKind>,
-    model: Option<String>,
-}
 
 /// The provider and model for the next turn, and where each came from.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,16 +24,6 @@ pub struct Selected {
     pub model: Option<String>,
     pub kind_from: &'static str,
     pub model_from: &'static str,
-}
-
-impl ModelOverride {
-    fn get(&self) -> Chosen {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn set(&self, chosen: Chosen) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = chosen;
-    }
 }
 
 /// The first of the sources that names a provider, and a model.

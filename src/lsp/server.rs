@@ -268,7 +268,7 @@ impl LanguageServer for Backend {
                 turn::clear_session(&self.state, name);
                 json!({"session": name, "cleared": true})
             }
-            "bareagent.status" => self.state.status(),
+            "bareagent.status" => status(&self.state),
             "bareagent.openChat" => self.open_chat().await?,
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
             "bareagent.setModel" => {
@@ -655,4 +655,33 @@ pub fn cancel_progress(state: &State, params: WorkDoneProgressCancelParams) {
     if turn::cancel(state, None, Some(&token)).is_none() {
         tracing::info!(token, "progress cancel for no running turn");
     }
+}
+
+/// `bareagent.status`: sessions, pending approvals, sandbox and model.
+pub fn status(state: &State) -> Value {
+    let sessions = state.lock_sessions();
+    let sessions: Vec<Value> = sessions
+        .iter()
+        .map(|(name, session)| {
+            json!({
+                "name": name, "running": session.running.as_ref().map(|r| r.id),
+                "messages": session.messages.len(), "usage": session.usage,
+            })
+        })
+        .collect();
+    let approvals: Vec<Value> = state
+        .approvals
+        .list()
+        .iter()
+        .map(|v| json!({"id": v.id, "turn": v.turn, "tool": v.tool, "summary": v.summary}))
+        .collect();
+    let sandbox = match state.settings() {
+        Ok(settings) => {
+            let policy = crate::sandbox::SandboxPolicy::new(&settings.sandbox, &state.init().root);
+            crate::sandbox::SandboxStatus::of(&policy).to_string()
+        }
+        Err(error) => format!("unknown: {error}"),
+    };
+    let model = super::model::status(state);
+    json!({"sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox, "model": model})
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{
     Diagnostic, DiagnosticSeverity, DocumentChanges, NumberOrString, OneOf,
@@ -13,13 +13,12 @@ use tower_lsp_server::ls_types::{
     WorkspaceEdit,
 };
 
-use super::approvals::{Approvals, describe};
 use super::documents::{Documents, Encoding};
+use super::pending::{Approvals, describe};
 use super::session::Session;
 use crate::config::Config;
 use crate::permission::{PermissionMode, RuleLists};
 use crate::provider::ProviderKind;
-use crate::sandbox::{SandboxPolicy, SandboxStatus};
 use crate::workspace::PathResolver;
 
 /// What `initialize` told us, fixed for the server's life.
@@ -136,7 +135,7 @@ pub struct State {
     /// `exit` without it with 1, as the specification asks.
     pub shutdown_requested: std::sync::atomic::AtomicBool,
     /// What `bareagent.setModel` chose (see `model.rs`).
-    pub model_override: super::model::ModelOverride,
+    pub model_override: ModelOverride,
 }
 
 /// The main session: the one the chat file shows.
@@ -346,34 +345,6 @@ impl State {
         *next += 1;
         *next
     }
-
-    pub fn status(&self) -> Value {
-        let sessions = self.lock_sessions();
-        let sessions: Vec<Value> = sessions
-            .iter()
-            .map(|(name, session)| {
-                json!({
-                    "name": name, "running": session.running.as_ref().map(|r| r.id),
-                    "messages": session.messages.len(), "usage": session.usage,
-                })
-            })
-            .collect();
-        let approvals: Vec<Value> = self
-            .approvals
-            .list()
-            .iter()
-            .map(|v| json!({"id": v.id, "turn": v.turn, "tool": v.tool, "summary": v.summary}))
-            .collect();
-        let sandbox = match self.settings() {
-            Ok(settings) => {
-                let policy = SandboxPolicy::new(&settings.sandbox, &self.init().root);
-                SandboxStatus::of(&policy).to_string()
-            }
-            Err(error) => format!("unknown: {error}"),
-        };
-        let model = super::model::status(self);
-        json!({"sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox, "model": model})
-    }
 }
 
 impl Init {
@@ -395,6 +366,26 @@ impl Init {
             can_save_documents: false,
             options: Value::Null,
         }
+    }
+}
+
+/// What `bareagent.setModel` chose; empty until it is used.
+#[derive(Debug, Default)]
+pub struct ModelOverride(Mutex<Chosen>);
+
+#[derive(Clone, Debug, Default)]
+pub struct Chosen {
+    pub kind: Option<ProviderKind>,
+    pub model: Option<String>,
+}
+
+impl ModelOverride {
+    pub fn get(&self) -> Chosen {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set(&self, chosen: Chosen) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = chosen;
     }
 }
 
