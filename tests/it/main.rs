@@ -12,6 +12,7 @@ mod dying;
 mod escapes;
 mod faults;
 mod first_use;
+mod fixtures;
 mod lsp;
 mod lsp_frames;
 mod model_server_smoke;
