@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::common::*;
+use crate::redact::{Roots, normalise};
 use crate::support::model_server::{ModelServer, Reply, Step};
 
 /// One fixture file.
@@ -315,51 +316,9 @@ async fn run_case(name: &str, case: &Case, api: Api, stream: bool) {
     });
 }
 
-/// The workspace's path as the tools may print it (the temp dir may sit
-/// behind a symlink), for redaction.
-struct Roots(Vec<String>);
-
-impl Roots {
-    fn of(dir: &Path) -> Roots {
-        let mut roots = vec![dir.display().to_string()];
-        if let Ok(real) = dir.canonicalize() {
-            roots.insert(0, real.display().to_string());
-        }
-        Roots(roots)
-    }
-
-    fn redact(&self, text: &str) -> String {
-        self.0.iter().fold(text.to_string(), |text, root| {
-            text.replace(root.as_str(), "[ROOT]")
-        })
-    }
-}
-
-/// The history as stable JSON: tool call ids (which differ per API) become
-/// `call-1`, `call-2`, … in order of appearance, the workspace `[ROOT]`.
+/// The history as stable JSON (see [`normalise`]).
 fn transcript(messages: &[bareagent::agent::Message], root: &Roots) -> String {
     let mut value = serde_json::to_value(messages).expect("history as JSON");
-    let mut ids = BTreeMap::new();
-    normalise(&mut value, &mut ids, root);
+    normalise(&mut value, &mut BTreeMap::new(), root);
     serde_json::to_string_pretty(&value).expect("JSON text")
-}
-
-fn normalise(value: &mut Value, ids: &mut BTreeMap<String, String>, root: &Roots) {
-    match value {
-        Value::Object(map) => {
-            for (key, field) in map.iter_mut() {
-                match (key.as_str(), &*field) {
-                    ("id" | "tool_use_id", Value::String(id)) => {
-                        let next = format!("call-{}", ids.len() + 1);
-                        let stable = ids.entry(id.clone()).or_insert(next).clone();
-                        *field = Value::String(stable);
-                    }
-                    _ => normalise(field, ids, root),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| normalise(item, ids, root)),
-        Value::String(text) => *text = root.redact(text),
-        _ => {}
-    }
 }
