@@ -52,6 +52,7 @@ impl ModelServer {
         let state: Shared = Arc::new(Mutex::new(State {
             script: script.into(),
             requests: Vec::new(),
+            deltas_written: Vec::new(),
         }));
         let (stop, stop_rx) = oneshot::channel();
         let thread_state = state.clone();
@@ -91,6 +92,12 @@ impl ModelServer {
     /// Script steps not yet consumed.
     pub fn remaining(&self) -> usize {
         lock(&self.state).script.len()
+    }
+
+    /// The text deltas of [`Reply::paced_text`] replies, each with the
+    /// instant it had been written to the socket.
+    pub fn deltas_written(&self) -> Vec<(String, std::time::Instant)> {
+        lock(&self.state).deltas_written.clone()
     }
 }
 
@@ -176,6 +183,17 @@ pub struct Reply {
     pub delay: Option<Duration>,
     /// Answer only once this is released (after any `delay`).
     pub hold: Option<Hold>,
+    /// Stream the text as exactly these deltas, each after a pause.
+    pub paced: Option<Paced>,
+}
+
+/// A steady stream for benchmarks: the text as these deltas, each written
+/// after a pause drawn from `gap`; the server records when each was written
+/// ([`ModelServer::deltas_written`]).
+#[derive(Clone, Debug)]
+pub struct Paced {
+    pub deltas: Vec<String>,
+    pub gap: std::ops::RangeInclusive<Duration>,
 }
 
 /// Keeps a reply back until the test releases it: for tests that must act
@@ -244,6 +262,13 @@ impl Reply {
     /// One tool use whose input is `input_json` verbatim (possibly invalid JSON).
     pub fn raw_tool(name: &str, input_json: &str) -> Reply {
         Reply::with_blocks(vec![tool_block(name, input_json.to_string())])
+    }
+
+    /// One text block streamed as `deltas`, each after a pause drawn from `gap`.
+    pub fn paced_text(deltas: Vec<String>, gap: std::ops::RangeInclusive<Duration>) -> Reply {
+        let mut reply = Reply::text(&deltas.concat());
+        reply.paced = Some(Paced { deltas, gap });
+        reply
     }
 
     /// Prepends a text block.
@@ -365,6 +390,7 @@ const RESET_GRACE: Duration = Duration::from_millis(50);
 struct State {
     script: VecDeque<Step>,
     requests: Vec<RecordedRequest>,
+    deltas_written: Vec<(String, std::time::Instant)>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -465,6 +491,7 @@ async fn handle_connection(mut stream: TcpStream, state: Shared) {
         number,
         stream: stream_wanted,
         include_usage,
+        state,
     };
     log_write_error(number, respond(out, &call, step).await);
 }
@@ -690,6 +717,29 @@ impl Responder {
         Ok(())
     }
 
+    /// Like [`Responder::events`], with a pause before each text delta and
+    /// the instant after its write recorded.
+    async fn paced_events(
+        &mut self,
+        events: &[Event],
+        paced: &Paced,
+        state: &Shared,
+    ) -> io::Result<()> {
+        let micros = |gap: &Duration| u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        let (low, high) = (micros(paced.gap.start()), micros(paced.gap.end()));
+        for event in events {
+            if event.kind == EventKind::TextDelta {
+                tokio::time::sleep(Duration::from_micros(fastrand::u64(low..=high))).await;
+            }
+            self.chunk(event.wire.as_bytes()).await?;
+            if let Some(text) = &event.text {
+                let written = std::time::Instant::now();
+                lock(state).deltas_written.push((text.clone(), written));
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the body and closes the connection with a FIN.
     async fn finish(mut self) -> io::Result<()> {
         self.write(b"0\r\n\r\n").await?;
@@ -752,6 +802,7 @@ struct Call {
     number: usize,
     stream: bool,
     include_usage: bool,
+    state: Shared,
 }
 
 impl Call {
@@ -788,7 +839,13 @@ async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
         Step::Reply(reply) if call.stream => {
             let mut out = out;
             out.head(200, SSE, &[]).await?;
-            out.events(&call.events(&reply)).await?;
+            match &reply.paced {
+                Some(paced) => {
+                    out.paced_events(&call.events(&reply), paced, &call.state)
+                        .await?
+                }
+                None => out.events(&call.events(&reply)).await?,
+            }
             out.finish().await
         }
         Step::Reply(reply) => send_json(out, 200, &call.body(&reply), &[]).await,
@@ -875,6 +932,8 @@ async fn respond_fault(mut out: Responder, call: &Call, fault: Fault) -> io::Res
 struct Event {
     wire: String,
     kind: EventKind,
+    /// A text delta's text.
+    text: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -894,6 +953,7 @@ impl Event {
         Event {
             wire: format!("event: {name}\ndata: {data}\n\n"),
             kind,
+            text: None,
         }
     }
 
@@ -902,7 +962,13 @@ impl Event {
         Event {
             wire: format!("data: {data}\n\n"),
             kind,
+            text: None,
         }
+    }
+
+    fn with_text(mut self, text: &str) -> Event {
+        self.text = Some(text.to_string());
+        self
     }
 }
 
@@ -918,6 +984,14 @@ fn cut_point(events: &[Event], after_text: bool) -> usize {
     first(&|k| k == EventKind::TextDelta)
         .or_else(|| first(&|k| k == EventKind::OtherDelta))
         .map_or(opening, |i| i + 1)
+}
+
+/// A text block's deltas: a paced reply's own, else [`pieces`].
+fn text_pieces<'r>(reply: &'r Reply, text: &'r str) -> Vec<&'r str> {
+    match &reply.paced {
+        Some(paced) => paced.deltas.iter().map(String::as_str).collect(),
+        None => pieces(text),
+    }
 }
 
 /// Splits `s` into up to three non-empty pieces at byte positions a third of
@@ -1008,7 +1082,7 @@ impl Provider {
 // ---------------------------------------------------------------------------
 
 mod anthropic {
-    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, pieces};
+    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, pieces, text_pieces};
     use serde_json::json;
 
     const MODEL: &str = "claude-sonnet-4-5";
@@ -1092,7 +1166,7 @@ mod anthropic {
                     EventKind::Frame,
                 ));
             }
-            events.extend(block_deltas(index, block));
+            events.extend(block_deltas(reply, index, block));
             events.push(frame(
                 "content_block_stop",
                 json!({"type": "content_block_stop", "index": index}),
@@ -1130,19 +1204,20 @@ mod anthropic {
         }
     }
 
-    fn block_deltas(index: usize, block: &Block) -> Vec<Event> {
+    fn block_deltas(reply: &Reply, index: usize, block: &Block) -> Vec<Event> {
         let delta = |kind: EventKind, delta: Json| {
             let data = json!({"type": "content_block_delta", "index": index, "delta": delta});
             Event::named("content_block_delta", data, kind)
         };
         match block {
-            Block::Text(text) => pieces(text)
+            Block::Text(text) => text_pieces(reply, text)
                 .into_iter()
                 .map(|p| {
                     delta(
                         EventKind::TextDelta,
                         json!({"type": "text_delta", "text": p}),
                     )
+                    .with_text(p)
                 })
                 .collect(),
             Block::Thinking {
@@ -1196,7 +1271,7 @@ mod anthropic {
 // ---------------------------------------------------------------------------
 
 mod openai {
-    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, pieces};
+    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, pieces, text_pieces};
     use serde_json::json;
 
     const MODEL: &str = "gpt-4o-mini";
@@ -1300,8 +1375,8 @@ mod openai {
             EventKind::Frame,
             json!({"role": "assistant", "content": ""}),
         )];
-        for piece in texts(reply).flat_map(pieces) {
-            events.push(delta(EventKind::TextDelta, json!({"content": piece})));
+        for piece in texts(reply).flat_map(|text| text_pieces(reply, text)) {
+            events.push(delta(EventKind::TextDelta, json!({"content": piece})).with_text(piece));
         }
         for (index, (id, name, arguments)) in tool_calls(reply).enumerate() {
             let header = json!({
