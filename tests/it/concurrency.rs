@@ -299,15 +299,19 @@ async fn a_cancelled_turn_kills_its_commands_and_the_next_turn_continues() {
 #[tokio::test]
 async fn cancelling_during_the_model_call_stops_at_once() {
     let dir = workspace(&[]);
-    let server = ModelServer::start(vec![Reply::text("too late").with_delay(5_000).into()]);
+    // The answer is held until after the turn ends: the turn can only end
+    // by the cancel, while the model call is still unanswered.
+    let hold = Hold::new();
+    let server = ModelServer::start(vec![Reply::text("too late").held(&hold).into()]);
     let provider = provider(Api::OpenAi, &server);
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let in_flight = async {
+        while server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         trigger.cancel();
-    });
-    let started = Instant::now();
+    };
     let turn = run_turn(
         provider.as_ref(),
         dir.path(),
@@ -316,10 +320,16 @@ async fn cancelling_during_the_model_call_stops_at_once() {
             cancel,
             ..Default::default()
         },
-    )
-    .await;
+    );
+    // A turn that waited for the answer would never end: bounded, it fails.
+    let bounded = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(turn, in_flight).0
+    });
+    let turn = bounded
+        .await
+        .expect("the cancel ended the turn while the answer was held");
+    hold.release();
     assert!(matches!(turn.result, Err(LoopError::Cancelled)));
-    assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(turn.messages, vec![Message::user_text("q")]);
 }
 

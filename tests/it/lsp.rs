@@ -743,7 +743,6 @@ fn settings_come_from_initialization_options_and_configuration_and_keys_are_igno
             .stderr()
             .contains("keys are read from the environment only")
     );
-    let _ = ApplyEditBehaviour::Honest;
 }
 
 #[test]
