@@ -17,18 +17,19 @@
 #[allow(unused_imports)]
 #[path = "../tests/support/lsp_client.rs"]
 mod lsp_client;
+#[path = "../tests/support/model_server.rs"]
+mod model_server;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bareagent::lsp::{Change, Document, Encoding, Pos};
 use lsp_client::{ClientOptions, LspClient};
+use model_server::{ModelServer, Reply, Step};
 use serde_json::{Value, json};
 
 const BAREAGENT: &str = env!("CARGO_BIN_EXE_bareagent");
@@ -208,6 +209,7 @@ fn initialize_params(root: &Path, options: &Value) -> Value {
 
 // ---------------------------------------------------------------------------
 // A minimal stdio JSON-RPC client that timestamps each frame as it is read
+// (framing from the test LSP client)
 // ---------------------------------------------------------------------------
 
 /// A server on stdio. A reader thread stamps every frame with the instant its
@@ -336,13 +338,10 @@ impl Drop for Rpc {
 }
 
 fn write_message(stdin: &Mutex<ChildStdin>, message: &Value) {
-    let body = message.to_string();
-    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let frame = lsp_client::frame(message);
     let mut stdin = stdin.lock().unwrap_or_else(|p| p.into_inner());
     // A dead server shows up as a missing response, with context.
-    let _ = stdin
-        .write_all(frame.as_bytes())
-        .and_then(|()| stdin.flush());
+    let _ = stdin.write_all(&frame).and_then(|()| stdin.flush());
 }
 
 fn read_frames(
@@ -351,28 +350,8 @@ fn read_frames(
     frames: Sender<(Instant, Value)>,
 ) {
     let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    loop {
-        let mut length = None;
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            let header = line.trim_end();
-            if header.is_empty() && length.is_some() {
-                break;
-            }
-            let lower = header.to_ascii_lowercase();
-            if let Some(value) = lower.strip_prefix("content-length:") {
-                length = value.trim().parse::<usize>().ok();
-            }
-        }
-        let mut body = vec![0; length.expect("checked above")];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
+    // Anomalies are the test client's business; here a frame is a frame.
+    while let Some(body) = lsp_client::read_frame(&mut reader, &mut |_| {}) {
         let at = Instant::now();
         let Ok(message) = serde_json::from_slice::<Value>(&body) else {
             continue;
@@ -666,12 +645,18 @@ fn edits_over_stdio(text: &str, changes: &[Change<'_>], rows: &mut Vec<Row>) {
 // 4: delta forwarding
 // ---------------------------------------------------------------------------
 
-/// Text deltas as the model server wrote them: (text, instant after the write).
-type Sent = Arc<Mutex<Vec<(String, Instant)>>>;
-
 fn delta_forwarding(turns: usize, rows: &mut Vec<Row>) {
-    let sent: Sent = Arc::default();
-    let port = start_sse_server(sent.clone());
+    // Each turn: 200 text deltas ("d<N> ", N counting across turns) 5–10 ms apart.
+    let script: Vec<Step> = (0..turns)
+        .map(|turn| {
+            let deltas = (0..DELTAS_PER_TURN)
+                .map(|i| format!("d{} ", turn * DELTAS_PER_TURN + i))
+                .collect();
+            let gap = Duration::from_millis(5)..=Duration::from_millis(10);
+            Reply::paced_text(deltas, gap).into()
+        })
+        .collect();
+    let model = ModelServer::start(script);
     let root = tempfile::tempdir().expect("tempdir");
     let mut server = Rpc::spawn(
         Path::new(BAREAGENT),
@@ -680,7 +665,7 @@ fn delta_forwarding(turns: usize, rows: &mut Vec<Row>) {
     );
     let options = json!({
         "provider": "anthropic",
-        "baseUrl": format!("http://127.0.0.1:{port}"),
+        "baseUrl": model.anthropic_base(),
         "permissionMode": "bypass",
     });
     let id = server.request("initialize", initialize_params(root.path(), &options));
@@ -704,7 +689,7 @@ fn delta_forwarding(turns: usize, rows: &mut Vec<Row>) {
     let received = server_events(&server, "text_delta");
     let failed = server_events(&server, "turn_failed");
     server.shutdown();
-    let sent = sent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let sent = model.deltas_written();
     // Deltas arrive in order; one event may carry several if merged.
     let mut delays = Vec::new();
     let mut next = 0;
@@ -753,118 +738,6 @@ fn server_events(server: &Rpc, kind: &str) -> Vec<(Instant, String)> {
             (*at, text.unwrap_or_default().to_string())
         })
         .collect()
-}
-
-/// An Anthropic Messages endpoint on 127.0.0.1 that streams each call as 200
-/// text deltas ("d<N> ", N counting across calls) 5–10 ms apart.
-fn start_sse_server(sent: Sent) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    let counter = Arc::new(AtomicUsize::new(0));
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (sent, counter) = (sent.clone(), counter.clone());
-            std::thread::spawn(move || serve_connection(stream, &sent, &counter));
-        }
-    });
-    port
-}
-
-fn serve_connection(stream: TcpStream, sent: &Sent, counter: &AtomicUsize) {
-    let _ = stream.set_nodelay(true);
-    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
-    let mut out = stream;
-    let mut rng = fastrand::Rng::new();
-    // Keep-alive: one request after another until the client hangs up.
-    while let Some(request_line) = read_request(&mut reader) {
-        if !request_line.starts_with("POST /v1/messages") {
-            eprintln!("model server: unexpected request {request_line}");
-            let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-            continue;
-        }
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                    cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
-        let event = |out: &mut TcpStream, name: &str, data: Value| {
-            let payload = format!("event: {name}\ndata: {data}\n\n");
-            let chunk = format!("{:x}\r\n{payload}\r\n", payload.len());
-            out.write_all(chunk.as_bytes()).and_then(|()| out.flush())
-        };
-        let mut write = || -> std::io::Result<()> {
-            out.write_all(head.as_bytes())?;
-            event(
-                &mut out,
-                "message_start",
-                json!({"type": "message_start", "message": {
-                "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m",
-                "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-            )?;
-            event(
-                &mut out,
-                "content_block_start",
-                json!({"type": "content_block_start",
-                "index": 0, "content_block": {"type": "text", "text": ""}}),
-            )?;
-            for _ in 0..DELTAS_PER_TURN {
-                std::thread::sleep(Duration::from_micros(rng.u64(5_000..=10_000)));
-                let text = format!("d{} ", counter.fetch_add(1, Ordering::Relaxed));
-                event(
-                    &mut out,
-                    "content_block_delta",
-                    json!({"type": "content_block_delta",
-                    "index": 0, "delta": {"type": "text_delta", "text": text}}),
-                )?;
-                let written = Instant::now();
-                sent.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((text, written));
-            }
-            event(
-                &mut out,
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            )?;
-            event(
-                &mut out,
-                "message_delta",
-                json!({"type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-                "usage": {"output_tokens": 5}}),
-            )?;
-            event(&mut out, "message_stop", json!({"type": "message_stop"}))?;
-            out.write_all(b"0\r\n\r\n")?;
-            out.flush()
-        };
-        if write().is_err() {
-            return;
-        }
-    }
-}
-
-/// Reads one request's head and `Content-Length` body; its request line, or
-/// `None` once the client closed the connection.
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<String> {
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).ok()? == 0 {
-        return None;
-    }
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end().to_ascii_lowercase();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("content-length:") {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(request_line.trim_end().to_string())
 }
 
 // ---------------------------------------------------------------------------

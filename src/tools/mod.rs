@@ -359,8 +359,10 @@ mod tests {
         let error = tool
             .action(&serde_json::json!({"pth": "x"}), &paths)
             .unwrap_err();
-        assert!(error.starts_with("Invalid input for read_file"), "{error}");
-        assert!(error.contains("pth") || error.contains("path"), "{error}");
+        assert_eq!(
+            error,
+            "Invalid input for read_file: unknown field `pth`, expected one of `path`, `offset`, `limit`"
+        );
         let error = tool
             .action(&serde_json::json!({"path": 7}), &paths)
             .unwrap_err();

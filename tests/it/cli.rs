@@ -463,10 +463,11 @@ fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         .unwrap();
     let pid_file = dir.path().join("leader.pid");
     let started = std::time::Instant::now();
-    while !pid_file.exists() && started.elapsed() < std::time::Duration::from_secs(20) {
+    // The whole pid is in the file (it exists as soon as the shell opens it).
+    let written = || std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'));
+    while !written() && started.elapsed() < std::time::Duration::from_secs(20) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(100));
     // SAFETY: sending SIGINT to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -477,7 +478,11 @@ fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         text(&out.stderr)
     );
     let leader = crate::tools::read_pid(dir.path(), "leader.pid");
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The kernel reaps the killed group soon after; wait for that, bounded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while crate::tools::alive(leader) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert!(
         !crate::tools::alive(leader),
         "the command outlived the cancel"

@@ -9,12 +9,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
-use crate::support::model_server::{ModelServer, Reply};
+use crate::support::model_server::{Hold, ModelServer, Reply};
 use crate::tools::{alive, read_pid};
 
 #[tokio::test]
 async fn read_only_calls_overlap_and_mutating_calls_stay_serial() {
     let dir = workspace(&[("a.txt", "alpha\n")]);
+    let hold = Hold::new();
     let server = ModelServer::start(vec![
         // Two explore sub-agents and a read, in one response: all read-only.
         Reply::tools(vec![
@@ -29,9 +30,9 @@ async fn read_only_calls_overlap_and_mutating_calls_stay_serial() {
             ("read_file", json!({"path": "a.txt"})),
         ])
         .into(),
-        // Each sub-agent's only model call answers after 600 ms.
-        Reply::text("sub-agent answer").with_delay(600).into(),
-        Reply::text("sub-agent answer").with_delay(600).into(),
+        // Each sub-agent's only model call is held until the test lets it go.
+        Reply::text("sub-agent answer").held(&hold).into(),
+        Reply::text("sub-agent answer").held(&hold).into(),
         // Two commands: mutating, so one after the other.
         Reply::tools(vec![
             (
@@ -47,21 +48,34 @@ async fn read_only_calls_overlap_and_mutating_calls_stay_serial() {
         Reply::text("done").into(),
     ]);
     let provider = provider(Api::Anthropic, &server);
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    // Both sub-agents' model calls started before either finished: their
+    // requests both arrive while the answers are held. Run one after the
+    // other, the second would never arrive, and the deadline lets them go.
+    let overlapped = async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let both_arrived = loop {
+            if server.requests().len() >= 3 {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        hold.release();
+        hold.release();
+        both_arrived
+    };
+    let (turn, overlapped) = tokio::join!(
+        run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()),
+        overlapped
+    );
     let outcome = turn.result.unwrap();
     assert_eq!(check_history(&turn.messages), Ok(()));
-
-    // Both sub-agents' requests were in flight at once.
-    let requests = server.requests();
-    let (first, second) = (requests[1].received, requests[2].received);
-    let apart = if second > first {
-        second - first
-    } else {
-        first - second
-    };
     assert!(
-        apart < Duration::from_millis(400),
-        "the sub-agents ran one after the other ({apart:?} apart)"
+        overlapped,
+        "the sub-agents ran one after the other: {} requests while held",
+        server.requests().len()
     );
     // Sub-agent usage counts toward the turn: 5 calls of 10 in / 5 out.
     assert_eq!(outcome.usage.input_tokens, 50);
@@ -280,21 +294,24 @@ async fn a_cancelled_turn_kills_its_commands_and_the_next_turn_continues() {
         vec![(CANCELLED.to_string(), true), (CANCELLED.to_string(), true)]
     );
     assert_eq!(check_history(&turn.messages), Ok(()));
-    let _ = Message::user_text("");
 }
 
 #[tokio::test]
 async fn cancelling_during_the_model_call_stops_at_once() {
     let dir = workspace(&[]);
-    let server = ModelServer::start(vec![Reply::text("too late").with_delay(5_000).into()]);
+    // The answer is held until after the turn ends: the turn can only end
+    // by the cancel, while the model call is still unanswered.
+    let hold = Hold::new();
+    let server = ModelServer::start(vec![Reply::text("too late").held(&hold).into()]);
     let provider = provider(Api::OpenAi, &server);
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let in_flight = async {
+        while server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         trigger.cancel();
-    });
-    let started = Instant::now();
+    };
     let turn = run_turn(
         provider.as_ref(),
         dir.path(),
@@ -303,10 +320,16 @@ async fn cancelling_during_the_model_call_stops_at_once() {
             cancel,
             ..Default::default()
         },
-    )
-    .await;
+    );
+    // A turn that waited for the answer would never end: bounded, it fails.
+    let bounded = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(turn, in_flight).0
+    });
+    let turn = bounded
+        .await
+        .expect("the cancel ended the turn while the answer was held");
+    hold.release();
     assert!(matches!(turn.result, Err(LoopError::Cancelled)));
-    assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(turn.messages, vec![Message::user_text("q")]);
 }
 

@@ -264,7 +264,24 @@ fn without_message_requests_the_approval_waits_for_a_code_action() {
                 .contains("Approval needed"),
             "{diagnostics}"
         );
-        std::thread::sleep(Duration::from_millis(300));
+        // The dialog's answer (if there was a dialog) has been judged: the
+        // server logs that the approval stays pending, and says so.
+        if answer.is_some() {
+            client.wait_until(LONG, "the dialog's answer to be judged", |c| {
+                c.stderr().contains("it stays pending")
+            });
+        }
+        let status = client
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "bareagent.status"}),
+            )
+            .unwrap();
+        assert_eq!(
+            status["pendingApprovals"].as_array().map(Vec::len),
+            Some(1),
+            "{answer:?}: still pending: {status}"
+        );
         assert_eq!(
             client.text(&greet).unwrap(),
             UNSAVED,
@@ -390,10 +407,9 @@ fn cancel_by_command_and_by_progress_cancel() {
         ]);
         let client = start(dir.path(), options(dir.path(), &server, "bypass"));
         let turn = ask(&client, json!("sleep"))["turn"].as_u64().unwrap();
-        client.wait_until(LONG, "the command to start", |_| {
-            dir.path().join("pid").exists()
+        client.wait_until(LONG, "the command to write its pid", |_| {
+            pid_written(dir.path())
         });
-        std::thread::sleep(Duration::from_millis(100));
         if by_progress {
             let begin = client.wait_for_notification(LONG, "progress begin", |m, p| {
                 m == "$/progress" && p["value"]["kind"] == "begin"
@@ -605,12 +621,6 @@ fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
     client.wait_until(LONG, "five pending approvals", |c| {
         events_of(c, "approval_requested").len() == 5
     });
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        requests_of(&client, "window/showMessageRequest").len(),
-        1,
-        "one dialog at a time"
-    );
     // The server still answers, and honours $/cancelRequest.
     for _ in 0..3 {
         let status = client
@@ -629,6 +639,14 @@ fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
     assert!(
         client.response(id, Duration::from_secs(5)).is_some(),
         "answered or cancelled, not stuck"
+    );
+    // Each dialog task is spawned as its approval is announced; since the
+    // fifth, the server has answered four requests on its one runtime thread,
+    // so a second dialog, had one been sent, came before those answers.
+    assert_eq!(
+        requests_of(&client, "window/showMessageRequest").len(),
+        1,
+        "one dialog at a time"
     );
     for _ in 0..5 {
         client
@@ -651,10 +669,9 @@ fn shutdown_cancels_turns_and_kills_their_commands_and_closing_stdin_ends_the_se
     ]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
     ask(&client, json!("sleep"));
-    client.wait_until(LONG, "the command to start", |_| {
-        dir.path().join("pid").exists()
+    client.wait_until(LONG, "the command to write its pid", |_| {
+        pid_written(dir.path())
     });
-    std::thread::sleep(Duration::from_millis(100));
     let pid = read_pid(dir.path(), "pid");
     assert_eq!(client.shutdown().code(), Some(0));
     client.wait_until(LONG, "the command to die", |_| !alive(pid));
@@ -726,7 +743,6 @@ fn settings_come_from_initialization_options_and_configuration_and_keys_are_igno
             .stderr()
             .contains("keys are read from the environment only")
     );
-    let _ = ApplyEditBehaviour::Honest;
 }
 
 #[test]
@@ -1202,4 +1218,11 @@ fn a_planted_bareagent_link_does_not_lead_the_chat_out_of_the_workspace() {
         written.is_empty(),
         "nothing was written outside: {written:?}"
     );
+}
+
+/// Whether the command has written its whole pid (the file exists as soon as
+/// the shell opens it, before the number is in it).
+fn pid_written(dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(dir.join("pid"))
+        .is_ok_and(|text| text.ends_with('\n') && text.trim().parse::<i32>().is_ok())
 }

@@ -9,7 +9,9 @@
 //! picks a scripted answer, and so on (see [`ClientOptions`]).
 //!
 //! Messages are plain `serde_json::Value`s so the client shares no types (and
-//! no bugs) with the server's LSP crates. Everything is std threads and
+//! no bugs) with the server's LSP crates. For the same reason its framing
+//! ([`frame`], [`read_frame`]) is written here apart from the server's
+//! `src/lsp/pump.rs` on purpose: one framer for both would hide the bugs they share. Everything is std threads and
 //! blocking IO, so sync and async tests can both use it.
 //!
 //! Every wait has a timeout and panics with the recent traffic and the
@@ -711,9 +713,7 @@ impl Inner {
     /// Frames and sends one JSON-RPC message.
     fn send(&self, message: &Value) {
         let body = message.to_string();
-        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        frame.extend_from_slice(body.as_bytes());
-        self.write_bytes(&frame, format!("→ {}", truncate(&body)));
+        self.write_bytes(&frame(message), format!("→ {}", truncate(&body)));
     }
 
     fn send_notification(&self, method: &str, params: Value) {
@@ -815,9 +815,17 @@ fn read_loop(inner: Arc<Inner>, stdout: ChildStdout) {
     inner.record(|state| state.stdout_closed = true);
 }
 
+/// One message as a `Content-Length` frame.
+pub fn frame(message: &Value) -> Vec<u8> {
+    let body = message.to_string();
+    let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    frame.extend_from_slice(body.as_bytes());
+    frame
+}
+
 /// Reads the next frame's body; `None` at end of stream. Stray lines, frames
 /// without a usable `Content-Length` and other anomalies go to `note`.
-fn read_frame(reader: &mut impl BufRead, note: &mut impl FnMut(String)) -> Option<Vec<u8>> {
+pub fn read_frame(reader: &mut impl BufRead, note: &mut impl FnMut(String)) -> Option<Vec<u8>> {
     loop {
         let length = read_header(reader, note)?;
         let Some(length) = length else {

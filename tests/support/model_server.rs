@@ -52,6 +52,7 @@ impl ModelServer {
         let state: Shared = Arc::new(Mutex::new(State {
             script: script.into(),
             requests: Vec::new(),
+            deltas_written: Vec::new(),
         }));
         let (stop, stop_rx) = oneshot::channel();
         let thread_state = state.clone();
@@ -91,6 +92,12 @@ impl ModelServer {
     /// Script steps not yet consumed.
     pub fn remaining(&self) -> usize {
         lock(&self.state).script.len()
+    }
+
+    /// The text deltas of [`Reply::paced_text`] replies, each with the
+    /// instant it had been written to the socket.
+    pub fn deltas_written(&self) -> Vec<(String, std::time::Instant)> {
+        lock(&self.state).deltas_written.clone()
     }
 }
 
@@ -176,6 +183,17 @@ pub struct Reply {
     pub delay: Option<Duration>,
     /// Answer only once this is released (after any `delay`).
     pub hold: Option<Hold>,
+    /// Stream the text as exactly these deltas, each after a pause.
+    pub paced: Option<Paced>,
+}
+
+/// A steady stream for benchmarks: the text as these deltas, each written
+/// after a pause drawn from `gap`; the server records when each was written
+/// ([`ModelServer::deltas_written`]).
+#[derive(Clone, Debug)]
+pub struct Paced {
+    pub deltas: Vec<String>,
+    pub gap: std::ops::RangeInclusive<Duration>,
 }
 
 /// Keeps a reply back until the test releases it: for tests that must act
@@ -244,6 +262,13 @@ impl Reply {
     /// One tool use whose input is `input_json` verbatim (possibly invalid JSON).
     pub fn raw_tool(name: &str, input_json: &str) -> Reply {
         Reply::with_blocks(vec![tool_block(name, input_json.to_string())])
+    }
+
+    /// One text block streamed as `deltas`, each after a pause drawn from `gap`.
+    pub fn paced_text(deltas: Vec<String>, gap: std::ops::RangeInclusive<Duration>) -> Reply {
+        let mut reply = Reply::text(&deltas.concat());
+        reply.paced = Some(Paced { deltas, gap });
+        reply
     }
 
     /// Prepends a text block.
@@ -365,6 +390,7 @@ const RESET_GRACE: Duration = Duration::from_millis(50);
 struct State {
     script: VecDeque<Step>,
     requests: Vec<RecordedRequest>,
+    deltas_written: Vec<(String, std::time::Instant)>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -465,6 +491,7 @@ async fn handle_connection(mut stream: TcpStream, state: Shared) {
         number,
         stream: stream_wanted,
         include_usage,
+        state,
     };
     log_write_error(number, respond(out, &call, step).await);
 }
@@ -690,6 +717,29 @@ impl Responder {
         Ok(())
     }
 
+    /// Like [`Responder::events`], with a pause before each text delta and
+    /// the instant after its write recorded.
+    async fn paced_events(
+        &mut self,
+        events: &[Event],
+        paced: &Paced,
+        state: &Shared,
+    ) -> io::Result<()> {
+        let micros = |gap: &Duration| u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        let (low, high) = (micros(paced.gap.start()), micros(paced.gap.end()));
+        for event in events {
+            if event.kind == EventKind::TextDelta {
+                tokio::time::sleep(Duration::from_micros(fastrand::u64(low..=high))).await;
+            }
+            self.chunk(event.wire.as_bytes()).await?;
+            if let Some(text) = &event.text {
+                let written = std::time::Instant::now();
+                lock(state).deltas_written.push((text.clone(), written));
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the body and closes the connection with a FIN.
     async fn finish(mut self) -> io::Result<()> {
         self.write(b"0\r\n\r\n").await?;
@@ -742,7 +792,7 @@ async fn send_error(
     message: &str,
     extra: &[(&str, String)],
 ) -> io::Result<()> {
-    let body = out.provider.error_body(kind, message);
+    let body = out.provider.error_body(kind, message).to_string();
     send_json(out, status, &body, extra).await
 }
 
@@ -752,6 +802,7 @@ struct Call {
     number: usize,
     stream: bool,
     include_usage: bool,
+    state: Shared,
 }
 
 impl Call {
@@ -762,11 +813,12 @@ impl Call {
         }
     }
 
-    fn body(&self, reply: &Reply) -> Json {
+    fn body(&self, reply: &Reply) -> String {
         match self.provider {
             Provider::Anthropic => anthropic::message(reply, self.number),
             Provider::OpenAi => openai::completion(reply, self.number),
         }
+        .to_string()
     }
 }
 
@@ -787,7 +839,13 @@ async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
         Step::Reply(reply) if call.stream => {
             let mut out = out;
             out.head(200, SSE, &[]).await?;
-            out.events(&call.events(&reply)).await?;
+            match &reply.paced {
+                Some(paced) => {
+                    out.paced_events(&call.events(&reply), paced, &call.state)
+                        .await?
+                }
+                None => out.events(&call.events(&reply)).await?,
+            }
             out.finish().await
         }
         Step::Reply(reply) => send_json(out, 200, &call.body(&reply), &[]).await,
@@ -874,6 +932,8 @@ async fn respond_fault(mut out: Responder, call: &Call, fault: Fault) -> io::Res
 struct Event {
     wire: String,
     kind: EventKind,
+    /// A text delta's text.
+    text: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -889,19 +949,26 @@ enum EventKind {
 
 impl Event {
     /// Anthropic style: a named event.
-    fn named(name: &str, data: Json, kind: EventKind) -> Event {
+    fn named(name: &str, data: impl std::fmt::Display, kind: EventKind) -> Event {
         Event {
             wire: format!("event: {name}\ndata: {data}\n\n"),
             kind,
+            text: None,
         }
     }
 
     /// OpenAI style: data only.
-    fn data(data: Json, kind: EventKind) -> Event {
+    fn data(data: impl std::fmt::Display, kind: EventKind) -> Event {
         Event {
             wire: format!("data: {data}\n\n"),
             kind,
+            text: None,
         }
+    }
+
+    fn with_text(mut self, text: &str) -> Event {
+        self.text = Some(text.to_string());
+        self
     }
 }
 
@@ -917,6 +984,14 @@ fn cut_point(events: &[Event], after_text: bool) -> usize {
     first(&|k| k == EventKind::TextDelta)
         .or_else(|| first(&|k| k == EventKind::OtherDelta))
         .map_or(opening, |i| i + 1)
+}
+
+/// A text block's deltas: a paced reply's own, else [`pieces`].
+fn text_pieces<'r>(reply: &'r Reply, text: &'r str) -> Vec<&'r str> {
+    match &reply.paced {
+        Some(paced) => paced.deltas.iter().map(String::as_str).collect(),
+        None => pieces(text),
+    }
 }
 
 /// Splits `s` into up to three non-empty pieces at byte positions a third of
@@ -939,30 +1014,10 @@ fn pieces(s: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Serialized JSON text. Objects are built with [`obj`] rather than
-/// `serde_json::json!` so keys keep the order of the providers' published
-/// examples (serde_json's map sorts them).
-type Json = String;
-
-fn obj(fields: &[(&str, Json)]) -> Json {
-    let fields: Vec<String> = fields
-        .iter()
-        .map(|(key, value)| format!("{}:{value}", string(key)))
-        .collect();
-    format!("{{{}}}", fields.join(","))
-}
-
-fn arr(items: &[Json]) -> Json {
-    format!("[{}]", items.join(","))
-}
-
-fn string(s: &str) -> Json {
-    Value::from(s).to_string()
-}
-
-fn null() -> Json {
-    "null".to_string()
-}
+/// A JSON value. serde_json's `preserve_order` feature (a dev-dependency
+/// feature) keeps keys in the order they are written here, which is the
+/// order of the providers' published examples.
+type Json = Value;
 
 #[derive(Clone, Copy)]
 enum Provider {
@@ -1014,11 +1069,9 @@ impl Provider {
                 Event::named("error", data, EventKind::End).wire
             }
             Provider::OpenAi => {
-                let error = obj(&[
-                    ("message", string("Overloaded")),
-                    ("type", string("server_error")),
-                ]);
-                Event::data(obj(&[("error", error)]), EventKind::End).wire
+                let error =
+                    serde_json::json!({"error": {"message": "Overloaded", "type": "server_error"}});
+                Event::data(error, EventKind::End).wire
             }
         }
     }
@@ -1029,133 +1082,108 @@ impl Provider {
 // ---------------------------------------------------------------------------
 
 mod anthropic {
-    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, arr, null, obj, pieces, string};
+    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, pieces, text_pieces};
+    use serde_json::json;
 
     const MODEL: &str = "claude-sonnet-4-5";
 
-    fn message_id(number: usize) -> Json {
-        string(&format!("msg_01TEST{number:016}"))
+    fn message_id(number: usize) -> String {
+        format!("msg_01TEST{number:016}")
     }
 
     /// The non-stream response body.
     pub fn message(reply: &Reply, number: usize) -> Json {
         let content: Vec<Json> = reply.blocks.iter().map(block).collect();
-        obj(&[
-            ("id", message_id(number)),
-            ("type", string("message")),
-            ("role", string("assistant")),
-            ("model", string(MODEL)),
-            ("content", arr(&content)),
-            ("stop_reason", string(&reply.effective_stop_reason())),
-            ("stop_sequence", null()),
-            ("usage", usage(reply, reply.output_tokens)),
-        ])
+        json!({
+            "id": message_id(number),
+            "type": "message",
+            "role": "assistant",
+            "model": MODEL,
+            "content": content,
+            "stop_reason": reply.effective_stop_reason(),
+            "stop_sequence": null,
+            "usage": usage(reply, reply.output_tokens),
+        })
     }
 
     fn block(block: &Block) -> Json {
         match block {
-            Block::Text(text) => obj(&[("type", string("text")), ("text", string(text))]),
+            Block::Text(text) => json!({"type": "text", "text": text}),
             Block::Thinking {
                 thinking,
                 signature,
-            } => obj(&[
-                ("type", string("thinking")),
-                ("thinking", string(thinking)),
-                ("signature", string(signature)),
-            ]),
+            } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
             Block::ToolUse {
                 id,
                 name,
                 input_json,
             } => {
-                // Valid JSON goes in verbatim (keeping its key order); invalid
+                // Valid JSON goes in as parsed (keeping its key order); invalid
                 // text degenerates to a string, as documented.
-                let input = match serde_json::from_str::<serde_json::Value>(input_json) {
-                    Ok(_) => input_json.trim().to_string(),
-                    Err(_) => string(input_json),
-                };
-                obj(&[
-                    ("type", string("tool_use")),
-                    ("id", string(id)),
-                    ("name", string(name)),
-                    ("input", input),
-                ])
+                let input = serde_json::from_str::<Json>(input_json)
+                    .unwrap_or_else(|_| Json::String(input_json.clone()));
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
             }
         }
     }
 
     fn usage(reply: &Reply, output_tokens: u64) -> Json {
-        obj(&[
-            ("input_tokens", reply.input_tokens.to_string()),
-            (
-                "cache_creation_input_tokens",
-                reply.cache_creation_input_tokens.to_string(),
-            ),
-            (
-                "cache_read_input_tokens",
-                reply.cache_read_input_tokens.to_string(),
-            ),
-            ("output_tokens", output_tokens.to_string()),
-        ])
+        json!({
+            "input_tokens": reply.input_tokens,
+            "cache_creation_input_tokens": reply.cache_creation_input_tokens,
+            "cache_read_input_tokens": reply.cache_read_input_tokens,
+            "output_tokens": output_tokens,
+        })
     }
 
     /// The stream: message_start, per block start/deltas/stop (a ping after
     /// the first start), message_delta, message_stop.
     pub fn stream(reply: &Reply, number: usize) -> Vec<Event> {
-        let start = obj(&[
-            ("id", message_id(number)),
-            ("type", string("message")),
-            ("role", string("assistant")),
-            ("content", arr(&[])),
-            ("model", string(MODEL)),
-            ("stop_reason", null()),
-            ("stop_sequence", null()),
-            ("usage", usage(reply, 1)),
-        ]);
+        let start = json!({
+            "id": message_id(number),
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": MODEL,
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": usage(reply, 1),
+        });
         let mut events = vec![frame(
             "message_start",
-            obj(&[("type", string("message_start")), ("message", start)]),
+            json!({"type": "message_start", "message": start}),
         )];
         for (index, block) in reply.blocks.iter().enumerate() {
             events.push(frame(
                 "content_block_start",
-                obj(&[
-                    ("type", string("content_block_start")),
-                    ("index", index.to_string()),
-                    ("content_block", empty_block(block)),
-                ]),
+                json!({"type": "content_block_start", "index": index, "content_block": empty_block(block)}),
             ));
             if index == 0 {
-                events.push(frame("ping", r#"{"type": "ping"}"#.to_string()));
+                // Byte for byte as in the published example (with its space).
+                events.push(Event::named(
+                    "ping",
+                    r#"{"type": "ping"}"#,
+                    EventKind::Frame,
+                ));
             }
-            events.extend(block_deltas(index, block));
+            events.extend(block_deltas(reply, index, block));
             events.push(frame(
                 "content_block_stop",
-                obj(&[
-                    ("type", string("content_block_stop")),
-                    ("index", index.to_string()),
-                ]),
+                json!({"type": "content_block_stop", "index": index}),
             ));
         }
-        let stop = obj(&[
-            ("stop_reason", string(&reply.effective_stop_reason())),
-            ("stop_sequence", null()),
-        ]);
         events.push(Event::named(
             "message_delta",
-            obj(&[
-                ("type", string("message_delta")),
-                ("delta", stop),
-                (
-                    "usage",
-                    obj(&[("output_tokens", reply.output_tokens.to_string())]),
-                ),
-            ]),
+            json!({
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.effective_stop_reason(), "stop_sequence": null},
+                "usage": {"output_tokens": reply.output_tokens},
+            }),
             EventKind::End,
         ));
         events.push(Event::named(
             "message_stop",
-            obj(&[("type", string("message_stop"))]),
+            json!({"type": "message_stop"}),
             EventKind::End,
         ));
         events
@@ -1168,36 +1196,28 @@ mod anthropic {
     /// The `content_block` of a content_block_start: the block with empty content.
     fn empty_block(block: &Block) -> Json {
         match block {
-            Block::Text(_) => obj(&[("type", string("text")), ("text", string(""))]),
-            Block::Thinking { .. } => {
-                obj(&[("type", string("thinking")), ("thinking", string(""))])
+            Block::Text(_) => json!({"type": "text", "text": ""}),
+            Block::Thinking { .. } => json!({"type": "thinking", "thinking": ""}),
+            Block::ToolUse { id, name, .. } => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}})
             }
-            Block::ToolUse { id, name, .. } => obj(&[
-                ("type", string("tool_use")),
-                ("id", string(id)),
-                ("name", string(name)),
-                ("input", obj(&[])),
-            ]),
         }
     }
 
-    fn block_deltas(index: usize, block: &Block) -> Vec<Event> {
-        let delta = |kind: EventKind, fields: &[(&str, Json)]| {
-            let data = obj(&[
-                ("type", string("content_block_delta")),
-                ("index", index.to_string()),
-                ("delta", obj(fields)),
-            ]);
+    fn block_deltas(reply: &Reply, index: usize, block: &Block) -> Vec<Event> {
+        let delta = |kind: EventKind, delta: Json| {
+            let data = json!({"type": "content_block_delta", "index": index, "delta": delta});
             Event::named("content_block_delta", data, kind)
         };
         match block {
-            Block::Text(text) => pieces(text)
+            Block::Text(text) => text_pieces(reply, text)
                 .into_iter()
                 .map(|p| {
                     delta(
                         EventKind::TextDelta,
-                        &[("type", string("text_delta")), ("text", string(p))],
+                        json!({"type": "text_delta", "text": p}),
                     )
+                    .with_text(p)
                 })
                 .collect(),
             Block::Thinking {
@@ -1209,16 +1229,13 @@ mod anthropic {
                     .map(|p| {
                         delta(
                             EventKind::OtherDelta,
-                            &[("type", string("thinking_delta")), ("thinking", string(p))],
+                            json!({"type": "thinking_delta", "thinking": p}),
                         )
                     })
                     .collect();
                 events.push(delta(
                     EventKind::OtherDelta,
-                    &[
-                        ("type", string("signature_delta")),
-                        ("signature", string(signature)),
-                    ],
+                    json!({"type": "signature_delta", "signature": signature}),
                 ));
                 events
             }
@@ -1229,10 +1246,7 @@ mod anthropic {
                     .map(|p| {
                         delta(
                             EventKind::OtherDelta,
-                            &[
-                                ("type", string("input_json_delta")),
-                                ("partial_json", string(p)),
-                            ],
+                            json!({"type": "input_json_delta", "partial_json": p}),
                         )
                     })
                     .collect()
@@ -1248,8 +1262,7 @@ mod anthropic {
             ErrorKind::InvalidRequest => "invalid_request_error",
             ErrorKind::NotFound => "not_found_error",
         };
-        let error = obj(&[("type", string(kind)), ("message", string(message))]);
-        obj(&[("type", string("error")), ("error", error)])
+        json!({"type": "error", "error": {"type": kind, "message": message}})
     }
 }
 
@@ -1258,13 +1271,14 @@ mod anthropic {
 // ---------------------------------------------------------------------------
 
 mod openai {
-    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, arr, null, obj, pieces, string};
+    use super::{Block, ErrorKind, Event, EventKind, Json, Reply, pieces, text_pieces};
+    use serde_json::json;
 
     const MODEL: &str = "gpt-4o-mini";
-    const CREATED: &str = "1700000000";
+    const CREATED: u64 = 1700000000;
 
-    fn completion_id(number: usize) -> Json {
-        string(&format!("chatcmpl-test{number:014}"))
+    fn completion_id(number: usize) -> String {
+        format!("chatcmpl-test{number:014}")
     }
 
     /// Text blocks (thinking is Anthropic-only and skipped).
@@ -1289,7 +1303,7 @@ mod openai {
 
     fn finish_reason(reply: &Reply) -> Json {
         let reason = reply.effective_stop_reason();
-        string(match reason.as_str() {
+        Json::from(match reason.as_str() {
             "end_turn" | "stop_sequence" => "stop",
             "tool_use" => "tool_calls",
             "max_tokens" => "length",
@@ -1299,125 +1313,95 @@ mod openai {
 
     /// `input_tokens` maps to `prompt_tokens` as is (not summed with cache tokens).
     fn usage(reply: &Reply) -> Json {
-        obj(&[
-            ("prompt_tokens", reply.input_tokens.to_string()),
-            ("completion_tokens", reply.output_tokens.to_string()),
-            (
-                "total_tokens",
-                (reply.input_tokens + reply.output_tokens).to_string(),
-            ),
-            (
-                "prompt_tokens_details",
-                obj(&[("cached_tokens", reply.cache_read_input_tokens.to_string())]),
-            ),
-        ])
+        json!({
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cache_read_input_tokens},
+        })
     }
 
     /// The non-stream response body.
     pub fn completion(reply: &Reply, number: usize) -> Json {
         let text: Vec<&str> = texts(reply).collect();
         let content = if text.is_empty() {
-            null()
+            Json::Null
         } else {
-            string(&text.concat())
+            Json::from(text.concat())
         };
         let calls: Vec<Json> = tool_calls(reply)
             .map(|(id, name, arguments)| {
-                obj(&[
-                    ("id", string(id)),
-                    ("type", string("function")),
-                    (
-                        "function",
-                        obj(&[("name", string(name)), ("arguments", string(arguments))]),
-                    ),
-                ])
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
             })
             .collect();
-        let mut message = vec![("role", string("assistant")), ("content", content)];
+        let mut message = json!({"role": "assistant", "content": content});
         if !calls.is_empty() {
-            message.push(("tool_calls", arr(&calls)));
+            message["tool_calls"] = Json::from(calls);
         }
-        message.push(("refusal", null()));
-        let choice = obj(&[
-            ("index", "0".to_string()),
-            ("message", obj(&message)),
-            ("logprobs", null()),
-            ("finish_reason", finish_reason(reply)),
-        ]);
-        obj(&[
-            ("id", completion_id(number)),
-            ("object", string("chat.completion")),
-            ("created", CREATED.to_string()),
-            ("model", string(MODEL)),
-            ("choices", arr(&[choice])),
-            ("usage", usage(reply)),
-        ])
+        message["refusal"] = Json::Null;
+        json!({
+            "id": completion_id(number),
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": MODEL,
+            "choices": [{
+                "index": 0,
+                "message": message,
+                "logprobs": null,
+                "finish_reason": finish_reason(reply),
+            }],
+            "usage": usage(reply),
+        })
     }
 
     /// The stream: role chunk, text pieces, per tool call a header chunk and
     /// argument pieces, the finish chunk, the usage chunk if asked, `[DONE]`.
     pub fn stream(reply: &Reply, number: usize, include_usage: bool) -> Vec<Event> {
-        let chunk = |choices: Json, extra: Option<(&str, Json)>| {
-            let mut fields = vec![
-                ("id", completion_id(number)),
-                ("object", string("chat.completion.chunk")),
-                ("created", CREATED.to_string()),
-                ("model", string(MODEL)),
-                ("system_fingerprint", string("fp_test")),
-                ("choices", choices),
-            ];
-            fields.extend(extra);
-            obj(&fields)
+        let chunk = |choices: Json| {
+            json!({
+                "id": completion_id(number),
+                "object": "chat.completion.chunk",
+                "created": CREATED,
+                "model": MODEL,
+                "system_fingerprint": "fp_test",
+                "choices": choices,
+            })
         };
-        let choice = |delta: Json, finish: Json| {
-            arr(&[obj(&[
-                ("index", "0".to_string()),
-                ("delta", delta),
-                ("logprobs", null()),
-                ("finish_reason", finish),
-            ])])
-        };
+        let choice = |delta: Json, finish: Json| json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]);
         let delta =
-            |kind: EventKind, delta: Json| Event::data(chunk(choice(delta, null()), None), kind);
+            |kind: EventKind, delta: Json| Event::data(chunk(choice(delta, Json::Null)), kind);
 
-        let role = obj(&[("role", string("assistant")), ("content", string(""))]);
-        let mut events = vec![delta(EventKind::Frame, role)];
-        for piece in texts(reply).flat_map(pieces) {
-            events.push(delta(
-                EventKind::TextDelta,
-                obj(&[("content", string(piece))]),
-            ));
+        let mut events = vec![delta(
+            EventKind::Frame,
+            json!({"role": "assistant", "content": ""}),
+        )];
+        for piece in texts(reply).flat_map(|text| text_pieces(reply, text)) {
+            events.push(delta(EventKind::TextDelta, json!({"content": piece})).with_text(piece));
         }
         for (index, (id, name, arguments)) in tool_calls(reply).enumerate() {
-            let function = obj(&[("name", string(name)), ("arguments", string(""))]);
-            let header = obj(&[
-                ("index", index.to_string()),
-                ("id", string(id)),
-                ("type", string("function")),
-                ("function", function),
-            ]);
+            let header = json!({
+                "index": index,
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            });
             events.push(delta(
                 EventKind::OtherDelta,
-                obj(&[("tool_calls", arr(&[header]))]),
+                json!({"tool_calls": [header]}),
             ));
             for piece in pieces(arguments) {
-                let call = obj(&[
-                    ("index", index.to_string()),
-                    ("function", obj(&[("arguments", string(piece))])),
-                ]);
-                events.push(delta(
-                    EventKind::OtherDelta,
-                    obj(&[("tool_calls", arr(&[call]))]),
-                ));
+                let call = json!({"index": index, "function": {"arguments": piece}});
+                events.push(delta(EventKind::OtherDelta, json!({"tool_calls": [call]})));
             }
         }
-        let finish = chunk(choice(obj(&[]), finish_reason(reply)), None);
+        let finish = chunk(choice(json!({}), finish_reason(reply)));
         events.push(Event::data(finish, EventKind::End));
         if include_usage {
-            let usage_chunk = chunk(arr(&[]), Some(("usage", usage(reply))));
+            let mut usage_chunk = chunk(json!([]));
+            usage_chunk["usage"] = usage(reply);
             events.push(Event::data(usage_chunk, EventKind::End));
         }
-        events.push(Event::data("[DONE]".to_string(), EventKind::End));
+        events.push(Event::data("[DONE]", EventKind::End));
         events
     }
 
@@ -1427,12 +1411,6 @@ mod openai {
             ErrorKind::Server | ErrorKind::Overloaded => "server_error",
             ErrorKind::InvalidRequest | ErrorKind::NotFound => "invalid_request_error",
         };
-        let error = obj(&[
-            ("message", string(message)),
-            ("type", string(kind)),
-            ("param", null()),
-            ("code", null()),
-        ]);
-        obj(&[("error", error)])
+        json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
     }
 }
