@@ -26,8 +26,7 @@ use std::sync::Mutex;
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::Inbox;
-use super::inbox::Arrival;
+use crate::inbox::{Arrival, Inbox};
 use crate::events::{AgentEvent, EventSink};
 use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
 use crate::permission::{ActionKind, PermissionGate};

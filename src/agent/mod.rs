@@ -3,12 +3,11 @@
 //! The loop knows nothing about LSP, terminals or HTTP: it sees a `Provider`,
 //! a `ToolRegistry`, a `PermissionGate`, a `Workspace` and an `EventSink`.
 
-mod inbox;
 mod r#loop;
 mod prompt;
 
 pub use crate::history::{ContentBlock, Message, Role, check_history};
-pub use inbox::{Arrival, Inbox};
+pub use crate::inbox::{Arrival, Inbox};
 pub use r#loop::{
     Agent, CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
 };

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::process::{Ending, GroupProcess, SharedOutput};
 use super::{Tool, ToolContext, ToolError, plain_action};
-use crate::agent::Inbox;
+use crate::inbox::Inbox;
 use crate::permission::{Action, ActionKind};
 use crate::sandbox::Sandbox;
 use crate::workspace::{CommandView, CommandViews, PathResolver};
