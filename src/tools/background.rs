@@ -181,8 +181,7 @@ fn unknown(id: &str) -> ToolError {
 }
 
 fn tasks_of<'a>(cx: &'a ToolContext<'_, '_>) -> Result<&'a BackgroundTasks, ToolError> {
-    cx.agent
-        .background
+    cx.background
         .ok_or_else(|| ToolError("there are no background commands here".into()))
 }
 
