@@ -434,3 +434,41 @@ async fn a_link_made_earlier_in_the_response_is_seen_by_the_rules() {
         );
     }
 }
+
+/// A sub-agent's model calls reach the parent as usage events, one per call,
+/// and every event's total is the turn's running total (the parent's and its
+/// sub-agents' calls together), ending at the turn's usage.
+#[tokio::test]
+async fn sub_agent_usage_arrives_as_events_with_the_turns_running_total() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "task",
+            json!({"description": "one", "prompt": "look at a", "kind": "explore"}),
+        )
+        .into(),
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+        Reply::text("sub-agent answer").into(),
+        Reply::text("done").into(),
+    ]);
+    let provider = provider(Api::Anthropic, &server);
+    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    let outcome = turn.result.unwrap();
+    let usage: Vec<_> = turn
+        .sink
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            bareagent::events::AgentEvent::Usage { call, total } => Some((call, total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage.len(), server.requests().len(), "{usage:?}");
+    let mut running = bareagent::history::Usage::default();
+    for (call, total) in &usage {
+        running += *call;
+        assert_eq!(*total, running, "{usage:?}");
+    }
+    assert_eq!(running, outcome.usage);
+    assert_eq!(outcome.usage.input_tokens, 40);
+}
