@@ -13,6 +13,7 @@ pub mod config_files;
 pub mod diff;
 pub mod events;
 pub mod history;
+pub mod inbox;
 pub mod lsp;
 pub mod permission;
 pub mod provider;

@@ -21,75 +21,20 @@
 //! the user sent while the model answered keeps the turn going.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Mutex;
 
 use futures_util::{FutureExt, StreamExt};
-use tokio_util::sync::CancellationToken;
 
-use super::Inbox;
-use super::inbox::Arrival;
-use crate::events::{AgentEvent, EventSink};
+use super::parts::Agent;
+use super::permit::permit;
+use super::usage::UsageTally;
+use crate::events::AgentEvent;
 use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
-use crate::permission::{ActionKind, PermissionGate};
-use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
+use crate::inbox::{Arrival, Inbox};
+use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
-use crate::tools::{BackgroundTasks, ReadLedger, ToolContext, ToolRegistry};
-use crate::workspace::Workspace;
+use crate::tools::PreparedCall;
 
-#[derive(Clone, Debug)]
-pub struct LoopConfig {
-    pub system: String,
-    /// Model calls per turn before the turn ends with an error.
-    pub max_iterations: usize,
-    pub max_tokens: u32,
-    /// Stream responses (falling back to a plain call where streaming fails).
-    pub stream: bool,
-}
-
-impl Default for LoopConfig {
-    fn default() -> Self {
-        LoopConfig {
-            system: String::new(),
-            max_iterations: 200,
-            max_tokens: 8192,
-            stream: true,
-        }
-    }
-}
-
-/// Shrinks the history when it grows too large. Called before every model call.
-pub trait Compactor: Send + Sync {
-    fn compact(&self, messages: &mut Vec<Message>);
-}
-
-pub struct NoCompaction;
-
-impl Compactor for NoCompaction {
-    fn compact(&self, _messages: &mut Vec<Message>) {}
-}
-
-/// Everything a turn uses, borrowed: the loop owns nothing but its locals.
-pub struct Agent<'a> {
-    pub provider: &'a dyn Provider,
-    pub tools: &'a ToolRegistry,
-    pub gate: &'a PermissionGate,
-    pub workspace: &'a dyn Workspace,
-    pub sink: &'a dyn EventSink,
-    pub compactor: &'a dyn Compactor,
-    pub inbox: Option<&'a Inbox>,
-    pub config: &'a LoopConfig,
-    /// Cancels the model call and every running tool; the turn then ends
-    /// with [`LoopError::Cancelled`] and a valid history.
-    pub cancel: CancellationToken,
-    /// Commands started with `run_in_background`, if this agent may start any.
-    pub background: Option<&'a BackgroundTasks>,
-    /// 0 for the user's agent, 1 for its sub-agents.
-    pub depth: usize,
-    /// Which version of each file the model has seen.
-    pub reads: &'a ReadLedger,
-    /// What confines the commands this agent runs.
-    pub sandbox: &'a crate::sandbox::Sandbox,
-}
+pub use super::parts::{Compactor, LoopConfig, NoCompaction};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnOutcome {
@@ -141,7 +86,10 @@ pub async fn run_loop(
     agent: &Agent<'_>,
     messages: &mut Vec<Message>,
 ) -> Result<TurnOutcome, LoopError> {
-    let mut usage = Usage::default();
+    // Every event of the turn passes the tally, so a sub-agent's usage,
+    // which arrives as events through the tools' sink, is counted with ours.
+    let usage = UsageTally::new(agent.sink);
+    let agent = &agent.reporting_to(&usage);
     // The pieces of an answer cut at the output limit, joined as they come.
     let mut answer = String::new();
     let mut continuations = 0;
@@ -162,11 +110,7 @@ pub async fn run_loop(
             _ = agent.cancel.cancelled() => return Err(LoopError::Cancelled),
             response = call_model(agent, request) => response?,
         };
-        usage += response.usage;
-        agent.sink.emit(AgentEvent::Usage {
-            call: response.usage,
-            total: usage,
-        });
+        usage.add(response.usage);
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");
         let mut assistant = response.into_message();
@@ -211,29 +155,18 @@ pub async fn run_loop(
             }
             return Ok(TurnOutcome {
                 text: answer,
-                usage,
+                usage: usage.total(),
                 iterations: iteration,
             });
         }
         answer.clear();
         continuations = 0;
 
-        let spent_by_tools = Mutex::new(Usage::default());
-        let results = run_tool_calls(agent, &calls, &spent_by_tools).await;
+        let results = run_tool_calls(agent, &calls).await;
         messages.push(Message {
             role: super::Role::User,
             content: results,
         });
-        let spent = spent_by_tools
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner());
-        if spent != Usage::default() {
-            usage += spent;
-            agent.sink.emit(AgentEvent::Usage {
-                call: spent,
-                total: usage,
-            });
-        }
         if agent.cancel.is_cancelled() {
             return Err(LoopError::Cancelled);
         }
@@ -318,47 +251,60 @@ async fn call_model(agent: &Agent<'_>, request: Request<'_>) -> Result<Response,
 /// Runs one response's tool calls and returns one result per call, in the
 /// calls' order. Consecutive read-only calls run at the same time; any other
 /// call runs alone, after the ones before it and before the ones after it.
-async fn run_tool_calls(
-    agent: &Agent<'_>,
-    calls: &[ToolCall<'_>],
-    spent: &Mutex<Usage>,
-) -> Vec<ContentBlock> {
-    let read_only = |call: &ToolCall<'_>| {
-        agent
-            .tools
-            .get(call.name)
-            .filter(|_| call.input_error.is_none())
-            .and_then(|tool| tool.action(call.input, agent.workspace.paths()).ok())
-            .is_some_and(|action| action.kind == ActionKind::Read)
-    };
+///
+/// Each call is parsed and its paths resolved once, just before its batch
+/// runs — after the calls before it have run, since what they did (a link
+/// made, a directory moved) can change what a path means. A read-only batch
+/// changes nothing, so the call that ends it is prepared with it.
+async fn run_tool_calls(agent: &Agent<'_>, calls: &[ToolCall<'_>]) -> Vec<ContentBlock> {
     let mut results = Vec::with_capacity(calls.len());
-    let mut rest = calls;
-    while let Some(first) = rest.first() {
-        let batch = if read_only(first) {
-            rest.iter().take_while(|c| read_only(c)).count()
-        } else {
-            1
-        };
-        let (now, later) = rest.split_at(batch);
-        for chunk in now.chunks(MAX_PARALLEL_TOOLS) {
+    // Lazy: a call is prepared when it is pulled, never earlier.
+    let mut calls = calls.iter().map(|call| (*call, prepare(agent, call)));
+    let mut pending = None;
+    while let Some(first) = pending.take().or_else(|| calls.next()) {
+        let mut batch = vec![first];
+        if batch[0].1.as_ref().is_ok_and(PreparedCall::is_read_only) {
+            for call in calls.by_ref() {
+                if call.1.as_ref().is_ok_and(PreparedCall::is_read_only) {
+                    batch.push(call);
+                } else {
+                    pending = Some(call);
+                    break;
+                }
+            }
+        }
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(MAX_PARALLEL_TOOLS));
             // A plain loop, not a closure: closures here trip the compiler's
             // higher-ranked lifetime check once sub-agents recurse into the loop.
-            let mut running = Vec::with_capacity(chunk.len());
-            for call in chunk {
-                running.push(run_tool_call(agent, *call, spent));
+            let mut running = Vec::with_capacity(batch.len());
+            for (call, prepared) in batch {
+                running.push(run_tool_call(agent, call, prepared));
             }
             results.extend(futures_util::future::join_all(running).await);
+            batch = rest;
         }
-        rest = later;
     }
     results
+}
+
+/// Finds the tool and parses the input: the one parse of this call.
+fn prepare<'t>(agent: &Agent<'t>, call: &ToolCall<'_>) -> Result<PreparedCall<'t>, String> {
+    let tool = agent
+        .tools
+        .get(call.name)
+        .ok_or_else(|| format!("Unknown tool: {}", call.name))?;
+    if let Some(error) = call.input_error {
+        return Err(format!("Invalid input for {}: {error}", call.name));
+    }
+    tool.prepare(call.input, agent.workspace.paths())
 }
 
 /// Runs one tool call and always returns its `tool_result`.
 async fn run_tool_call(
     agent: &Agent<'_>,
     call: ToolCall<'_>,
-    spent: &Mutex<Usage>,
+    prepared: Result<PreparedCall<'_>, String>,
 ) -> ContentBlock {
     if agent.cancel.is_cancelled() {
         return ContentBlock::tool_result(call.id, CANCELLED, true);
@@ -371,7 +317,7 @@ async fn run_tool_call(
     let outcome = tokio::select! {
         biased;
         _ = agent.cancel.cancelled() => Err(CANCELLED.to_string()),
-        outcome = execute(agent, call, spent) => outcome,
+        outcome = execute(agent, call.name, prepared) => outcome,
     };
     let (content, is_error) = match outcome {
         Ok(output) => (output, false),
@@ -393,28 +339,14 @@ async fn run_tool_call(
 /// The steps of one call, each able to end it with an error text.
 async fn execute(
     agent: &Agent<'_>,
-    call: ToolCall<'_>,
-    spent: &Mutex<Usage>,
+    name: &str,
+    prepared: Result<PreparedCall<'_>, String>,
 ) -> Result<String, String> {
-    let tool = agent
-        .tools
-        .get(call.name)
-        .ok_or_else(|| format!("Unknown tool: {}", call.name))?;
-    if let Some(error) = call.input_error {
-        return Err(format!("Invalid input for {}: {error}", call.name));
-    }
-    let action = tool.action(call.input, agent.workspace.paths())?;
-    let permit = crate::tools::permit(tool, call.input, &action, agent, spent).await?;
-    let cx = ToolContext {
-        agent,
-        spent,
-        approved: permit.approved(),
-    };
+    let call = prepared?;
+    let permit = permit(agent, &call).await?;
+    let cx = agent.tool_context(permit.approved());
     // A panicking tool is a bug, but it must not take the conversation down.
-    match AssertUnwindSafe(tool.call(call.input.clone(), &cx))
-        .catch_unwind()
-        .await
-    {
+    match AssertUnwindSafe(call.run(&cx)).catch_unwind().await {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(error)) => Err(format!("Error: {error}")),
         Err(panic) => {
@@ -423,8 +355,8 @@ async fn execute(
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            tracing::error!(tool = call.name, what, "tool panicked");
-            Err(format!("Error: the {} tool crashed: {what}", call.name))
+            tracing::error!(tool = name, what, "tool panicked");
+            Err(format!("Error: the {name} tool crashed: {what}"))
         }
     }
 }

@@ -1,15 +1,22 @@
-//! The agent: the message history and the loop that drives the model.
+//! The agent: the loop that drives the model, and how an agent is assembled.
 //!
 //! The loop knows nothing about LSP, terminals or HTTP: it sees a `Provider`,
 //! a `ToolRegistry`, a `PermissionGate`, a `Workspace` and an `EventSink`.
+//! Tools see only their narrow `ToolContext`; the agent reaches down to them,
+//! never the other way round (sub-agents go through `tools::SubAgents`).
 
-mod inbox;
 mod r#loop;
+mod parts;
+mod permit;
 mod prompt;
+mod subagent;
+mod usage;
 
 pub use crate::history::{ContentBlock, Message, Role, check_history};
-pub use inbox::{Arrival, Inbox};
+pub use crate::inbox::{Arrival, Inbox};
 pub use r#loop::{
-    Agent, CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
+    CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
 };
+pub use parts::MAX_DEPTH;
+pub use parts::{Agent, AgentParts};
 pub use prompt::{system_prompt, system_prompt_in_editor};

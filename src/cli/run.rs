@@ -13,14 +13,14 @@ use super::output::{JsonSink, TerminalSink, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    Agent, Inbox, LoopConfig, LoopError, Message, NoCompaction, run_loop, system_prompt,
+    Agent, AgentParts, Inbox, LoopConfig, LoopError, Message, run_loop, system_prompt,
 };
 use crate::config::Config;
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::retry::{RetryObserver, RetryPolicy};
 use crate::provider::{HttpSettings, Provider, ProviderChoice};
 use crate::sandbox::{Sandbox, SandboxPolicy, SandboxStatus};
-use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
+use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -80,21 +80,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let background = BackgroundTasks::new(inbox.clone());
     let cancel = CancellationToken::new();
     tokio::spawn(cancel_on_ctrl_c(cancel.clone(), sink.clone()));
-    let agent = Agent {
+    let agent = Agent::new(AgentParts {
         provider: provider.as_ref(),
         tools: &tools,
         gate: &gate,
         workspace: &workspace,
-        sink: sink.as_event_sink(),
-        compactor: &NoCompaction,
-        inbox: Some(&inbox),
-        config: &config,
-        cancel,
-        background: Some(&background),
-        depth: 0,
-        reads: &ReadLedger::default(),
         sandbox: &sandbox,
-    };
+        sink: sink.as_event_sink(),
+        config: &config,
+    })
+    .with_inbox(&inbox)
+    .with_background(&background)
+    .with_cancel(cancel);
     let mut messages = vec![Message::user_text(args.prompt.join(" "))];
     sink.started();
     let outcome = run_loop(&agent, &mut messages).await;

@@ -19,7 +19,7 @@ use super::editor::EditorWorkspace;
 use super::session::{Running, SessionPolicy};
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
-    Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop,
+    Agent, AgentParts, LoopConfig, LoopError, Message, TurnOutcome, run_loop,
     system_prompt_in_editor,
 };
 use crate::events::{AgentEvent, EventSink};
@@ -407,21 +407,19 @@ async fn run_agent(
         SandboxPolicy::new(&sandbox_settings, &root).denying_reads(gate.denied_read_prefixes()),
     )
     .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
-    let agent = Agent {
+    let agent = Agent::new(AgentParts {
         provider: provider.as_ref(),
         tools: &tools,
         gate: &gate,
         workspace: &workspace,
-        sink: &sink,
-        compactor: &NoCompaction,
-        inbox: Some(&inbox),
-        config: &config,
-        cancel,
-        background: Some(&background),
-        depth: 0,
-        reads: &reads,
         sandbox: &sandbox,
-    };
+        sink: &sink,
+        config: &config,
+    })
+    .with_inbox(&inbox)
+    .with_background(&*background)
+    .with_reads(reads)
+    .with_cancel(cancel);
     match run_loop(&agent, messages).await {
         Ok(outcome) => Ok(outcome),
         Err(LoopError::Cancelled) => Err("cancelled".into()),

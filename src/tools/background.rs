@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::process::{Ending, GroupProcess, SharedOutput};
 use super::{Tool, ToolContext, ToolError, plain_action};
-use crate::agent::Inbox;
+use crate::inbox::Inbox;
 use crate::permission::{Action, ActionKind};
 use crate::sandbox::Sandbox;
 use crate::workspace::{CommandView, CommandViews, PathResolver};
@@ -181,8 +181,7 @@ fn unknown(id: &str) -> ToolError {
 }
 
 fn tasks_of<'a>(cx: &'a ToolContext<'_, '_>) -> Result<&'a BackgroundTasks, ToolError> {
-    cx.agent
-        .background
+    cx.background
         .ok_or_else(|| ToolError("there are no background commands here".into()))
 }
 

@@ -61,12 +61,12 @@ impl Tool for Bash {
         };
         let mut notes = std::mem::take(&mut view.notes);
         if input.run_in_background {
-            let background = cx.agent.background.ok_or_else(|| {
+            let background = cx.background.ok_or_else(|| {
                 ToolError(
                     "background commands are not available here; run it in the foreground".into(),
                 )
             })?;
-            let id = background.start(&input.command, &root, cx.agent.sandbox, views, view)?;
+            let id = background.start(&input.command, &root, cx.sandbox, views, view)?;
             return Ok(with_notes(
                 format!(
                     "Started in the background as {id}. Its output arrives when it ends; read it sooner with bash_output, stop it with kill_bash."
@@ -78,7 +78,7 @@ impl Tool for Bash {
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
             .min(MAX_TIMEOUT);
-        let spawned = GroupProcess::spawn(&input.command, &root, cx.agent.sandbox, &view);
+        let spawned = GroupProcess::spawn(&input.command, &root, cx.sandbox, &view);
         let mut process = match spawned {
             Ok(process) => process,
             Err(error) => {
@@ -88,7 +88,7 @@ impl Tool for Bash {
                 return Err(ToolError(format!("cannot start bash: {error}")));
             }
         };
-        let ending = process.wait(Some(timeout), &cx.agent.cancel).await;
+        let ending = process.wait(Some(timeout), cx.cancel).await;
         let mounted: Vec<String> = view
             .mounts
             .iter()
@@ -118,7 +118,6 @@ impl Tool for Bash {
             Ending::Exited(0) => Ok(output),
             other => {
                 let note = cx
-                    .agent
                     .sandbox
                     .explain_failure(&output)
                     .map(|note| format!("\n{note}"))

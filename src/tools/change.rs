@@ -8,16 +8,10 @@
 //! by the code that makes the edit, not by a second copy of it.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
-use serde_json::Value;
-
-use super::{AnyTool, ToolContext, ToolError};
-use crate::agent::Agent;
+use super::{ToolContext, ToolError};
 use crate::diff::{self, Before};
 use crate::events::AgentEvent;
-use crate::permission::{Action, ActionKind, Assessment, Decision};
-use crate::provider::Usage;
 
 /// What a file held before a change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,8 +66,8 @@ impl FileChange {
         let version = workspace
             .write_text(&self.path, &self.after, self.read_version)
             .await?;
-        cx.agent.reads.saw(&self.path, version);
-        cx.agent.sink.emit(AgentEvent::FileChanged {
+        cx.reads.saw(&self.path, version);
+        cx.sink.emit(AgentEvent::FileChanged {
             path: self.shown.clone(),
             diff: self.diff(),
             asked,
@@ -115,53 +109,5 @@ impl Permit {
             Permit::Asked(Some(change)) => Approved::Change(change),
             Permit::Asked(None) => Approved::WithoutDiff,
         }
-    }
-}
-
-/// Asks the gate about a call. For an edit it asks the user about, the
-/// question carries the unified diff of the change the call would make now.
-/// The error is the denial, as the model reads it.
-pub async fn permit(
-    tool: &dyn AnyTool,
-    input: &Value,
-    action: &Action,
-    agent: &Agent<'_>,
-    spent: &Mutex<Usage>,
-) -> Result<Permit, String> {
-    let reason = match agent.gate.assess(action) {
-        Assessment::Allow => return Ok(Permit::WithoutAsking),
-        Assessment::Deny(reason) => return Err(reason),
-        Assessment::Ask(reason) => reason,
-    };
-    // Only now, past the deny rules: the preview reads the file. Edits run
-    // alone (never next to another call), so this wait before the question
-    // cannot change the order in which questions are asked.
-    let preview = match action.kind {
-        ActionKind::Edit => {
-            let cx = ToolContext {
-                agent,
-                spent,
-                approved: Approved::WithoutAsking,
-            };
-            tool.change(input, &cx).await
-        }
-        _ => None,
-    };
-    let (diff, reason) = match &preview {
-        Some(Ok(change)) => (Some(change.diff()), reason),
-        // The error's first line only: the rest may quote the file, and
-        // the model has not been allowed to read it yet.
-        Some(Err(error)) => {
-            let first = error.0.lines().next().unwrap_or_default();
-            (
-                None,
-                format!("{reason}; the change cannot be shown: {first}"),
-            )
-        }
-        None => (None, reason),
-    };
-    match agent.gate.ask(action, &reason, diff.as_deref()).await {
-        Decision::Allow => Ok(Permit::Asked(preview.and_then(Result::ok))),
-        Decision::Deny(reason) => Err(reason),
     }
 }

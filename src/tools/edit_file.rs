@@ -83,7 +83,7 @@ async fn plan(
     let path = workspace.paths().resolve(&input.path)?;
     let shown = workspace.paths().display(&path);
     let file = workspace.read_text(&path).await?;
-    cx.agent.reads.check(&path, &shown, file.version)?;
+    cx.reads.check(&path, &shown, file.version)?;
     let edited = apply_edit(
         &file.text,
         &input.old_string,

@@ -57,7 +57,7 @@ impl Tool for Glob {
             )));
         }
         let pattern = input.pattern.clone();
-        let hidden = HiddenFiles::new(cx.agent.gate, Self::NAME, paths.root(), &dir);
+        let hidden = HiddenFiles::new(cx.gate, Self::NAME, paths.root(), &dir);
         let buffers = cx.workspace().buffers();
         tokio::task::spawn_blocking(move || find(&pattern, &dir, &paths, &hidden, &buffers))
             .await

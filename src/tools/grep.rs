@@ -80,7 +80,7 @@ impl Tool for Grep {
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let paths = cx.workspace().paths();
         let path = paths.resolve(input.path.as_deref().unwrap_or("."))?;
-        let hidden = HiddenFiles::new(cx.agent.gate, Self::NAME, paths.root(), &path);
+        let hidden = HiddenFiles::new(cx.gate, Self::NAME, paths.root(), &path);
         let query = GrepQuery {
             path,
             root: paths.root().to_path_buf(),

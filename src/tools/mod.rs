@@ -28,15 +28,17 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use crate::agent::Agent;
-use crate::permission::{Action, ActionKind, Target};
-use crate::provider::{ToolSpec, Usage};
+use crate::events::EventSink;
+use crate::permission::{Action, ActionKind, PermissionGate, Target};
+use crate::provider::ToolSpec;
+use crate::sandbox::Sandbox;
 use crate::workspace::{PathResolver, Workspace, WorkspaceError};
 
 pub use background::{BackgroundTasks, BashOutput, KillBash};
 pub use bash::Bash;
-pub use change::{Approved, FileChange, Permit, Previous, permit};
+pub use change::{Approved, FileChange, Permit, Previous};
 pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::{FileResult, Grep, GrepQuery, OutputMode, search, search_files};
@@ -44,23 +46,39 @@ pub use multi_edit::MultiEdit;
 pub use process::{Ending, GroupProcess};
 pub use read_file::ReadFile;
 pub use reaper::start as start_reaper;
-pub use task::Task;
+pub use task::{SubAgentError, SubAgents, SubTask, Task};
 pub use todo::{TodoItem, TodoStatus, TodoWrite};
 pub use write_file::WriteFile;
 
-/// What a running tool may use: the agent that called it (its workspace,
-/// provider, gate, cancellation, background tasks), a meter for model
-/// usage spent inside the tool (by sub-agents), and what the user allowed.
+/// What a running tool may use, and nothing more: no provider, no history,
+/// no loop. `'b` is the agent's parts, `'a` this call's approval.
+///
+/// Architecture Invariant: `tools` never names `agent`. What a tool needs
+/// from the agent (running a sub-agent) it asks through a trait the agent
+/// implements ([`SubAgents`]).
 pub struct ToolContext<'a, 'b> {
-    pub agent: &'a Agent<'b>,
-    pub spent: &'a Mutex<Usage>,
+    pub workspace: &'b dyn Workspace,
+    /// For visibility checks: what the user's rules hide, tools do not list.
+    pub gate: &'b PermissionGate,
+    /// What confines the commands a tool starts.
+    pub sandbox: &'b Sandbox,
+    /// Cancelled when the turn is: a long-running tool stops.
+    pub cancel: &'b CancellationToken,
+    /// Commands started with `run_in_background`, if this agent may start any.
+    pub background: Option<&'b BackgroundTasks>,
+    /// Which version of each file the model has seen.
+    pub reads: &'b ReadLedger,
+    /// What the user sees: file changes, the plan.
+    pub sink: &'b dyn EventSink,
+    /// Runs sub-agents, where this agent may start them.
+    pub sub_agents: Option<&'b dyn SubAgents>,
     /// An edit writes only the change the user allowed, when they were asked.
     pub approved: Approved<'a>,
 }
 
 impl ToolContext<'_, '_> {
     pub fn workspace(&self) -> &dyn Workspace {
-        self.agent.workspace
+        self.workspace
     }
 }
 
@@ -118,7 +136,7 @@ impl From<WorkspaceError> for ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The input; its JSON schema is what the model sees.
-    type Input: DeserializeOwned + JsonSchema + Send;
+    type Input: DeserializeOwned + JsonSchema + Send + Sync;
     const NAME: &'static str;
     /// When to use the tool and what it returns, for the model.
     const DESCRIPTION: &'static str;
@@ -142,19 +160,59 @@ pub trait Tool: Send + Sync + 'static {
 }
 
 /// The object-safe face of a [`Tool`], for the registry and the loop.
-#[async_trait]
 pub trait AnyTool: Send + Sync {
     fn spec(&self) -> ToolSpec;
-    /// Validates the input and says what the call would do. The error is
+    /// Parses the input, once, and says what the call would do: the loop
+    /// batches, gates and runs the call from this one parse. The error is
     /// the complete text for the model.
-    fn action(&self, input: &Value, paths: &PathResolver) -> Result<Action, String>;
+    fn prepare(&self, input: &Value, paths: &PathResolver) -> Result<PreparedCall<'_>, String>;
+}
+
+/// One call with its input parsed: what it would do (its paths confined),
+/// and the typed input to run it with.
+pub struct PreparedCall<'t> {
+    pub action: Action,
+    call: Box<dyn Invocation + 't>,
+}
+
+impl PreparedCall<'_> {
+    /// Read-only calls may run next to each other; any other runs alone.
+    pub fn is_read_only(&self) -> bool {
+        self.action.kind == ActionKind::Read
+    }
+
     /// See [`Tool::change`].
-    async fn change(
-        &self,
-        input: &Value,
-        cx: &ToolContext<'_, '_>,
-    ) -> Option<Result<FileChange, ToolError>>;
-    async fn call(&self, input: Value, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
+    pub async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>> {
+        self.call.change(cx).await
+    }
+
+    pub async fn run(self, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        self.call.run(cx).await
+    }
+}
+
+/// A tool and its parsed input, with the input's type erased.
+#[async_trait]
+trait Invocation: Send + Sync {
+    async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>>;
+    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
+}
+
+struct Typed<'t, T: Tool> {
+    tool: &'t T,
+    input: T::Input,
+}
+
+#[async_trait]
+impl<T: Tool> Invocation for Typed<'_, T> {
+    async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>> {
+        Tool::change(self.tool, &self.input, cx).await
+    }
+
+    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        let Typed { tool, input } = *self;
+        tool.run(input, cx).await
+    }
 }
 
 fn parse<T: Tool>(input: &Value) -> Result<T::Input, String> {
@@ -163,7 +221,6 @@ fn parse<T: Tool>(input: &Value) -> Result<T::Input, String> {
 
 use serde::Deserialize as _;
 
-#[async_trait]
 impl<T: Tool> AnyTool for T {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -173,25 +230,17 @@ impl<T: Tool> AnyTool for T {
         }
     }
 
-    fn action(&self, input: &Value, paths: &PathResolver) -> Result<Action, String> {
+    fn prepare(&self, input: &Value, paths: &PathResolver) -> Result<PreparedCall<'_>, String> {
         let parsed = parse::<T>(input)?;
-        Tool::action(self, &parsed, paths).map_err(|error| format!("Error: {error}"))
-    }
-
-    async fn change(
-        &self,
-        input: &Value,
-        cx: &ToolContext<'_, '_>,
-    ) -> Option<Result<FileChange, ToolError>> {
-        match parse::<T>(input) {
-            Ok(parsed) => Tool::change(self, &parsed, cx).await,
-            Err(error) => Some(Err(ToolError(error))),
-        }
-    }
-
-    async fn call(&self, input: Value, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
-        let parsed = parse::<T>(&input).map_err(ToolError)?;
-        self.run(parsed, cx).await
+        let action =
+            Tool::action(self, &parsed, paths).map_err(|error| format!("Error: {error}"))?;
+        Ok(PreparedCall {
+            action,
+            call: Box::new(Typed {
+                tool: self,
+                input: parsed,
+            }),
+        })
     }
 }
 
@@ -356,20 +405,15 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let paths = PathResolver::new(root.path()).unwrap();
         let tool = registry.get("read_file").unwrap();
-        let error = tool
-            .action(&serde_json::json!({"pth": "x"}), &paths)
-            .unwrap_err();
+        let action = |input| tool.prepare(&input, &paths).map(|call| call.action);
+        let error = action(serde_json::json!({"pth": "x"})).unwrap_err();
         assert_eq!(
             error,
             "Invalid input for read_file: unknown field `pth`, expected one of `path`, `offset`, `limit`"
         );
-        let error = tool
-            .action(&serde_json::json!({"path": 7}), &paths)
-            .unwrap_err();
+        let error = action(serde_json::json!({"path": 7})).unwrap_err();
         assert!(error.contains("invalid type"), "{error}");
-        let error = tool
-            .action(&serde_json::json!({"path": "../x"}), &paths)
-            .unwrap_err();
+        let error = action(serde_json::json!({"path": "../x"})).unwrap_err();
         assert!(
             error.starts_with("Error: path `../x` is outside the workspace"),
             "{error}"

@@ -80,7 +80,7 @@ async fn plan(input: &Input, cx: &ToolContext<'_, '_>) -> Result<FileChange, Too
     let path = workspace.paths().resolve(&input.path)?;
     let shown = workspace.paths().display(&path);
     let file = workspace.read_text(&path).await?;
-    cx.agent.reads.check(&path, &shown, file.version)?;
+    cx.reads.check(&path, &shown, file.version)?;
     let total = input.edits.len();
     let mut text = file.text.clone();
     for (index, edit) in input.edits.iter().enumerate() {

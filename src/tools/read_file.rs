@@ -44,7 +44,7 @@ impl Tool for ReadFile {
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let path = cx.workspace().paths().resolve(&input.path)?;
         let file = cx.workspace().read_text(&path).await?;
-        cx.agent.reads.saw(&path, file.version);
+        cx.reads.saw(&path, file.version);
         number_lines(
             &file.text,
             input.offset.unwrap_or(1),

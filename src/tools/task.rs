@@ -3,26 +3,65 @@
 //! (and may run side by side); `general` ones have every tool but `task`, so
 //! nesting stops at one level. Sub-agents share the session's permission
 //! rules; an explore sub-agent never asks the user: what would ask is denied.
-
-use std::sync::Mutex;
+//!
+//! This file decides what a sub-agent gets (its tools, its instructions, its
+//! cap); running one is the agent's job, reached through [`SubAgents`], so
+//! the tools never depend on the loop.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolError, ToolRegistry, plain_action};
-use crate::agent::{Agent, LoopConfig, LoopError, Message, run_loop};
-use crate::events::{AgentEvent, EventSink};
+use crate::events::EventSink;
 use crate::permission::{Action, ActionKind};
-use crate::provider::Usage;
 use crate::workspace::PathResolver;
 
 pub struct Task;
 
 /// Model calls an explore sub-agent may make: exploring should not take 200.
 pub const EXPLORE_ITERATIONS: usize = 50;
-/// Sub-agents of sub-agents are not allowed.
-pub const MAX_DEPTH: usize = 1;
+
+/// What a sub-agent is given. It starts with fresh messages and a read
+/// ledger of its own; it shares the parent's workspace, provider, sandbox,
+/// background commands and permission rules.
+pub struct SubTask {
+    /// The whole task, as the sub-agent's first message.
+    pub prompt: String,
+    pub tools: ToolRegistry,
+    /// Added to the parent's system prompt.
+    pub instructions: String,
+    /// Model calls it may make; `None`: as many as its parent.
+    pub max_iterations: Option<usize>,
+    /// Whether its calls may ask the user; if not, what would ask is denied.
+    pub may_ask: bool,
+}
+
+/// How a sub-agent failed, as the parent model reads it.
+#[derive(Debug, thiserror::Error)]
+pub enum SubAgentError {
+    #[error(
+        "the sub-agent reached its cap of {cap} model calls without finishing; give it a narrower task"
+    )]
+    IterationCap { cap: usize },
+    #[error("the sub-agent failed: {0}")]
+    Failed(String),
+}
+
+/// Runs sub-agents: implemented by the agent, handed to tools in their
+/// context. Only what the `task` tool needs, so a tool cannot reach the
+/// provider or the loop any other way.
+#[async_trait]
+pub trait SubAgents: Send + Sync {
+    /// Runs `task` to its end and returns its final answer. The sub-agent's
+    /// events go to `sink`: its usage, so the parent counts it, and its file
+    /// changes, so the user sees every change, whoever made it.
+    async fn run_sub_agent(
+        &self,
+        task: SubTask,
+        sink: &dyn EventSink,
+    ) -> Result<String, SubAgentError>;
+}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -65,96 +104,36 @@ impl Tool for Task {
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
-        let parent = cx.agent;
-        if parent.depth >= MAX_DEPTH {
-            return Err(ToolError("sub-agents cannot start sub-agents".into()));
-        }
+        let sub_agents = cx
+            .sub_agents
+            .ok_or_else(|| ToolError("sub-agents cannot start sub-agents".into()))?;
         let kind = input.kind.unwrap_or_default();
-        let (tools, gate, max_iterations) = match kind {
-            Kind::Explore => (
-                ToolRegistry::explore(),
-                parent.gate.without_prompts(),
-                EXPLORE_ITERATIONS,
-            ),
-            Kind::General => (
-                ToolRegistry::general(),
-                parent.gate.clone(),
-                parent.config.max_iterations,
-            ),
-        };
-        let config = LoopConfig {
-            system: format!(
-                "{}\nYou are a sub-agent working on one task for another agent, which sees only your final answer: \
+        let explore = kind == Kind::Explore;
+        let task = SubTask {
+            prompt: input.prompt,
+            tools: if explore {
+                ToolRegistry::explore()
+            } else {
+                ToolRegistry::general()
+            },
+            instructions: format!(
+                "You are a sub-agent working on one task for another agent, which sees only your final answer: \
                  make it complete and concise.{}",
-                parent.config.system,
-                if kind == Kind::Explore {
+                if explore {
                     " You can only read and search, not change anything."
                 } else {
                     ""
                 }
             ),
-            max_iterations,
-            ..parent.config.clone()
+            max_iterations: explore.then_some(EXPLORE_ITERATIONS),
+            may_ask: !explore,
         };
-        let meter = UsageMeter {
-            total: Mutex::default(),
-            parent: parent.sink,
-        };
-        // What the sub-agent reads is its own knowledge, not the parent's.
-        let reads = super::ReadLedger::default();
-        let child = Agent {
-            provider: parent.provider,
-            tools: &tools,
-            gate: &gate,
-            workspace: parent.workspace,
-            sink: &meter,
-            compactor: parent.compactor,
-            inbox: None,
-            config: &config,
-            cancel: parent.cancel.child_token(),
-            background: parent.background,
-            depth: parent.depth + 1,
-            reads: &reads,
-            sandbox: parent.sandbox,
-        };
-        let mut messages = vec![Message::user_text(input.prompt)];
-        let outcome = run_loop(&child, &mut messages).await;
-        let spent = meter.total();
-        *cx.spent.lock().unwrap_or_else(|p| p.into_inner()) += spent;
-        match outcome {
-            Ok(outcome) if outcome.text.trim().is_empty() => {
+        match sub_agents.run_sub_agent(task, cx.sink).await {
+            Ok(text) if text.trim().is_empty() => {
                 Ok("(the sub-agent finished without an answer)".into())
             }
-            Ok(outcome) => Ok(outcome.text),
-            Err(LoopError::IterationCap { cap }) => Err(ToolError(format!(
-                "the sub-agent reached its cap of {cap} model calls without finishing; give it a narrower task"
-            ))),
-            Err(error) => Err(ToolError(format!("the sub-agent failed: {error}"))),
-        }
-    }
-}
-
-/// A sink that adds up what the sub-agent's model calls cost, and passes on
-/// the changes it makes to files (the user sees every change, whoever made it).
-struct UsageMeter<'a> {
-    total: Mutex<Usage>,
-    parent: &'a dyn EventSink,
-}
-
-impl UsageMeter<'_> {
-    fn total(&self) -> Usage {
-        *self.total.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl EventSink for UsageMeter<'_> {
-    fn emit(&self, event: AgentEvent) {
-        match event {
-            AgentEvent::Usage { call, .. } => {
-                *self.total.lock().unwrap_or_else(|p| p.into_inner()) += call;
-            }
-            AgentEvent::FileChanged { .. } => self.parent.emit(event),
-            _ => {}
+            Ok(text) => Ok(text),
+            Err(error) => Err(ToolError(error.to_string())),
         }
     }
 }

@@ -45,7 +45,7 @@ impl Tool for TodoWrite {
             count(TodoStatus::InProgress),
             count(TodoStatus::Completed)
         );
-        cx.agent.sink.emit(AgentEvent::Todos { todos: input.todos });
+        cx.sink.emit(AgentEvent::Todos { todos: input.todos });
         Ok(summary)
     }
 }

@@ -69,7 +69,7 @@ async fn plan(input: &Input, cx: &ToolContext<'_, '_>) -> Result<FileChange, Too
         Err(WorkspaceError::Binary(_)) => (Previous::Binary, None),
         Err(error) => return Err(error.into()),
     };
-    cx.agent.reads.check(&path, &shown, read_version)?;
+    cx.reads.check(&path, &shown, read_version)?;
     Ok(FileChange {
         path,
         shown,

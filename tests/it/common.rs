@@ -7,9 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bareagent::agent::{
-    Agent, LoopConfig, LoopError, Message, NoCompaction, TurnOutcome, run_loop,
-};
+use bareagent::agent::{Agent, AgentParts, LoopConfig, LoopError, Message, TurnOutcome, run_loop};
 use bareagent::events::{AgentEvent, EventSink};
 use bareagent::permission::{
     Approver, DenyAll, PermissionGate, PermissionMode, RuleLists, RuleSet,
@@ -182,21 +180,19 @@ pub async fn continue_turn(
         ..LoopConfig::default()
     };
     let sink = Recorded::default();
-    let agent = Agent {
+    let sandbox = bareagent::sandbox::Sandbox::off();
+    let agent = Agent::new(AgentParts {
         provider,
         tools: &tools,
         gate: &gate,
         workspace: &workspace,
+        sandbox: &sandbox,
         sink: &sink,
-        compactor: &NoCompaction,
-        inbox: options.inbox.as_ref(),
         config: &config,
-        cancel: options.cancel,
-        background: options.background.as_ref(),
-        depth: 0,
-        reads: &bareagent::tools::ReadLedger::default(),
-        sandbox: &bareagent::sandbox::Sandbox::off(),
-    };
+    })
+    .with_inbox(options.inbox.as_ref())
+    .with_background(options.background.as_ref())
+    .with_cancel(options.cancel);
     let result = run_loop(&agent, &mut messages).await;
     Turn {
         result,

@@ -401,3 +401,97 @@ async fn every_tool_refuses_paths_outside_the_workspace() {
         "top secret"
     );
 }
+
+/// A call's path is resolved after the calls before it in the same response
+/// ran: a link one call makes changes what the next call's path means, and
+/// the deny rules must see where it leads now. (Resolved before the first
+/// call ran, `alias/key.txt` would not exist yet, match no rule, and be read
+/// through the new link.)
+#[tokio::test]
+async fn a_link_made_earlier_in_the_response_is_seen_by_the_rules() {
+    const KEY: &str = "PRIVATE-KEY-7f3a";
+    let make_link = "ln -s secrets alias && echo made";
+    // (case, deny rule, the call that follows the link's making)
+    let cases = [
+        (
+            "read through the new link",
+            "read_file(secrets/**)",
+            "read_file",
+            json!({"path": "alias/key.txt"}),
+        ),
+        (
+            "edit through the new link",
+            "edit_file(secrets/**)",
+            "edit_file",
+            json!({"path": "alias/key.txt", "old_string": KEY, "new_string": "x"}),
+        ),
+    ];
+    for (name, rule, tool, input) in cases {
+        let dir = workspace(&[("secrets/key.txt", &format!("{KEY}\n"))]);
+        let server = ModelServer::start(vec![
+            Reply::tools(vec![("bash", json!({"command": make_link})), (tool, input)]).into(),
+            Reply::text("done").into(),
+        ]);
+        let provider = provider(Api::Anthropic, &server);
+        let options = TurnOptions {
+            rules: bareagent::permission::RuleLists {
+                deny: vec![rule.to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+        turn.result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sent = sent_tool_results(&server.requests()[1].body);
+        assert_eq!(sent[0].0.trim(), "made", "{name}: the link was made");
+        assert!(
+            sent[1].1 && sent[1].0.contains("Denied by the permission rule"),
+            "{name}: {:?}",
+            sent[1]
+        );
+        assert!(!sent[1].0.contains(KEY), "{name}: {:?}", sent[1]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("secrets/key.txt")).unwrap(),
+            format!("{KEY}\n"),
+            "{name}"
+        );
+    }
+}
+
+/// A sub-agent's model calls reach the parent as usage events, one per call,
+/// and every event's total is the turn's running total (the parent's and its
+/// sub-agents' calls together), ending at the turn's usage.
+#[tokio::test]
+async fn sub_agent_usage_arrives_as_events_with_the_turns_running_total() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "task",
+            json!({"description": "one", "prompt": "look at a", "kind": "explore"}),
+        )
+        .into(),
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+        Reply::text("sub-agent answer").into(),
+        Reply::text("done").into(),
+    ]);
+    let provider = provider(Api::Anthropic, &server);
+    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    let outcome = turn.result.unwrap();
+    let usage: Vec<_> = turn
+        .sink
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            bareagent::events::AgentEvent::Usage { call, total } => Some((call, total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage.len(), server.requests().len(), "{usage:?}");
+    let mut running = bareagent::history::Usage::default();
+    for (call, total) in &usage {
+        running += *call;
+        assert_eq!(*total, running, "{usage:?}");
+    }
+    assert_eq!(running, outcome.usage);
+    assert_eq!(outcome.usage.input_tokens, 40);
+}

@@ -13,6 +13,7 @@ mod escapes;
 mod faults;
 mod first_use;
 mod fixtures;
+mod layers;
 mod lsp;
 mod lsp_frames;
 mod model_server_smoke;

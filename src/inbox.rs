@@ -3,7 +3,10 @@
 //! top of every iteration, so the model sees them on its next call, and the
 //! loop never needs to know where they came from — only whether one is the
 //! user's, because a user's message must not wait for the next turn: the
-//! loop goes on with it rather than end the turn (see `run_loop`).
+//! loop goes on with it rather than end the turn (see `agent::run_loop`).
+//!
+//! A leaf: `tools` (background commands) fills it and `agent` drains it, so
+//! it depends on neither, and neither depends on the other through it.
 
 use std::sync::{Arc, Mutex};
 

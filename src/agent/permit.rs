@@ -1,0 +1,45 @@
+//! The gate's step in the loop: asks the permission gate about one prepared
+//! call. For an edit it asks the user about, the question carries the
+//! unified diff of the change the call would make now, computed by the
+//! tool's own code from the input parsed once for the call.
+
+use super::parts::Agent;
+use crate::permission::{ActionKind, Assessment, Decision};
+use crate::tools::{Approved, Permit, PreparedCall};
+
+/// The gate's answer to `call`. The error is the denial, as the model reads it.
+pub(super) async fn permit(agent: &Agent<'_>, call: &PreparedCall<'_>) -> Result<Permit, String> {
+    let action = &call.action;
+    let reason = match agent.gate.assess(action) {
+        Assessment::Allow => return Ok(Permit::WithoutAsking),
+        Assessment::Deny(reason) => return Err(reason),
+        Assessment::Ask(reason) => reason,
+    };
+    // Only now, past the deny rules: the preview reads the file. Edits run
+    // alone (never next to another call), so this wait before the question
+    // cannot change the order in which questions are asked.
+    let preview = match action.kind {
+        ActionKind::Edit => {
+            call.change(&agent.tool_context(Approved::WithoutAsking))
+                .await
+        }
+        _ => None,
+    };
+    let (diff, reason) = match &preview {
+        Some(Ok(change)) => (Some(change.diff()), reason),
+        // The error's first line only: the rest may quote the file, and
+        // the model has not been allowed to read it yet.
+        Some(Err(error)) => {
+            let first = error.0.lines().next().unwrap_or_default();
+            (
+                None,
+                format!("{reason}; the change cannot be shown: {first}"),
+            )
+        }
+        None => (None, reason),
+    };
+    match agent.gate.ask(action, &reason, diff.as_deref()).await {
+        Decision::Allow => Ok(Permit::Asked(preview.and_then(Result::ok))),
+        Decision::Deny(reason) => Err(reason),
+    }
+}
