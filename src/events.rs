@@ -54,7 +54,14 @@ pub enum AgentEvent {
     },
 }
 
+/// Where a turn's events go: a terminal, JSON lines, the chat file.
+///
+/// Contract: `emit` is called in the order things happened, from the loop's
+/// task, and must not block (a sink that writes slowly queues). It cannot
+/// fail: what a sink cannot show is its own business, never the turn's.
+#[warn(missing_docs)]
 pub trait EventSink: Send + Sync {
+    /// Shows one event.
     fn emit(&self, event: AgentEvent);
 }
 

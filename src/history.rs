@@ -43,33 +43,55 @@ pub struct Message {
     pub content: Vec<ContentBlock>,
 }
 
+/// One piece of a message.
+///
+/// Contract: every `ToolUse` in an assistant message is answered by exactly
+/// one `ToolResult` with its id in the next user message ([`check_history`]
+/// says whether a history keeps this). Providers convert blocks to their
+/// wire format at their edge and never drop one: `Thinking` and
+/// `RedactedThinking` must be sent back verbatim.
+#[warn(missing_docs)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
+    /// Plain text, from the user or the model.
     Text {
+        /// The text, as written.
         text: String,
     },
     /// Extended thinking. Kept verbatim, signature included: the Anthropic API
     /// rejects a tool-use turn whose thinking blocks were altered or dropped.
     Thinking {
+        /// The model's reasoning text.
         thinking: String,
+        /// The provider's signature over it.
         signature: String,
     },
+    /// Thinking the provider encrypted; opaque to us, sent back as is.
     RedactedThinking {
+        /// The encrypted payload.
         data: String,
     },
+    /// A tool call the model asked for.
     ToolUse {
+        /// The call's id, unique in the history (repeats are renamed).
         id: String,
+        /// The tool's name, as the model wrote it (it may name no tool).
         name: String,
+        /// The tool's input, as the model wrote it.
         input: Value,
         /// Set when the model's input was not valid JSON (`input` is then `{}`
         /// so the history stays sendable); the loop answers with this error.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         input_error: Option<String>,
     },
+    /// The answer to one `ToolUse`.
     ToolResult {
+        /// The id of the call it answers.
         tool_use_id: String,
+        /// What the model reads.
         content: String,
+        /// The call failed; `content` says why and what to do.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },

@@ -248,8 +248,21 @@ pub struct FileText {
 /// their unsaved changes, by resolved path.
 pub type Buffers = std::collections::HashMap<PathBuf, String>;
 
+/// The files a turn works on: the disk for `bareagent run`, the editor's
+/// buffers and `applyEdit` for the language server.
+///
+/// Contract: every path given has been through [`Workspace::paths`]'s
+/// [`PathResolver::resolve`] (inside the root, links resolved); an
+/// implementation opens it only beneath the root, never following a link.
+/// `read_text` returns the text the model should see (an open buffer's,
+/// unsaved changes included) with the version it was read at; `write_text`
+/// refuses a write computed from a stale version rather than overwrite
+/// changes the model never saw. Errors are [`WorkspaceError`] data, shown to
+/// the model as tool errors.
+#[warn(missing_docs)]
 #[async_trait]
 pub trait Workspace: Send + Sync {
+    /// The resolver every path goes through.
     fn paths(&self) -> &PathResolver;
 
     /// What searches read in place of the disk, so that a search never

@@ -44,23 +44,43 @@ pub struct TurnOutcome {
     pub iterations: usize,
 }
 
+/// Why a turn ended without a final answer. In every case the history is
+/// valid and can be continued: a tool call never fails the loop (its error
+/// is a `tool_result`), so these are the only ways a turn fails.
+#[warn(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum LoopError {
+    /// `max_iterations` model calls, and the model still called tools.
     #[error(
         "the turn reached its cap of {cap} iterations without a final answer; the history is intact, so a new message can let the agent go on"
     )]
-    IterationCap { cap: usize },
+    IterationCap {
+        /// The cap that was reached.
+        cap: usize,
+    },
+    /// The user cancelled; unanswered tool calls got [`CANCELLED`].
     #[error("the turn was cancelled; the history is intact")]
     Cancelled,
+    /// The answer was cut at the output limit after every continuation.
     #[error(
         "the model's answer was cut at the output limit ({max_tokens} tokens) {times} times in a row; the history is intact: ask it to go on, or to answer in smaller pieces"
     )]
-    Truncated { max_tokens: u32, times: usize },
+    Truncated {
+        /// The output limit each call had.
+        max_tokens: u32,
+        /// How many answers in a row were cut.
+        times: usize,
+    },
+    /// The model answered with nothing (no text, no tool call).
     #[error(
         "the model returned an empty answer{}; the history is intact, so a new message can let the agent go on",
         if *.cut { " (it reached its output limit before writing any text)" } else { "" }
     )]
-    EmptyAnswer { cut: bool },
+    EmptyAnswer {
+        /// It stopped at the output limit before writing anything.
+        cut: bool,
+    },
+    /// The model call failed after the provider's retries.
     #[error(transparent)]
     Provider(#[from] ProviderError),
 }

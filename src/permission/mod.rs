@@ -126,8 +126,19 @@ pub enum Approval {
     Reject(String),
 }
 
+/// The user's answer to one question: a terminal prompt, a JSON line, an
+/// editor's dialog or code action.
+///
+/// Contract: the gate asks one question at a time per gate (it wraps every
+/// approver in `serial::OneAtATime`), so an implementation need not queue.
+/// Anything that is not a clear yes is a no: a closed input, a dismissed
+/// dialog or an answer that cannot be read returns `Reject` with a reason
+/// the model will read, never an allow. Dropping the future (a cancelled
+/// turn) must leave nothing pending.
+#[warn(missing_docs)]
 #[async_trait]
 pub trait Approver: Send + Sync {
+    /// Asks `question` and waits for the answer.
     async fn ask(&self, question: &Question<'_>) -> Approval;
 }
 
@@ -226,6 +237,16 @@ pub enum FileVisibility {
     NeedsApproval(String),
 }
 
+/// Decides every tool call: allow, deny, or ask the user.
+///
+/// Contract: deny rules win over everything, then ask rules, then allow
+/// rules, then the mode; a dangerous command, a change to a power file or a
+/// read of a possibly secret file asks even under an allow rule; what the
+/// shell reader does not understand asks. The gate never runs or writes
+/// anything itself ("always" rules go to the caller's [`RuleStore`]).
+/// Clones share their rules: what "allow for session" adds, every clone
+/// (a sub-agent's, the next turn's) allows.
+#[warn(missing_docs)]
 #[derive(Clone)]
 pub struct PermissionGate {
     mode: PermissionMode,
@@ -246,7 +267,9 @@ pub trait RuleStore: Send + Sync {
     fn save(&self, rule: &str) -> Result<(), String>;
 }
 
+#[warn(missing_docs)]
 impl PermissionGate {
+    /// A gate in `mode`, with no rules, asking `approver`.
     pub fn new(mode: PermissionMode, approver: Box<dyn Approver>) -> Self {
         PermissionGate {
             mode,
@@ -258,6 +281,7 @@ impl PermissionGate {
         }
     }
 
+    /// Replaces the rules (the settings' lists, parsed).
     pub fn with_rules(self, rules: RuleSet) -> Self {
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = rules;
         self
@@ -269,6 +293,7 @@ impl PermissionGate {
         self
     }
 
+    /// The mode the gate was made with.
     pub fn mode(&self) -> PermissionMode {
         self.mode
     }
@@ -294,6 +319,7 @@ impl PermissionGate {
         }
     }
 
+    /// The decision on `action`, asking the user if the rules say to.
     pub async fn check(&self, action: &Action) -> Decision {
         match self.assess(action) {
             Assessment::Allow => Decision::Allow,
