@@ -33,7 +33,7 @@ use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, 
 use crate::permission::{ActionKind, PermissionGate};
 use crate::provider::{Provider, ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
-use crate::tools::{BackgroundTasks, ReadLedger, ToolContext, ToolRegistry};
+use crate::tools::{BackgroundTasks, ReadLedger, ToolContext, ToolError, ToolRegistry};
 use crate::workspace::Workspace;
 
 #[derive(Clone, Debug)]
@@ -370,12 +370,12 @@ async fn run_tool_call(
     });
     let outcome = tokio::select! {
         biased;
-        _ = agent.cancel.cancelled() => Err(CANCELLED.to_string()),
+        _ = agent.cancel.cancelled() => Err(ToolError::NotRun(CANCELLED.to_string())),
         outcome = execute(agent, call, spent) => outcome,
     };
     let (content, is_error) = match outcome {
         Ok(output) => (output, false),
-        Err(message) => (message, true),
+        Err(error) => (error.to_result_text(), true),
     };
     // The one place a tool result is made: whatever the tool printed, the
     // agent's own keys leave here only as `[redacted NAME]` — for the
@@ -390,18 +390,21 @@ async fn run_tool_call(
     ContentBlock::tool_result(call.id, content, is_error)
 }
 
-/// The steps of one call, each able to end it with an error text.
+/// The steps of one call, each able to end it with an error.
 async fn execute(
     agent: &Agent<'_>,
     call: ToolCall<'_>,
     spent: &Mutex<Usage>,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let tool = agent
         .tools
         .get(call.name)
-        .ok_or_else(|| format!("Unknown tool: {}", call.name))?;
+        .ok_or_else(|| ToolError::UnknownTool(call.name.to_string()))?;
     if let Some(error) = call.input_error {
-        return Err(format!("Invalid input for {}: {error}", call.name));
+        return Err(ToolError::InvalidInput {
+            tool: call.name.to_string(),
+            reason: error.to_string(),
+        });
     }
     let action = tool.action(call.input, agent.workspace.paths())?;
     let permit = crate::tools::permit(tool, call.input, &action, agent, spent).await?;
@@ -416,7 +419,7 @@ async fn execute(
         .await
     {
         Ok(Ok(output)) => Ok(output),
-        Ok(Err(error)) => Err(format!("Error: {error}")),
+        Ok(Err(error)) => Err(error),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
@@ -424,7 +427,10 @@ async fn execute(
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
             tracing::error!(tool = call.name, what, "tool panicked");
-            Err(format!("Error: the {} tool crashed: {what}", call.name))
+            Err(ToolError::Crashed {
+                tool: call.name.to_string(),
+                what: what.to_string(),
+            })
         }
     }
 }

@@ -6,18 +6,26 @@
 //! Each edit tool computes its change in one place ([`super::Tool::change`]),
 //! which serves both the preview and the run: the diff a user judges is made
 //! by the code that makes the edit, not by a second copy of it.
+//!
+//! This module owns the edit protocol, and is the only code that makes a
+//! [`FileChange`] (its fields are private): resolve the path, read the file,
+//! check the read ledger (the file is what the model last saw; a whole-file
+//! write over an existing file needs a read at all), compute the new text,
+//! write it with the version it was computed from, record what the model
+//! now knows. A tool supplies only the computation, so none can skip a step.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::{AnyTool, ToolContext, ToolError};
+use super::{AnyTool, ReadFirst, ToolContext, ToolError};
 use crate::agent::Agent;
 use crate::diff::{self, Before};
 use crate::events::AgentEvent;
 use crate::permission::{Action, ActionKind, Assessment, Decision};
 use crate::provider::Usage;
+use crate::workspace::WorkspaceError;
 
 /// What a file held before a change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,20 +35,106 @@ pub enum Previous {
     Text(String),
 }
 
-/// One file's new text, and what it replaces.
+impl Previous {
+    fn text(&self) -> Option<&str> {
+        match self {
+            Previous::Text(text) => Some(text),
+            Previous::Missing | Previous::Binary => None,
+        }
+    }
+}
+
+/// One file's new text, and what it replaces. Made only by [`edit_text`]
+/// and [`replace_file`], so every change has been through the ledger.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileChange {
     /// The resolved path.
-    pub path: PathBuf,
+    path: PathBuf,
     /// The path as the model and the user see it (workspace-relative).
-    pub shown: String,
-    pub before: Previous,
+    shown: String,
+    before: Previous,
     /// The version `before` was read at (where the workspace has versions).
-    pub read_version: Option<i32>,
-    pub after: String,
+    read_version: Option<i32>,
+    after: String,
+}
+
+/// Plans a change to part of an existing text file: `edit` gets its text
+/// and returns the new text (with whatever the tool wants to report), or
+/// why the edit does not apply. A read is not required first (the edit
+/// names the text it replaces), but a file changed since a read is refused.
+pub async fn edit_text<T>(
+    cx: &ToolContext<'_, '_>,
+    path: &str,
+    edit: impl FnOnce(&str) -> Result<(String, T), String>,
+) -> Result<(FileChange, T), ToolError> {
+    plan(cx, path, ReadFirst::NotNeeded, |before| match before.text() {
+        Some(text) => edit(text),
+        // `plan` reads a missing or binary file as an error for this kind.
+        None => Err("not a text file".to_string()),
+    })
+    .await
+}
+
+/// Plans a whole file's new content. A missing file is created; an
+/// existing text file must have been read first, and not changed since.
+/// (A binary file cannot be read as text, so it is replaced without.)
+pub async fn replace_file(
+    cx: &ToolContext<'_, '_>,
+    path: &str,
+    content: &str,
+) -> Result<FileChange, ToolError> {
+    plan(cx, path, ReadFirst::Required, |_| Ok((content.to_string(), ())))
+        .await
+        .map(|(change, ())| change)
+}
+
+/// The protocol up to the write: resolve, read, check the ledger, compute.
+async fn plan<T>(
+    cx: &ToolContext<'_, '_>,
+    path: &str,
+    read_first: ReadFirst,
+    compute: impl FnOnce(&Previous) -> Result<(String, T), String>,
+) -> Result<(FileChange, T), ToolError> {
+    let workspace = cx.workspace();
+    let path = workspace.paths().resolve(path)?;
+    let shown = workspace.paths().display(&path);
+    let whole = read_first == ReadFirst::Required;
+    let (before, read_version) = match workspace.read_text(&path).await {
+        Ok(file) => (Previous::Text(file.text), file.version),
+        Err(WorkspaceError::NotFound(_)) if whole => (Previous::Missing, None),
+        Err(WorkspaceError::Binary(_)) if whole => (Previous::Binary, None),
+        Err(error) => return Err(error.into()),
+    };
+    if let Some(text) = before.text() {
+        cx.agent
+            .reads
+            .check(&path, &shown, text, read_version, read_first)?;
+    }
+    let (after, report) = compute(&before).map_err(|reason| ToolError::Edit {
+        path: shown.clone(),
+        reason,
+    })?;
+    let change = FileChange {
+        path,
+        shown,
+        before,
+        read_version,
+        after,
+    };
+    Ok((change, report))
 }
 
 impl FileChange {
+    /// The path as the model and the user see it (workspace-relative).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// What the file held before.
+    pub fn before(&self) -> &Previous {
+        &self.before
+    }
+
     pub fn diff(&self) -> String {
         let before = match &self.before {
             Previous::Missing => Before::Missing,
@@ -61,18 +155,16 @@ impl FileChange {
             // could not be shown at all): what would be written now is not
             // what the user allowed.
             Approved::Change(_) | Approved::WithoutDiff => {
-                return Err(ToolError(format!(
-                    "{} changed while the user was being asked, so this is no longer the change they allowed; \
-                     nothing was written. Read the file again, then redo the edit.",
-                    self.shown
-                )));
+                return Err(ToolError::ChangedWhileAsked {
+                    path: self.shown.clone(),
+                });
             }
         };
         let workspace = cx.workspace();
         let version = workspace
             .write_text(&self.path, &self.after, self.read_version)
             .await?;
-        cx.agent.reads.saw(&self.path, version);
+        cx.agent.reads.saw(&self.path, &self.after, version);
         cx.agent.sink.emit(AgentEvent::FileChanged {
             path: self.shown.clone(),
             diff: self.diff(),
@@ -120,17 +212,17 @@ impl Permit {
 
 /// Asks the gate about a call. For an edit it asks the user about, the
 /// question carries the unified diff of the change the call would make now.
-/// The error is the denial, as the model reads it.
+/// The error is the denial.
 pub async fn permit(
     tool: &dyn AnyTool,
     input: &Value,
     action: &Action,
     agent: &Agent<'_>,
     spent: &Mutex<Usage>,
-) -> Result<Permit, String> {
+) -> Result<Permit, ToolError> {
     let reason = match agent.gate.assess(action) {
         Assessment::Allow => return Ok(Permit::WithoutAsking),
-        Assessment::Deny(reason) => return Err(reason),
+        Assessment::Deny(reason) => return Err(ToolError::NotRun(reason)),
         Assessment::Ask(reason) => reason,
     };
     // Only now, past the deny rules: the preview reads the file. Edits run
@@ -152,7 +244,8 @@ pub async fn permit(
         // The error's first line only: the rest may quote the file, and
         // the model has not been allowed to read it yet.
         Some(Err(error)) => {
-            let first = error.0.lines().next().unwrap_or_default();
+            let error = error.to_string();
+            let first = error.lines().next().unwrap_or_default();
             (
                 None,
                 format!("{reason}; the change cannot be shown: {first}"),
@@ -162,6 +255,6 @@ pub async fn permit(
     };
     match agent.gate.ask(action, &reason, diff.as_deref()).await {
         Decision::Allow => Ok(Permit::Asked(preview.and_then(Result::ok))),
-        Decision::Deny(reason) => Err(reason),
+        Decision::Deny(reason) => Err(ToolError::NotRun(reason)),
     }
 }

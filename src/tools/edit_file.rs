@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
+use super::change::edit_text;
+use super::{FileChange, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
@@ -68,7 +69,7 @@ impl Tool for EditFile {
         };
         Ok(format!(
             "Edited {}: replaced {times} at line {first_line} (+{added} -{removed} lines).",
-            change.shown
+            change.shown()
         ))
     }
 }
@@ -79,26 +80,16 @@ async fn plan(
     input: &Input,
     cx: &ToolContext<'_, '_>,
 ) -> Result<(FileChange, (usize, usize)), ToolError> {
-    let workspace = cx.workspace();
-    let path = workspace.paths().resolve(&input.path)?;
-    let shown = workspace.paths().display(&path);
-    let file = workspace.read_text(&path).await?;
-    cx.agent.reads.check(&path, &shown, file.version)?;
-    let edited = apply_edit(
-        &file.text,
-        &input.old_string,
-        &input.new_string,
-        input.replace_all,
-    )
-    .map_err(|error| ToolError(format!("{shown}: {error}")))?;
-    let change = FileChange {
-        path,
-        shown,
-        before: Previous::Text(file.text),
-        read_version: file.version,
-        after: edited.text,
-    };
-    Ok((change, (edited.count, edited.first_line)))
+    edit_text(cx, &input.path, |text| {
+        let edited = apply_edit(
+            text,
+            &input.old_string,
+            &input.new_string,
+            input.replace_all,
+        )?;
+        Ok((edited.text, (edited.count, edited.first_line)))
+    })
+    .await
 }
 
 #[derive(Debug, PartialEq)]

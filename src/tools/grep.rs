@@ -95,8 +95,8 @@ impl Tool for Grep {
         };
         tokio::task::spawn_blocking(move || search(&query))
             .await
-            .map_err(|error| ToolError(format!("grep failed: {error}")))?
-            .map_err(ToolError)
+            .map_err(|error| ToolError::failed(format!("grep failed: {error}")))?
+            .map_err(ToolError::Failed)
     }
 }
 

@@ -67,7 +67,7 @@ impl Tool for Task {
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let parent = cx.agent;
         if parent.depth >= MAX_DEPTH {
-            return Err(ToolError("sub-agents cannot start sub-agents".into()));
+            return Err(ToolError::failed("sub-agents cannot start sub-agents"));
         }
         let kind = input.kind.unwrap_or_default();
         let (tools, gate, max_iterations) = match kind {
@@ -126,10 +126,10 @@ impl Tool for Task {
                 Ok("(the sub-agent finished without an answer)".into())
             }
             Ok(outcome) => Ok(outcome.text),
-            Err(LoopError::IterationCap { cap }) => Err(ToolError(format!(
+            Err(LoopError::IterationCap { cap }) => Err(ToolError::failed(format!(
                 "the sub-agent reached its cap of {cap} model calls without finishing; give it a narrower task"
             ))),
-            Err(error) => Err(ToolError(format!("the sub-agent failed: {error}"))),
+            Err(error) => Err(ToolError::failed(format!("the sub-agent failed: {error}"))),
         }
     }
 }
