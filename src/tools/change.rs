@@ -67,10 +67,12 @@ pub async fn edit_text<T>(
     path: &str,
     edit: impl FnOnce(&str) -> Result<(String, T), String>,
 ) -> Result<(FileChange, T), ToolError> {
-    plan(cx, path, ReadFirst::NotNeeded, |before| match before.text() {
-        Some(text) => edit(text),
-        // `plan` reads a missing or binary file as an error for this kind.
-        None => Err("not a text file".to_string()),
+    plan(cx, path, ReadFirst::NotNeeded, |before| {
+        match before.text() {
+            Some(text) => edit(text),
+            // `plan` reads a missing or binary file as an error for this kind.
+            None => Err("not a text file".to_string()),
+        }
     })
     .await
 }
@@ -83,9 +85,11 @@ pub async fn replace_file(
     path: &str,
     content: &str,
 ) -> Result<FileChange, ToolError> {
-    plan(cx, path, ReadFirst::Required, |_| Ok((content.to_string(), ())))
-        .await
-        .map(|(change, ())| change)
+    plan(cx, path, ReadFirst::Required, |_| {
+        Ok((content.to_string(), ()))
+    })
+    .await
+    .map(|(change, ())| change)
 }
 
 /// The protocol up to the write: resolve, read, check the ledger, compute.

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::edit_file::{apply_edit, line_delta};
 use super::change::edit_text;
+use super::edit_file::{apply_edit, line_delta};
 use super::{FileChange, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;

@@ -17,6 +17,7 @@ mod lsp_frames;
 mod model_server_smoke;
 mod neovim;
 mod provider_setup;
+mod read_ledger;
 mod sandbox;
 mod secrets;
 mod shell_differential;
