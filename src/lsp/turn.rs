@@ -385,7 +385,8 @@ async fn run_agent(
             policy.sandbox,
         ),
         None => {
-            let rules = RuleSet::from_lists(&settings.permissions.rules)?;
+            let rules =
+                RuleSet::from_lists(&settings.permissions.rules).map_err(|e| e.to_string())?;
             let gate = PermissionGate::new(
                 settings.permissions.mode.unwrap_or_default(),
                 Box::new(approver),

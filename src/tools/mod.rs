@@ -39,7 +39,7 @@ pub use bash::Bash;
 pub use change::{Approved, FileChange, Permit, Previous, permit};
 pub use edit_file::EditFile;
 pub use glob::Glob;
-pub use grep::{FileResult, Grep, GrepQuery, OutputMode, search, search_files};
+pub use grep::{FileResult, Grep, GrepError, GrepQuery, OutputMode, search, search_files};
 pub use multi_edit::MultiEdit;
 pub use process::{Ending, GroupProcess};
 pub use read_file::ReadFile;
