@@ -284,7 +284,7 @@ impl Turn {
         if !matches!(created, Ok(Ok(()))) {
             return false;
         }
-        let title: String = prompt.chars().take(60).collect();
+        let title = crate::text::prefix(prompt, 60).to_string();
         self.progress(WorkDoneProgress::Begin(WorkDoneProgressBegin {
             title: "bareagent".into(),
             cancellable: Some(true),

@@ -209,7 +209,7 @@ fn not_found_message(text: &str, old: &str) -> String {
             .take(3)
         {
             let mut shown = line.to_string();
-            super::truncate_chars(&mut shown, 200);
+            crate::text::truncate_chars(&mut shown, 200);
             message.push_str(&format!("{:>6}\t{shown}\n", number + 1));
         }
     }

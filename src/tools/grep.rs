@@ -16,8 +16,9 @@ use serde::Deserialize;
 use super::buffers::only_in_buffers;
 use super::output::MAX_OUTPUT_CHARS;
 use super::visibility::HiddenFiles;
-use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
+use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
+use crate::text::truncate_chars;
 use crate::workspace::{Buffers, PathResolver};
 
 pub struct Grep;

@@ -434,17 +434,6 @@ impl ToolRegistry {
     }
 }
 
-/// Cuts `text` to at most `max` chars at a char boundary; returns whether it cut.
-pub(crate) fn truncate_chars(text: &mut String, max: usize) -> bool {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => {
-            text.truncate(cut);
-            true
-        }
-        None => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
+use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
+use crate::text::truncate_chars;
 use crate::workspace::PathResolver;
 
 pub struct ReadFile;
