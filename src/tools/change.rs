@@ -243,6 +243,11 @@ pub async fn permit(
         }
         _ => None,
     };
+    // A change the ledger refuses would be refused again when run: the
+    // model hears why now, and the user is not asked about it.
+    if let Some(Err(error @ (ToolError::Stale { .. } | ToolError::NotRead { .. }))) = preview {
+        return Err(error);
+    }
     let (diff, reason) = match &preview {
         Some(Ok(change)) => (Some(change.diff()), reason),
         // The error's first line only: the rest may quote the file, and

@@ -472,6 +472,137 @@ mod tests {
     }
 
     #[test]
+    fn only_failures_of_a_tool_that_ran_or_was_refused_by_it_read_as_errors() {
+        let path = || "f.txt".to_string();
+        // (error, the tool_result text)
+        let cases = [
+            (ToolError::UnknownTool("x".into()), "Unknown tool: x"),
+            (
+                ToolError::InvalidInput {
+                    tool: "grep".into(),
+                    reason: "missing field `pattern`".into(),
+                },
+                "Invalid input for grep: missing field `pattern`",
+            ),
+            (ToolError::NotRun("Denied by user".into()), "Denied by user"),
+            (
+                ToolError::Workspace(WorkspaceError::NotFound(path())),
+                "Error: `f.txt` does not exist",
+            ),
+            (
+                ToolError::Stale {
+                    path: path(),
+                    change: Change::Text,
+                },
+                "Error: f.txt changed since you last read it (its text is not what you saw); read it again, then edit",
+            ),
+            (
+                ToolError::Stale {
+                    path: path(),
+                    change: Change::Version { seen: 3, now: 5 },
+                },
+                "Error: f.txt changed in the editor since you last read it (you saw version 3, it is now 5); read it again, then edit",
+            ),
+            (
+                ToolError::Edit {
+                    path: path(),
+                    reason: "no".into(),
+                },
+                "Error: f.txt: no",
+            ),
+            (
+                ToolError::Crashed {
+                    tool: "bash".into(),
+                    what: "boom".into(),
+                },
+                "Error: the bash tool crashed: boom",
+            ),
+            (ToolError::failed("exit code 1"), "Error: exit code 1"),
+        ];
+        for (error, want) in cases {
+            assert_eq!(error.to_result_text(), want, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn the_ledger_refuses_changes_to_text_the_model_did_not_see() {
+        use ReadFirst::*;
+        let path = std::path::Path::new("/w/f.txt");
+        let seen = |text: &str, version| {
+            let ledger = ReadLedger::default();
+            ledger.saw(path, text, version);
+            ledger
+        };
+        let check = |ledger: &ReadLedger, text: &str, version, read_first| {
+            ledger.check(path, "f.txt", text, version, read_first)
+        };
+        let stale = |change| {
+            Err(ToolError::Stale {
+                path: "f.txt".into(),
+                change,
+            })
+        };
+        let not_read = || {
+            Err(ToolError::NotRead {
+                path: "f.txt".into(),
+            })
+        };
+        // (what the model saw, what is there now, read first?, the answer)
+        let cases = [
+            (None, ("a", None), NotNeeded, Ok(())),
+            (None, ("a", None), Required, not_read()),
+            (None, ("a", Some(1)), Required, not_read()),
+            (Some(("a", None)), ("a", None), Required, Ok(())),
+            // Same length, other text: what mtime and size could miss.
+            (
+                Some(("a", None)),
+                ("b", None),
+                NotNeeded,
+                stale(Change::Text),
+            ),
+            (
+                Some(("a", None)),
+                ("ab", None),
+                Required,
+                stale(Change::Text),
+            ),
+            (Some(("a", Some(2))), ("a", Some(2)), Required, Ok(())),
+            (
+                Some(("a", Some(2))),
+                ("a", Some(3)),
+                NotNeeded,
+                stale(Change::Version { seen: 2, now: 3 }),
+            ),
+            // Known by version once, by text now (closed in the editor), or the other way.
+            (Some(("a", Some(2))), ("a", None), Required, Ok(())),
+            (
+                Some(("a", Some(2))),
+                ("b", None),
+                Required,
+                stale(Change::Text),
+            ),
+            (Some(("a", None)), ("a", Some(7)), Required, Ok(())),
+            (
+                Some(("a", None)),
+                ("c", Some(7)),
+                Required,
+                stale(Change::Text),
+            ),
+        ];
+        for (before, (text, version), read_first, want) in cases {
+            let ledger = match before {
+                Some((text, version)) => seen(text, version),
+                None => ReadLedger::default(),
+            };
+            assert_eq!(
+                check(&ledger, text, version, read_first),
+                want,
+                "{before:?} then {text:?} at {version:?}"
+            );
+        }
+    }
+
+    #[test]
     fn invalid_input_says_what_is_wrong() {
         let registry = ToolRegistry::standard();
         let root = tempfile::tempdir().unwrap();

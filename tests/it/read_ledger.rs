@@ -182,3 +182,39 @@ async fn changes_need_the_text_the_model_saw() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A change the ledger refuses is refused before the user is asked: the
+/// answer is the refusal, not the user's (here, always no).
+#[tokio::test]
+async fn a_refused_change_is_not_asked_about() {
+    let dir = workspace(&[("f.txt", ORIGINAL)]);
+    let server = ModelServer::start(vec![
+        Reply::tool("write_file", json!({"path": "f.txt", "content": "x\n"})).into(),
+        Reply::tool("write_file", json!({"path": "new.txt", "content": "n\n"})).into(),
+        Reply::text("done").into(),
+    ]);
+    let provider = provider(Api::Anthropic, &server);
+    let options = TurnOptions {
+        mode: bareagent::permission::PermissionMode::Default,
+        ..TurnOptions::default()
+    };
+    let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+    turn.result.unwrap_or_else(|e| panic!("{e}"));
+    let requests = server.requests();
+    let results = sent_tool_results(&requests.last().expect("requests").body);
+    assert_eq!(
+        results,
+        [
+            (
+                "Error: f.txt already exists and you have not read it; read it with read_file first, then write it (or change part of it with edit_file)".to_string(),
+                true
+            ),
+            // A new file is asked about, as before (and the user said no).
+            ("Denied by user".to_string(), true),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        ORIGINAL
+    );
+}
