@@ -156,9 +156,9 @@ impl ReadLedger {
         };
         match (seen.version, version) {
             // The editor's versions say it best: they count every change.
-            (Some(seen), Some(now)) if seen != now => Err(stale(Change::Version { seen, now })),
+            (Some(seen), Some(now)) if seen != now => Err(stale(SinceRead::Version { seen, now })),
             (Some(_), Some(_)) => Ok(()),
-            _ if seen.fingerprint != Fingerprint::of(text) => Err(stale(Change::Text)),
+            _ if seen.fingerprint != Fingerprint::of(text) => Err(stale(SinceRead::Text)),
             _ => Ok(()),
         }
     }
@@ -166,21 +166,21 @@ impl ReadLedger {
 
 /// How a file changed since the model read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Change {
+pub enum SinceRead {
     /// In the editor, from one document version to another.
     Version { seen: i32, now: i32 },
     /// Its text is not the text the model was shown.
     Text,
 }
 
-impl std::fmt::Display for Change {
+impl std::fmt::Display for SinceRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Change::Version { seen, now } => write!(
+            SinceRead::Version { seen, now } => write!(
                 f,
                 "in the editor since you last read it (you saw version {seen}, it is now {now})"
             ),
-            Change::Text => write!(f, "since you last read it (its text is not what you saw)"),
+            SinceRead::Text => write!(f, "since you last read it (its text is not what you saw)"),
         }
     }
 }
@@ -205,7 +205,7 @@ pub enum ToolError {
     /// The file changed since the model read it: the change would be made
     /// to text the model never saw.
     #[error("{path} changed {change}; read it again, then edit")]
-    Stale { path: String, change: Change },
+    Stale { path: String, change: SinceRead },
     /// A whole-file write over a file the model has not read.
     #[error(
         "{path} already exists and you have not read it; read it with read_file first, then write it (or change part of it with edit_file)"
@@ -492,14 +492,14 @@ mod tests {
             (
                 ToolError::Stale {
                     path: path(),
-                    change: Change::Text,
+                    change: SinceRead::Text,
                 },
                 "Error: f.txt changed since you last read it (its text is not what you saw); read it again, then edit",
             ),
             (
                 ToolError::Stale {
                     path: path(),
-                    change: Change::Version { seen: 3, now: 5 },
+                    change: SinceRead::Version { seen: 3, now: 5 },
                 },
                 "Error: f.txt changed in the editor since you last read it (you saw version 3, it is now 5); read it again, then edit",
             ),
@@ -558,20 +558,20 @@ mod tests {
                 Some(("a", None)),
                 ("b", None),
                 NotNeeded,
-                stale(Change::Text),
+                stale(SinceRead::Text),
             ),
             (
                 Some(("a", None)),
                 ("ab", None),
                 Required,
-                stale(Change::Text),
+                stale(SinceRead::Text),
             ),
             (Some(("a", Some(2))), ("a", Some(2)), Required, Ok(())),
             (
                 Some(("a", Some(2))),
                 ("a", Some(3)),
                 NotNeeded,
-                stale(Change::Version { seen: 2, now: 3 }),
+                stale(SinceRead::Version { seen: 2, now: 3 }),
             ),
             // Known by version once, by text now (closed in the editor), or the other way.
             (Some(("a", Some(2))), ("a", None), Required, Ok(())),
@@ -579,14 +579,14 @@ mod tests {
                 Some(("a", Some(2))),
                 ("b", None),
                 Required,
-                stale(Change::Text),
+                stale(SinceRead::Text),
             ),
             (Some(("a", None)), ("a", Some(7)), Required, Ok(())),
             (
                 Some(("a", None)),
                 ("c", Some(7)),
                 Required,
-                stale(Change::Text),
+                stale(SinceRead::Text),
             ),
         ];
         for (before, (text, version), read_first, want) in cases {
