@@ -102,6 +102,7 @@ async fn plan<T>(
     let workspace = cx.workspace();
     let path = workspace.paths().resolve(path)?;
     let shown = workspace.paths().display(&path);
+    // Only a whole-file write may create a file or replace a binary one.
     let whole = read_first == ReadFirst::Required;
     let (before, read_version) = match workspace.read_text(&path).await {
         Ok(file) => (Previous::Text(file.text), file.version),
@@ -243,11 +244,6 @@ pub async fn permit(
         }
         _ => None,
     };
-    // A change the ledger refuses would be refused again when run: the
-    // model hears why now, and the user is not asked about it.
-    if let Some(Err(error @ (ToolError::Stale { .. } | ToolError::NotRead { .. }))) = preview {
-        return Err(error);
-    }
     let (diff, reason) = match &preview {
         Some(Ok(change)) => (Some(change.diff()), reason),
         // The error's first line only: the rest may quote the file, and

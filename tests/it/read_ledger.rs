@@ -4,6 +4,10 @@
 //! Each case is a script of calls, one per model response, the result each
 //! must give, and the file's text at the end.
 
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bareagent::permission::{Approval, Approver, Question};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -183,35 +187,52 @@ async fn changes_need_the_text_the_model_saw() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// A change the ledger refuses is refused before the user is asked: the
-/// answer is the refusal, not the user's (here, always no).
+/// Says yes to every question, and remembers why each was asked.
+#[derive(Clone, Default)]
+struct SaysYes(Arc<Mutex<Vec<String>>>);
+
+#[async_trait]
+impl Approver for SaysYes {
+    async fn ask(&self, question: &Question<'_>) -> Approval {
+        self.0.lock().unwrap().push(question.reason.to_string());
+        Approval::AllowOnce
+    }
+}
+
+/// The user's yes does not lift the ledger: the question says the change
+/// cannot be shown and why, and the write is refused when run.
 #[tokio::test]
-async fn a_refused_change_is_not_asked_about() {
+async fn a_yes_does_not_write_over_an_unread_file() {
     let dir = workspace(&[("f.txt", ORIGINAL)]);
     let server = ModelServer::start(vec![
         Reply::tool("write_file", json!({"path": "f.txt", "content": "x\n"})).into(),
-        Reply::tool("write_file", json!({"path": "new.txt", "content": "n\n"})).into(),
         Reply::text("done").into(),
     ]);
     let provider = provider(Api::Anthropic, &server);
+    let approver = SaysYes::default();
     let options = TurnOptions {
         mode: bareagent::permission::PermissionMode::Default,
+        approver: Box::new(approver.clone()),
         ..TurnOptions::default()
     };
     let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
     turn.result.unwrap_or_else(|e| panic!("{e}"));
+    let asked = approver.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0]
+            .contains("the change cannot be shown: f.txt already exists and you have not read it"),
+        "{asked:?}"
+    );
     let requests = server.requests();
     let results = sent_tool_results(&requests.last().expect("requests").body);
-    assert_eq!(
-        results,
-        [
-            (
-                "Error: f.txt already exists and you have not read it; read it with read_file first, then write it (or change part of it with edit_file)".to_string(),
-                true
-            ),
-            // A new file is asked about, as before (and the user said no).
-            ("Denied by user".to_string(), true),
-        ]
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].1
+            && results[0]
+                .0
+                .starts_with("Error: f.txt already exists and you have not read it"),
+        "{results:?}"
     );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
