@@ -93,11 +93,52 @@ pub struct Permissions {
 
 pub use crate::config_files::{project_config_path, user_config_path};
 
+/// Why settings could not be read or written; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Malformed {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    NotToml {
+        path: PathBuf,
+        source: toml_edit::TomlError,
+    },
+    #[error("{}: `{key}` is not a table", path.display())]
+    NotATable { path: PathBuf, key: String },
+    #[error("{}: `{table}.allow` is not a list", path.display())]
+    NotAList { path: PathBuf, table: String },
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot resolve {}: {source}", path.display())]
+    Resolve {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot find the user's config directory: set HOME or XDG_CONFIG_HOME")]
+    NoUserConfigDir,
+}
+
 impl Config {
     /// The user's config, then the project's over it — all of it if the
     /// user trusts the project, else only what restricts. A missing file is
     /// an empty config; a malformed one is an error naming the file.
-    pub fn load(root: &Path) -> Result<Config, String> {
+    pub fn load(root: &Path) -> Result<Config, ConfigError> {
         let user = match user_config_path() {
             Some(path) => Config::load_file(&path)?,
             None => Config::default(),
@@ -182,13 +223,17 @@ impl Config {
         ))
     }
 
-    pub fn load_file(path: &Path) -> Result<Config, String> {
+    pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => {
-                toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
-            }
+            Ok(text) => toml::from_str(&text).map_err(|source| ConfigError::Malformed {
+                path: path.to_path_buf(),
+                source,
+            }),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 }
@@ -199,16 +244,15 @@ impl Config {
 /// atomically (a temp file in its directory, then a rename), so a crash or a
 /// concurrent reader never sees half a file. Blocking: call it off the async
 /// runtime.
-pub fn add_allow_rule(path: &Path, table: &[&str], rule: &str) -> Result<(), String> {
+pub fn add_allow_rule(path: &Path, table: &[&str], rule: &str) -> Result<(), ConfigError> {
     edit_config(path, |document| {
-        let permissions = table_at(document, table)
-            .map_err(|key| format!("{}: `{key}` is not a table", path.display()))?;
-        push_rule(permissions, rule).map_err(|()| {
-            format!(
-                "{}: `{}.allow` is not a list",
-                path.display(),
-                table.join(".")
-            )
+        let permissions = table_at(document, table).map_err(|key| ConfigError::NotATable {
+            path: path.to_path_buf(),
+            key,
+        })?;
+        push_rule(permissions, rule).map_err(|()| ConfigError::NotAList {
+            path: path.to_path_buf(),
+            table: table.join("."),
         })
     })
 }
@@ -278,25 +322,37 @@ fn table_at<'a>(
 /// in its directory, synced, renamed over it, with the old file's mode.
 fn edit_config(
     path: &Path,
-    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), String>,
-) -> Result<(), String> {
+    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
     use std::io::Write;
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
     };
-    let mut document: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|error| format!("{}: {error}", path.display()))?;
+    let mut document: toml_edit::DocumentMut =
+        text.parse().map_err(|source| ConfigError::NotToml {
+            path: path.to_path_buf(),
+            source,
+        })?;
     change(&mut document)?;
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(directory)
-        .map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
-    let cannot_write = |error: std::io::Error| format!("cannot write {}: {error}", path.display());
+    std::fs::create_dir_all(directory).map_err(|source| ConfigError::CreateDir {
+        path: directory.to_path_buf(),
+        source,
+    })?;
+    let cannot_write = |source: std::io::Error| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut temp = tempfile::Builder::new()
         .prefix(".config.toml.")
         .suffix(".tmp")
@@ -337,6 +393,7 @@ impl ProjectRules {
 impl crate::permission::RuleStore for ProjectRules {
     fn save(&self, rule: &str) -> Result<(), String> {
         add_allow_rule(&self.user_config, &["projects", &self.root], rule)
+            .map_err(|error| error.to_string())
     }
 }
 
@@ -419,21 +476,24 @@ mod allow_rule_tests {
 /// Records in the user's config that the user trusts the directory `root`:
 /// its project settings then apply in full. Comments and layout of the file
 /// are kept; the write is atomic.
-pub fn trust_project(root: &Path) -> Result<PathBuf, String> {
-    let path = user_config_path()
-        .ok_or("cannot find the user's config directory: set HOME or XDG_CONFIG_HOME")?;
+pub fn trust_project(root: &Path) -> Result<PathBuf, ConfigError> {
+    let path = user_config_path().ok_or(ConfigError::NoUserConfigDir)?;
     record_trust(&path, root)?;
     Ok(path)
 }
 
-fn record_trust(path: &Path, root: &Path) -> Result<(), String> {
-    let root = root
-        .canonicalize()
-        .map_err(|error| format!("cannot resolve {}: {error}", root.display()))?;
+fn record_trust(path: &Path, root: &Path) -> Result<(), ConfigError> {
+    let root = root.canonicalize().map_err(|source| ConfigError::Resolve {
+        path: root.to_path_buf(),
+        source,
+    })?;
     let key = root.to_string_lossy();
     edit_config(path, |document| {
-        let entry = table_at(document, &["projects", &key])
-            .map_err(|key| format!("{}: `{key}` is not a table", path.display()))?;
+        let entry =
+            table_at(document, &["projects", &key]).map_err(|key| ConfigError::NotATable {
+                path: path.to_path_buf(),
+                key,
+            })?;
         entry.insert("trusted", toml_edit::value(true));
         Ok(())
     })
@@ -589,7 +649,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(&path, "[permissions]\nmode = \"yolo\"\n").unwrap();
-        let error = Config::load_file(&path).unwrap_err();
+        let error = Config::load_file(&path).unwrap_err().to_string();
         assert!(error.contains("config.toml"), "{error}");
         std::fs::write(&path, "colour = 1\n").unwrap();
         assert!(Config::load_file(&path).is_err());

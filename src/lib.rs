@@ -19,6 +19,7 @@ pub mod permission;
 pub mod provider;
 pub mod sandbox;
 pub mod secrets;
+pub mod text;
 pub mod tool_line;
 pub mod tools;
 pub mod workspace;

@@ -17,12 +17,7 @@ pub fn brief(input: &Value) -> String {
         .or_else(|| input.get("description"))
         .and_then(Value::as_str)
         .map_or_else(|| input.to_string(), str::to_string);
-    let short: String = text.chars().take(MAX_CHARS).collect();
-    if short.len() < text.len() {
-        format!("{short}…")
-    } else {
-        short
-    }
+    crate::text::clip(&text, MAX_CHARS)
 }
 
 #[cfg(test)]

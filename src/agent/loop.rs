@@ -32,7 +32,7 @@ use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, 
 use crate::inbox::{Arrival, Inbox};
 use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
-use crate::tools::PreparedCall;
+use crate::tools::{PreparedCall, ToolError};
 
 pub use super::parts::{Compactor, LoopConfig, NoCompaction};
 
@@ -309,13 +309,16 @@ async fn run_tool_calls(agent: &Agent<'_>, calls: &[ToolCall<'_>]) -> Vec<Conten
 }
 
 /// Finds the tool and parses the input: the one parse of this call.
-fn prepare<'t>(agent: &Agent<'t>, call: &ToolCall<'_>) -> Result<PreparedCall<'t>, String> {
+fn prepare<'t>(agent: &Agent<'t>, call: &ToolCall<'_>) -> Result<PreparedCall<'t>, ToolError> {
     let tool = agent
         .tools
         .get(call.name)
-        .ok_or_else(|| format!("Unknown tool: {}", call.name))?;
+        .ok_or_else(|| ToolError::UnknownTool(call.name.to_string()))?;
     if let Some(error) = call.input_error {
-        return Err(format!("Invalid input for {}: {error}", call.name));
+        return Err(ToolError::InvalidInput {
+            tool: call.name.to_string(),
+            reason: error.to_string(),
+        });
     }
     tool.prepare(call.input, agent.workspace.paths())
 }
@@ -324,7 +327,7 @@ fn prepare<'t>(agent: &Agent<'t>, call: &ToolCall<'_>) -> Result<PreparedCall<'t
 async fn run_tool_call(
     agent: &Agent<'_>,
     call: ToolCall<'_>,
-    prepared: Result<PreparedCall<'_>, String>,
+    prepared: Result<PreparedCall<'_>, ToolError>,
 ) -> ContentBlock {
     if agent.cancel.is_cancelled() {
         return ContentBlock::tool_result(call.id, CANCELLED, true);
@@ -336,12 +339,12 @@ async fn run_tool_call(
     });
     let outcome = tokio::select! {
         biased;
-        _ = agent.cancel.cancelled() => Err(CANCELLED.to_string()),
+        _ = agent.cancel.cancelled() => Err(ToolError::NotRun(CANCELLED.to_string())),
         outcome = execute(agent, call.name, prepared) => outcome,
     };
     let (content, is_error) = match outcome {
         Ok(output) => (output, false),
-        Err(message) => (message, true),
+        Err(error) => (error.to_result_text(), true),
     };
     // The one place a tool result is made: whatever the tool printed, the
     // agent's own keys leave here only as `[redacted NAME]` — for the
@@ -356,19 +359,19 @@ async fn run_tool_call(
     ContentBlock::tool_result(call.id, content, is_error)
 }
 
-/// The steps of one call, each able to end it with an error text.
+/// The steps of one call, each able to end it with an error.
 async fn execute(
     agent: &Agent<'_>,
     name: &str,
-    prepared: Result<PreparedCall<'_>, String>,
-) -> Result<String, String> {
+    prepared: Result<PreparedCall<'_>, ToolError>,
+) -> Result<String, ToolError> {
     let call = prepared?;
     let permit = permit(agent, &call).await?;
     let cx = agent.tool_context(permit.approved());
     // A panicking tool is a bug, but it must not take the conversation down.
     match AssertUnwindSafe(call.run(&cx)).catch_unwind().await {
         Ok(Ok(output)) => Ok(output),
-        Ok(Err(error)) => Err(format!("Error: {error}")),
+        Ok(Err(error)) => Err(error),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
@@ -376,7 +379,10 @@ async fn execute(
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
             tracing::error!(tool = name, what, "tool panicked");
-            Err(format!("Error: the {name} tool crashed: {what}"))
+            Err(ToolError::Crashed {
+                tool: name.to_string(),
+                what: what.to_string(),
+            })
         }
     }
 }

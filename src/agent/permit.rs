@@ -5,14 +5,17 @@
 
 use super::parts::Agent;
 use crate::permission::{ActionKind, Assessment, Decision};
-use crate::tools::{Approved, Permit, PreparedCall};
+use crate::tools::{Approved, Permit, PreparedCall, ToolError};
 
 /// The gate's answer to `call`. The error is the denial, as the model reads it.
-pub(super) async fn permit(agent: &Agent<'_>, call: &PreparedCall<'_>) -> Result<Permit, String> {
+pub(super) async fn permit(
+    agent: &Agent<'_>,
+    call: &PreparedCall<'_>,
+) -> Result<Permit, ToolError> {
     let action = &call.action;
     let reason = match agent.gate.assess(action) {
         Assessment::Allow => return Ok(Permit::WithoutAsking),
-        Assessment::Deny(reason) => return Err(reason),
+        Assessment::Deny(reason) => return Err(ToolError::NotRun(reason)),
         Assessment::Ask(reason) => reason,
     };
     // Only now, past the deny rules: the preview reads the file. Edits run
@@ -30,7 +33,8 @@ pub(super) async fn permit(agent: &Agent<'_>, call: &PreparedCall<'_>) -> Result
         // The error's first line only: the rest may quote the file, and
         // the model has not been allowed to read it yet.
         Some(Err(error)) => {
-            let first = error.0.lines().next().unwrap_or_default();
+            let error = error.to_string();
+            let first = error.lines().next().unwrap_or_default();
             (
                 None,
                 format!("{reason}; the change cannot be shown: {first}"),
@@ -40,6 +44,6 @@ pub(super) async fn permit(agent: &Agent<'_>, call: &PreparedCall<'_>) -> Result
     };
     match agent.gate.ask(action, &reason, diff.as_deref()).await {
         Decision::Allow => Ok(Permit::Asked(preview.and_then(Result::ok))),
-        Decision::Deny(reason) => Err(reason),
+        Decision::Deny(reason) => Err(ToolError::NotRun(reason)),
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::agent::TurnOutcome;
 use crate::events::{AgentEvent, EventSink};
 use crate::sandbox::HINT_PREFIX;
+use crate::text::clip;
 use crate::tools::TodoStatus;
 
 /// An event sink that can also say how the turn ended.
@@ -313,13 +314,6 @@ impl TurnSink for JsonSink {
 
     fn as_event_sink(&self) -> &dyn EventSink {
         self
-    }
-}
-
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
     }
 }
 

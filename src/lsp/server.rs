@@ -597,7 +597,7 @@ impl Backend {
             tokio::task::spawn_blocking(move || crate::config::trust_project(&root_for_write))
                 .await
                 .map_err(|e| invalid(e.to_string()))?
-                .map_err(invalid)?;
+                .map_err(|e| invalid(e.to_string()))?;
         Ok(json!({
             "trusted": true,
             "root": root.display().to_string(),

@@ -229,7 +229,7 @@ impl State {
 
     /// The settings in force: files, then the editor's.
     pub fn settings(&self) -> Result<Config, String> {
-        let files = Config::load(&self.init().root)?;
+        let files = Config::load(&self.init().root).map_err(|e| e.to_string())?;
         Ok(self
             .editor_settings
             .lock()

@@ -285,7 +285,7 @@ impl Turn {
         if !matches!(created, Ok(Ok(()))) {
             return None;
         }
-        let title: String = prompt.chars().take(60).collect();
+        let title = crate::text::prefix(prompt, 60).to_string();
         let progress = self
             .state
             .client
@@ -369,7 +369,8 @@ async fn run_agent(
             policy.sandbox,
         ),
         None => {
-            let rules = RuleSet::from_lists(&settings.permissions.rules)?;
+            let rules =
+                RuleSet::from_lists(&settings.permissions.rules).map_err(|e| e.to_string())?;
             let gate = PermissionGate::new(
                 settings.permissions.mode.unwrap_or_default(),
                 Box::new(approver),

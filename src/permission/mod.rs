@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use globset::{GlobSet, GlobSetBuilder};
 
 pub use command::CommandCheck;
-pub use rules::{Rule, RuleLists, RuleSet, Subject, Verdict};
+pub use rules::{Rule, RuleError, RuleLists, RuleSet, Subject, Verdict};
 
 /// What a tool call would do, for deciding and for showing the user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

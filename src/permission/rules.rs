@@ -58,22 +58,38 @@ pub enum Subject<'a> {
     Tool,
 }
 
+/// Why a rule's text is not a rule; each names the rule as written.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RuleError {
+    #[error("permission rule `{0}`: missing the closing `)`")]
+    Unclosed(String),
+    #[error("permission rule `{rule}`: `{tool}` is not a tool name")]
+    NotATool { rule: String, tool: String },
+    #[error("permission rule `{0}`: the pattern must be one simple command")]
+    NotOneCommand(String),
+    #[error("permission rule `{0}`: the pattern must be plain words")]
+    NotPlainWords(String),
+    #[error("permission rule `{rule}`: bad glob: {reason}")]
+    BadGlob { rule: String, reason: String },
+}
+
 impl Rule {
-    pub fn parse(text: &str) -> Result<Rule, String> {
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
         let text = text.trim();
         let (tool, pattern) = match text.split_once('(') {
             Some((tool, rest)) => {
                 let inner = rest
                     .strip_suffix(')')
-                    .ok_or_else(|| format!("permission rule `{text}`: missing the closing `)`"))?;
+                    .ok_or_else(|| RuleError::Unclosed(text.to_string()))?;
                 (tool.trim(), Some(inner.trim()))
             }
             None => (text, None),
         };
         if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!(
-                "permission rule `{text}`: `{tool}` is not a tool name"
-            ));
+            return Err(RuleError::NotATool {
+                rule: text.to_string(),
+                tool: tool.to_string(),
+            });
         }
         let pattern = match pattern {
             None | Some("") | Some("*") | Some("**") => None,
@@ -85,14 +101,10 @@ impl Rule {
                 let parsed = shell::parse(words);
                 let commands = parsed.commands();
                 let [command] = commands.as_slice() else {
-                    return Err(format!(
-                        "permission rule `{text}`: the pattern must be one simple command"
-                    ));
+                    return Err(RuleError::NotOneCommand(text.to_string()));
                 };
                 if !parsed.problems.is_empty() || command.words.iter().any(|w| w.opaque || w.glob) {
-                    return Err(format!(
-                        "permission rule `{text}`: the pattern must be plain words"
-                    ));
+                    return Err(RuleError::NotPlainWords(text.to_string()));
                 }
                 let words = command.texts().into_iter().map(String::from).collect();
                 Some(if prefix {
@@ -108,7 +120,10 @@ impl Rule {
                     format!("**/{p}")
                 };
                 let matcher = Glob::new(&glob)
-                    .map_err(|error| format!("permission rule `{text}`: bad glob: {error}"))?
+                    .map_err(|error| RuleError::BadGlob {
+                        rule: text.to_string(),
+                        reason: error.to_string(),
+                    })?
                     .compile_matcher();
                 Some(Pattern::Path(matcher, glob))
             }
@@ -195,7 +210,7 @@ pub enum Verdict {
 }
 
 impl RuleSet {
-    pub fn from_lists(lists: &RuleLists) -> Result<RuleSet, String> {
+    pub fn from_lists(lists: &RuleLists) -> Result<RuleSet, RuleError> {
         let parse = |list: &[String]| {
             list.iter()
                 .map(|text| Rule::parse(text))
@@ -509,17 +524,10 @@ mod tests {
 
     #[test]
     fn bad_rules_are_clear_errors() {
-        assert!(Rule::parse("bash(cargo").unwrap_err().contains("closing"));
-        assert!(
-            Rule::parse("my tool")
-                .unwrap_err()
-                .contains("not a tool name")
-        );
-        assert!(
-            Rule::parse("edit_file([)")
-                .unwrap_err()
-                .contains("bad glob")
-        );
+        let error = |text| Rule::parse(text).unwrap_err().to_string();
+        assert!(error("bash(cargo").contains("closing"));
+        assert!(error("my tool").contains("not a tool name"));
+        assert!(error("edit_file([)").contains("bad glob"));
     }
 
     #[test]

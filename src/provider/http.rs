@@ -295,11 +295,7 @@ fn server_message(body: &[u8]) -> String {
     if text.is_empty() {
         return "(no message)".to_string();
     }
-    let mut short: String = text.chars().take(500).collect();
-    if short.len() < text.len() {
-        short.push('…');
-    }
-    short
+    crate::text::clip(&text, 500)
 }
 
 /// A request that got no response, in a few words that say what and to

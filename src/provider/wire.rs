@@ -47,9 +47,5 @@ pub(crate) fn tool_use_from_json(id: String, name: String, json: &str) -> Conten
 
 /// Shortens text quoted in an error message.
 pub(crate) fn clip(text: &str) -> String {
-    const MAX: usize = 200;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
+    crate::text::clip(text, 200)
 }

@@ -72,7 +72,7 @@ impl BackgroundTasks {
                 if let Some(views) = views {
                     tokio::spawn(async move { views.finish(view).await });
                 }
-                return Err(ToolError(format!("cannot start bash: {error}")));
+                return Err(ToolError::failed(format!("cannot start bash: {error}")));
             }
         };
         let id = {
@@ -175,14 +175,14 @@ impl Drop for BackgroundTasks {
 }
 
 fn unknown(id: &str) -> ToolError {
-    ToolError(format!(
+    ToolError::failed(format!(
         "no background command `{id}` (ids look like bash_1)"
     ))
 }
 
 fn tasks_of<'a>(cx: &'a ToolContext<'_, '_>) -> Result<&'a BackgroundTasks, ToolError> {
     cx.background
-        .ok_or_else(|| ToolError("there are no background commands here".into()))
+        .ok_or_else(|| ToolError::failed("there are no background commands here"))
 }
 
 pub struct BashOutput;

@@ -41,7 +41,7 @@ impl Tool for Bash {
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
         if input.command.trim().is_empty() {
-            return Err(ToolError("the command is empty".into()));
+            return Err(ToolError::failed("the command is empty"));
         }
         Ok(Action {
             tool: Self::NAME.to_string(),
@@ -62,8 +62,8 @@ impl Tool for Bash {
         let mut notes = std::mem::take(&mut view.notes);
         if input.run_in_background {
             let background = cx.background.ok_or_else(|| {
-                ToolError(
-                    "background commands are not available here; run it in the foreground".into(),
+                ToolError::failed(
+                    "background commands are not available here; run it in the foreground",
                 )
             })?;
             let id = background.start(&input.command, &root, cx.sandbox, views, view)?;
@@ -85,7 +85,7 @@ impl Tool for Bash {
                 if let Some(views) = &views {
                     views.finish(view).await;
                 }
-                return Err(ToolError(format!("cannot start bash: {error}")));
+                return Err(ToolError::failed(format!("cannot start bash: {error}")));
             }
         };
         let ending = process.wait(Some(timeout), cx.cancel).await;
@@ -122,7 +122,7 @@ impl Tool for Bash {
                     .explain_failure(&output)
                     .map(|note| format!("\n{note}"))
                     .unwrap_or_default();
-                Err(ToolError(format!("{other}\n{output}{note}")))
+                Err(ToolError::failed(format!("{other}\n{output}{note}")))
             }
         }
     }

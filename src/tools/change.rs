@@ -6,12 +6,20 @@
 //! Each edit tool computes its change in one place ([`super::Tool::change`]),
 //! which serves both the preview and the run: the diff a user judges is made
 //! by the code that makes the edit, not by a second copy of it.
+//!
+//! This module owns the edit protocol, and is the only code that makes a
+//! [`FileChange`] (its fields are private): resolve the path, read the file,
+//! check the read ledger (the file is what the model last saw; a whole-file
+//! write over an existing file needs a read at all), compute the new text,
+//! write it with the version it was computed from, record what the model
+//! now knows. A tool supplies only the computation, so none can skip a step.
 
 use std::path::PathBuf;
 
-use super::{ToolContext, ToolError};
+use super::{ReadFirst, ToolContext, ToolError};
 use crate::diff::{self, Before};
 use crate::events::AgentEvent;
+use crate::workspace::WorkspaceError;
 
 /// What a file held before a change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,20 +29,110 @@ pub enum Previous {
     Text(String),
 }
 
-/// One file's new text, and what it replaces.
+impl Previous {
+    fn text(&self) -> Option<&str> {
+        match self {
+            Previous::Text(text) => Some(text),
+            Previous::Missing | Previous::Binary => None,
+        }
+    }
+}
+
+/// One file's new text, and what it replaces. Made only by [`edit_text`]
+/// and [`replace_file`], so every change has been through the ledger.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileChange {
     /// The resolved path.
-    pub path: PathBuf,
+    path: PathBuf,
     /// The path as the model and the user see it (workspace-relative).
-    pub shown: String,
-    pub before: Previous,
+    shown: String,
+    before: Previous,
     /// The version `before` was read at (where the workspace has versions).
-    pub read_version: Option<i32>,
-    pub after: String,
+    read_version: Option<i32>,
+    after: String,
+}
+
+/// Plans a change to part of an existing text file: `edit` gets its text
+/// and returns the new text (with whatever the tool wants to report), or
+/// why the edit does not apply. A read is not required first (the edit
+/// names the text it replaces), but a file changed since a read is refused.
+pub async fn edit_text<T>(
+    cx: &ToolContext<'_, '_>,
+    path: &str,
+    edit: impl FnOnce(&str) -> Result<(String, T), String>,
+) -> Result<(FileChange, T), ToolError> {
+    plan(cx, path, ReadFirst::NotNeeded, |before| {
+        match before.text() {
+            Some(text) => edit(text),
+            // `plan` reads a missing or binary file as an error for this kind.
+            None => Err("not a text file".to_string()),
+        }
+    })
+    .await
+}
+
+/// Plans a whole file's new content. A missing file is created; an
+/// existing text file must have been read first, and not changed since.
+/// (A binary file cannot be read as text, so it is replaced without.)
+pub async fn replace_file(
+    cx: &ToolContext<'_, '_>,
+    path: &str,
+    content: &str,
+) -> Result<FileChange, ToolError> {
+    plan(cx, path, ReadFirst::Required, |_| {
+        Ok((content.to_string(), ()))
+    })
+    .await
+    .map(|(change, ())| change)
+}
+
+/// The protocol up to the write: resolve, read, check the ledger, compute.
+async fn plan<T>(
+    cx: &ToolContext<'_, '_>,
+    path: &str,
+    read_first: ReadFirst,
+    compute: impl FnOnce(&Previous) -> Result<(String, T), String>,
+) -> Result<(FileChange, T), ToolError> {
+    let workspace = cx.workspace();
+    let path = workspace.paths().resolve(path)?;
+    let shown = workspace.paths().display(&path);
+    // Only a whole-file write may create a file or replace a binary one.
+    let whole = read_first == ReadFirst::Required;
+    let (before, read_version) = match workspace.read_text(&path).await {
+        Ok(file) => (Previous::Text(file.text), file.version),
+        Err(WorkspaceError::NotFound(_)) if whole => (Previous::Missing, None),
+        Err(WorkspaceError::Binary(_)) if whole => (Previous::Binary, None),
+        Err(error) => return Err(error.into()),
+    };
+    if let Some(text) = before.text() {
+        cx.reads
+            .check(&path, &shown, text, read_version, read_first)?;
+    }
+    let (after, report) = compute(&before).map_err(|reason| ToolError::Edit {
+        path: shown.clone(),
+        reason,
+    })?;
+    let change = FileChange {
+        path,
+        shown,
+        before,
+        read_version,
+        after,
+    };
+    Ok((change, report))
 }
 
 impl FileChange {
+    /// The path as the model and the user see it (workspace-relative).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// What the file held before.
+    pub fn before(&self) -> &Previous {
+        &self.before
+    }
+
     pub fn diff(&self) -> String {
         let before = match &self.before {
             Previous::Missing => Before::Missing,
@@ -55,18 +153,16 @@ impl FileChange {
             // could not be shown at all): what would be written now is not
             // what the user allowed.
             Approved::Change(_) | Approved::WithoutDiff => {
-                return Err(ToolError(format!(
-                    "{} changed while the user was being asked, so this is no longer the change they allowed; \
-                     nothing was written. Read the file again, then redo the edit.",
-                    self.shown
-                )));
+                return Err(ToolError::ChangedWhileAsked {
+                    path: self.shown.clone(),
+                });
             }
         };
         let workspace = cx.workspace();
         let version = workspace
             .write_text(&self.path, &self.after, self.read_version)
             .await?;
-        cx.reads.saw(&self.path, version);
+        cx.reads.saw(&self.path, &self.after, version);
         cx.sink.emit(AgentEvent::FileChanged {
             path: self.shown.clone(),
             diff: self.diff(),

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
+use super::change::edit_text;
+use super::{FileChange, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
@@ -68,7 +69,7 @@ impl Tool for EditFile {
         };
         Ok(format!(
             "Edited {}: replaced {times} at line {first_line} (+{added} -{removed} lines).",
-            change.shown
+            change.shown()
         ))
     }
 }
@@ -79,26 +80,17 @@ async fn plan(
     input: &Input,
     cx: &ToolContext<'_, '_>,
 ) -> Result<(FileChange, (usize, usize)), ToolError> {
-    let workspace = cx.workspace();
-    let path = workspace.paths().resolve(&input.path)?;
-    let shown = workspace.paths().display(&path);
-    let file = workspace.read_text(&path).await?;
-    cx.reads.check(&path, &shown, file.version)?;
-    let edited = apply_edit(
-        &file.text,
-        &input.old_string,
-        &input.new_string,
-        input.replace_all,
-    )
-    .map_err(|error| ToolError(format!("{shown}: {error}")))?;
-    let change = FileChange {
-        path,
-        shown,
-        before: Previous::Text(file.text),
-        read_version: file.version,
-        after: edited.text,
-    };
-    Ok((change, (edited.count, edited.first_line)))
+    edit_text(cx, &input.path, |text| {
+        let edited = apply_edit(
+            text,
+            &input.old_string,
+            &input.new_string,
+            input.replace_all,
+        )
+        .map_err(|error| error.to_string())?;
+        Ok((edited.text, (edited.count, edited.first_line)))
+    })
+    .await
 }
 
 #[derive(Debug, PartialEq)]
@@ -109,13 +101,39 @@ pub struct Edited {
     pub first_line: usize,
 }
 
+/// Why an edit does not apply to a text.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EditError {
+    #[error("old_string is empty; to create or overwrite a file use write_file")]
+    EmptyOld,
+    #[error("old_string and new_string are the same; nothing would change")]
+    Unchanged,
+    #[error(
+        "old_string was not found in the file (0 matches). It must match exactly, including whitespace, \
+         indentation (tabs vs spaces) and line breaks; read the file again and copy the text.{nearest}"
+    )]
+    NotFound {
+        /// The lines most like it, as a note (or empty).
+        nearest: String,
+    },
+    #[error(
+        "old_string occurs {count} times (at lines {lines}); include more surrounding lines to make it unique, or set replace_all to true"
+    )]
+    Ambiguous { count: usize, lines: String },
+}
+
 /// The pure edit, separated from I/O so its rules are easy to test.
-pub fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, String> {
+pub fn apply_edit(
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<Edited, EditError> {
     if old.is_empty() {
-        return Err("old_string is empty; to create or overwrite a file use write_file".into());
+        return Err(EditError::EmptyOld);
     }
     if old == new {
-        return Err("old_string and new_string are the same; nothing would change".into());
+        return Err(EditError::Unchanged);
     }
     let crlf = is_all_crlf(text);
     let (text, old, new) = if crlf {
@@ -130,7 +148,11 @@ pub fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Result
     let starts: Vec<usize> = text.match_indices(&old).map(|(at, _)| at).collect();
     let line_of = |at: usize| text[..at].matches('\n').count() + 1;
     match starts.len() {
-        0 => return Err(not_found_message(&text, &old)),
+        0 => {
+            return Err(EditError::NotFound {
+                nearest: nearest_lines(&text, &old),
+            });
+        }
         1 => {}
         n if !replace_all => {
             let lines: Vec<String> = starts
@@ -138,10 +160,10 @@ pub fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Result
                 .take(10)
                 .map(|&at| line_of(at).to_string())
                 .collect();
-            return Err(format!(
-                "old_string occurs {n} times (at lines {}); include more surrounding lines to make it unique, or set replace_all to true",
-                lines.join(", ")
-            ));
+            return Err(EditError::Ambiguous {
+                count: n,
+                lines: lines.join(", "),
+            });
         }
         _ => {}
     }
@@ -168,13 +190,11 @@ pub(crate) fn line_delta(old: &str, new: &str) -> (usize, usize) {
     (new.lines().count(), old.lines().count())
 }
 
-/// Says the string was not found and shows where something like it is: the
+/// Where something like the missing string is, as a note (or empty): the
 /// lines that match `old`'s first non-blank line once whitespace is ignored,
 /// or, failing that, the lines sharing the most words with it.
-fn not_found_message(text: &str, old: &str) -> String {
-    let mut message = "old_string was not found in the file (0 matches). It must match exactly, \
-                       including whitespace, indentation (tabs vs spaces) and line breaks; read the file again and copy the text."
-        .to_string();
+fn nearest_lines(text: &str, old: &str) -> String {
+    let mut message = String::new();
     let Some(probe) = old.lines().map(str::trim).find(|line| !line.is_empty()) else {
         return message;
     };
@@ -218,7 +238,7 @@ fn not_found_message(text: &str, old: &str) -> String {
             .take(3)
         {
             let mut shown = line.to_string();
-            super::truncate_chars(&mut shown, 200);
+            crate::text::truncate_chars(&mut shown, 200);
             message.push_str(&format!("{:>6}\t{shown}\n", number + 1));
         }
     }
@@ -272,7 +292,9 @@ mod tests {
 
     #[test]
     fn ambiguous_matches_are_refused_with_their_lines() {
-        let error = apply_edit("x\ny\nx\n", "x", "z", false).unwrap_err();
+        let error = apply_edit("x\ny\nx\n", "x", "z", false)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("occurs 2 times (at lines 1, 3)"), "{error}");
         let edited = apply_edit("x\ny\nx\n", "x", "z", true).unwrap();
         assert_eq!((edited.text.as_str(), edited.count), ("z\ny\nz\n", 2));
@@ -282,10 +304,14 @@ mod tests {
     fn a_missing_match_shows_the_nearest_lines() {
         let text = "fn main() {\n\tsay(\"hi\");\n}\n";
         // Spaces where the file has a tab: not found, but the line is shown.
-        let error = apply_edit(text, "    say(\"hi\");", "x", false).unwrap_err();
+        let error = apply_edit(text, "    say(\"hi\");", "x", false)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("0 matches"), "{error}");
         assert!(error.contains("     2\t\tsay(\"hi\");"), "{error}");
-        let error = apply_edit(text, "fn mian() {", "x", false).unwrap_err();
+        let error = apply_edit(text, "fn mian() {", "x", false)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("nearest lines"), "{error}");
     }
 
@@ -294,11 +320,13 @@ mod tests {
         assert!(
             apply_edit("a", "", "b", false)
                 .unwrap_err()
+                .to_string()
                 .contains("write_file")
         );
         assert!(
             apply_edit("a", "a", "a", false)
                 .unwrap_err()
+                .to_string()
                 .contains("same")
         );
     }

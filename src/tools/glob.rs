@@ -51,7 +51,7 @@ impl Tool for Glob {
         let paths = cx.workspace().paths().clone();
         let dir = paths.resolve(input.path.as_deref().unwrap_or("."))?;
         if !paths.is_dir(&dir) {
-            return Err(ToolError(format!(
+            return Err(ToolError::failed(format!(
                 "`{}` is not a directory",
                 paths.display(&dir)
             )));
@@ -61,7 +61,7 @@ impl Tool for Glob {
         let buffers = cx.workspace().buffers();
         tokio::task::spawn_blocking(move || find(&pattern, &dir, &paths, &hidden, &buffers))
             .await
-            .map_err(|error| ToolError(format!("glob failed: {error}")))?
+            .map_err(|error| ToolError::failed(format!("glob failed: {error}")))?
     }
 }
 
@@ -76,7 +76,7 @@ fn find(
     let matcher = GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
-        .map_err(|error| ToolError(format!("invalid glob `{pattern}`: {error}")))?
+        .map_err(|error| ToolError::failed(format!("invalid glob `{pattern}`: {error}")))?
         .compile_matcher();
     // Hidden files only when the pattern itself names one (`.github/**`, `**/.env`).
     let wants_hidden = pattern

@@ -16,8 +16,9 @@ use serde::Deserialize;
 use super::buffers::only_in_buffers;
 use super::output::MAX_OUTPUT_CHARS;
 use super::visibility::HiddenFiles;
-use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
+use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
+use crate::text::truncate_chars;
 use crate::workspace::{Buffers, PathResolver};
 
 pub struct Grep;
@@ -95,8 +96,8 @@ impl Tool for Grep {
         };
         tokio::task::spawn_blocking(move || search(&query))
             .await
-            .map_err(|error| ToolError(format!("grep failed: {error}")))?
-            .map_err(ToolError)
+            .map_err(|error| ToolError::failed(format!("grep failed: {error}")))?
+            .map_err(|error| ToolError::failed(error.to_string()))
     }
 }
 
@@ -128,8 +129,22 @@ pub struct FileResult {
     pub lines: Vec<String>,
 }
 
+/// Why a search could not start; each names what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum GrepError {
+    #[error("invalid regex `{pattern}`: {source}")]
+    Regex {
+        pattern: String,
+        source: grep_regex::Error,
+    },
+    #[error("invalid glob `{glob}`: {source}")]
+    Glob { glob: String, source: ignore::Error },
+    #[error("cannot open `{}`: {source}", root.display())]
+    Root { root: PathBuf, source: io::Error },
+}
+
 /// Runs the search and renders the answer the model sees.
-pub fn search(query: &GrepQuery) -> Result<String, String> {
+pub fn search(query: &GrepQuery) -> Result<String, GrepError> {
     let limit = query.head_limit.unwrap_or(match query.mode {
         OutputMode::Content => 300,
         _ => 200,
@@ -145,25 +160,28 @@ pub fn search(query: &GrepQuery) -> Result<String, String> {
 
 /// Runs the search: every file with a match, sorted by path, with at most
 /// `limit` lines kept per file.
-pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, String> {
+pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, GrepError> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(query.case_insensitive)
         // Promising that a match never spans lines lets the searcher scan
         // whole buffers for candidates instead of going line by line (what rg does).
         .line_terminator(Some(b'\n'))
         .build(&query.pattern)
-        .map_err(|error| format!("invalid regex `{}`: {error}", query.pattern))?;
+        .map_err(|source| GrepError::Regex {
+            pattern: query.pattern.clone(),
+            source,
+        })?;
     let mut walk = WalkBuilder::new(&query.path);
     walk.hidden(true).require_git(false).threads(0);
     let overrides = match &query.glob {
         Some(glob) => {
+            let invalid = |source| GrepError::Glob {
+                glob: glob.clone(),
+                source,
+            };
             let mut overrides = OverrideBuilder::new(&query.path);
-            overrides
-                .add(glob)
-                .map_err(|error| format!("invalid glob `{glob}`: {error}"))?;
-            let overrides = overrides
-                .build()
-                .map_err(|error| format!("invalid glob `{glob}`: {error}"))?;
+            overrides.add(glob).map_err(invalid)?;
+            let overrides = overrides.build().map_err(invalid)?;
             walk.overrides(overrides.clone());
             Some(overrides)
         }
@@ -172,8 +190,10 @@ pub fn search_files(query: &GrepQuery, limit: usize) -> Result<Vec<FileResult>, 
     // Every file is opened through the resolver, never by the walk's name:
     // a directory swapped for a link to outside is walked, perhaps, but
     // nothing is read through it.
-    let resolver = PathResolver::new(&query.root)
-        .map_err(|error| format!("cannot open `{}`: {error}", query.root.display()))?;
+    let resolver = PathResolver::new(&query.root).map_err(|source| GrepError::Root {
+        root: query.root.clone(),
+        source,
+    })?;
     let results: Mutex<Vec<FileResult>> = Mutex::default();
     let mut searcher = SearcherBuilder::new();
     searcher

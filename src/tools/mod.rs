@@ -41,7 +41,7 @@ pub use bash::Bash;
 pub use change::{Approved, FileChange, Permit, Previous};
 pub use edit_file::EditFile;
 pub use glob::Glob;
-pub use grep::{FileResult, Grep, GrepQuery, OutputMode, search, search_files};
+pub use grep::{FileResult, Grep, GrepError, GrepQuery, OutputMode, search, search_files};
 pub use multi_edit::MultiEdit;
 pub use process::{Ending, GroupProcess};
 pub use read_file::ReadFile;
@@ -82,29 +82,77 @@ impl ToolContext<'_, '_> {
     }
 }
 
-/// The version of each file as the model last saw it, so an edit computed
-/// from that view is refused once the file has changed since — by the user
-/// typing, a formatter, anything — rather than applied to text the model
-/// never saw. Only versioned files (open in an editor) are tracked.
+/// What the model last saw of each file, so that a change computed from
+/// that view is refused once the file has changed since — by the user
+/// typing, a formatter, a command, anything — rather than applied to text
+/// the model never saw. A file open in an editor is known by its document
+/// version; any file also by a fingerprint of the text read, which is what
+/// tells a file on disk (no versions there) has changed.
 #[derive(Debug, Default)]
-pub struct ReadLedger(Mutex<std::collections::HashMap<std::path::PathBuf, i32>>);
+pub struct ReadLedger(Mutex<std::collections::HashMap<std::path::PathBuf, Seen>>);
 
-impl ReadLedger {
-    pub fn saw(&self, path: &std::path::Path, version: Option<i32>) {
-        if let Some(version) = version {
-            self.0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(path.to_path_buf(), version);
+/// One file as the model saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seen {
+    version: Option<i32>,
+    fingerprint: Fingerprint,
+}
+
+/// A text's length and hash. Chosen over the file's mtime and size: the
+/// text is the one the model was shown (a stat is a second look, racing
+/// the read), and an mtime ticks coarsely (a kernel jiffy), so two writes
+/// of the same length in one tick would look unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fingerprint {
+    len: usize,
+    hash: u64,
+}
+
+impl Fingerprint {
+    fn of(text: &str) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        Fingerprint {
+            len: text.len(),
+            hash: hasher.finish(),
         }
     }
+}
 
-    /// Fails when the model saw an older version of the file than `current`.
+/// Whether a change may be made to a file the model has not read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFirst {
+    /// An edit names the text it replaces, so it cannot clobber unseen text.
+    NotNeeded,
+    /// A whole-file write over an existing file would.
+    Required,
+}
+
+impl ReadLedger {
+    /// Records `text` (at `version`, where the workspace has versions) as
+    /// what the model now knows of `path`: after a read, and after its own write.
+    pub fn saw(&self, path: &std::path::Path, text: &str, version: Option<i32>) {
+        let seen = Seen {
+            version,
+            fingerprint: Fingerprint::of(text),
+        };
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path.to_path_buf(), seen);
+    }
+
+    /// Fails when the file now holds (`text` at `version`) something other
+    /// than what the model last saw, or, where a read is required, when the
+    /// model has not read it at all.
     pub fn check(
         &self,
         path: &std::path::Path,
         shown: &str,
-        current: Option<i32>,
+        text: &str,
+        version: Option<i32>,
+        read_first: ReadFirst,
     ) -> Result<(), ToolError> {
         let seen = self
             .0
@@ -112,23 +160,107 @@ impl ReadLedger {
             .unwrap_or_else(|p| p.into_inner())
             .get(path)
             .copied();
-        match (seen, current) {
-            (Some(seen), Some(current)) if seen != current => Err(ToolError(format!(
-                "{shown} changed in the editor since you last read it (you saw version {seen}, it is now {current}); read it again, then edit"
-            ))),
+        let Some(seen) = seen else {
+            return match read_first {
+                ReadFirst::NotNeeded => Ok(()),
+                ReadFirst::Required => Err(ToolError::NotRead {
+                    path: shown.to_string(),
+                }),
+            };
+        };
+        let stale = |change| ToolError::Stale {
+            path: shown.to_string(),
+            change,
+        };
+        match (seen.version, version) {
+            // The editor's versions say it best: they count every change.
+            (Some(seen), Some(now)) if seen != now => Err(stale(SinceRead::Version { seen, now })),
+            (Some(_), Some(_)) => Ok(()),
+            _ if seen.fingerprint != Fingerprint::of(text) => Err(stale(SinceRead::Text)),
             _ => Ok(()),
         }
     }
 }
 
-/// A tool's failure, as the model will read it (after `Error: `).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+/// How a file changed since the model read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SinceRead {
+    /// In the editor, from one document version to another.
+    Version { seen: i32, now: i32 },
+    /// Its text is not the text the model was shown.
+    Text,
+}
 
-impl From<WorkspaceError> for ToolError {
-    fn from(error: WorkspaceError) -> Self {
-        ToolError(error.to_string())
+impl std::fmt::Display for SinceRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SinceRead::Version { seen, now } => write!(
+                f,
+                "in the editor since you last read it (you saw version {seen}, it is now {now})"
+            ),
+            SinceRead::Text => write!(f, "since you last read it (its text is not what you saw)"),
+        }
+    }
+}
+
+/// Why a tool call produced no output but an error: what failed, on what,
+/// and what the model can do about it. [`ToolError::to_result_text`] is the
+/// one place it becomes the text of a `tool_result`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ToolError {
+    /// The model named a tool this agent does not have.
+    #[error("Unknown tool: {0}")]
+    UnknownTool(String),
+    /// The input does not fit the tool's schema.
+    #[error("Invalid input for {tool}: {reason}")]
+    InvalidInput { tool: String, reason: String },
+    /// Not run: denied by a rule or the user, or cancelled; the reason as is.
+    #[error("{0}")]
+    NotRun(String),
+    /// A path that cannot be used, or a file that cannot be read or written.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// The file changed since the model read it: the change would be made
+    /// to text the model never saw.
+    #[error("{path} changed {change}; read it again, then edit")]
+    Stale { path: String, change: SinceRead },
+    /// A whole-file write over a file the model has not read.
+    #[error(
+        "{path} already exists and you have not read it; read it with read_file first, then write it (or change part of it with edit_file)"
+    )]
+    NotRead { path: String },
+    /// The edit does not apply to the file's text.
+    #[error("{path}: {reason}")]
+    Edit { path: String, reason: String },
+    /// The file changed while the user was being asked about the change.
+    #[error(
+        "{path} changed while the user was being asked, so this is no longer the change they allowed; nothing was written. Read the file again, then redo the edit."
+    )]
+    ChangedWhileAsked { path: String },
+    /// The tool panicked (a bug); the conversation goes on.
+    #[error("the {tool} tool crashed: {what}")]
+    Crashed { tool: String, what: String },
+    /// Any other failure of the tool, said by the tool.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    /// A tool's own failure, in its words.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed(message.into())
+    }
+
+    /// The text of the `tool_result` (whose `is_error` is set): the only
+    /// place the `Error: ` prefix is added. Refusals before the tool ran
+    /// read as they are.
+    pub fn to_result_text(&self) -> String {
+        match self {
+            ToolError::UnknownTool(_) | ToolError::InvalidInput { .. } | ToolError::NotRun(_) => {
+                self.to_string()
+            }
+            _ => format!("Error: {self}"),
+        }
     }
 }
 
@@ -163,9 +295,8 @@ pub trait Tool: Send + Sync + 'static {
 pub trait AnyTool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     /// Parses the input, once, and says what the call would do: the loop
-    /// batches, gates and runs the call from this one parse. The error is
-    /// the complete text for the model.
-    fn prepare(&self, input: &Value, paths: &PathResolver) -> Result<PreparedCall<'_>, String>;
+    /// batches, gates and runs the call from this one parse.
+    fn prepare(&self, input: &Value, paths: &PathResolver) -> Result<PreparedCall<'_>, ToolError>;
 }
 
 /// One call with its input parsed: what it would do (its paths confined),
@@ -215,8 +346,11 @@ impl<T: Tool> Invocation for Typed<'_, T> {
     }
 }
 
-fn parse<T: Tool>(input: &Value) -> Result<T::Input, String> {
-    T::Input::deserialize(input).map_err(|error| format!("Invalid input for {}: {error}", T::NAME))
+fn parse<T: Tool>(input: &Value) -> Result<T::Input, ToolError> {
+    T::Input::deserialize(input).map_err(|error| ToolError::InvalidInput {
+        tool: T::NAME.to_string(),
+        reason: error.to_string(),
+    })
 }
 
 use serde::Deserialize as _;
@@ -230,10 +364,9 @@ impl<T: Tool> AnyTool for T {
         }
     }
 
-    fn prepare(&self, input: &Value, paths: &PathResolver) -> Result<PreparedCall<'_>, String> {
+    fn prepare(&self, input: &Value, paths: &PathResolver) -> Result<PreparedCall<'_>, ToolError> {
         let parsed = parse::<T>(input)?;
-        let action =
-            Tool::action(self, &parsed, paths).map_err(|error| format!("Error: {error}"))?;
+        let action = Tool::action(self, &parsed, paths)?;
         Ok(PreparedCall {
             action,
             call: Box::new(Typed {
@@ -351,17 +484,6 @@ impl ToolRegistry {
     }
 }
 
-/// Cuts `text` to at most `max` chars at a char boundary; returns whether it cut.
-pub(crate) fn truncate_chars(text: &mut String, max: usize) -> bool {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => {
-            text.truncate(cut);
-            true
-        }
-        None => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,20 +522,156 @@ mod tests {
     }
 
     #[test]
+    fn only_failures_of_a_tool_that_ran_or_was_refused_by_it_read_as_errors() {
+        let path = || "f.txt".to_string();
+        // (error, the tool_result text)
+        let cases = [
+            (ToolError::UnknownTool("x".into()), "Unknown tool: x"),
+            (
+                ToolError::InvalidInput {
+                    tool: "grep".into(),
+                    reason: "missing field `pattern`".into(),
+                },
+                "Invalid input for grep: missing field `pattern`",
+            ),
+            (ToolError::NotRun("Denied by user".into()), "Denied by user"),
+            (
+                ToolError::Workspace(WorkspaceError::NotFound(path())),
+                "Error: `f.txt` does not exist",
+            ),
+            (
+                ToolError::Stale {
+                    path: path(),
+                    change: SinceRead::Text,
+                },
+                "Error: f.txt changed since you last read it (its text is not what you saw); read it again, then edit",
+            ),
+            (
+                ToolError::Stale {
+                    path: path(),
+                    change: SinceRead::Version { seen: 3, now: 5 },
+                },
+                "Error: f.txt changed in the editor since you last read it (you saw version 3, it is now 5); read it again, then edit",
+            ),
+            (
+                ToolError::Edit {
+                    path: path(),
+                    reason: "no".into(),
+                },
+                "Error: f.txt: no",
+            ),
+            (
+                ToolError::Crashed {
+                    tool: "bash".into(),
+                    what: "boom".into(),
+                },
+                "Error: the bash tool crashed: boom",
+            ),
+            (ToolError::failed("exit code 1"), "Error: exit code 1"),
+        ];
+        for (error, want) in cases {
+            assert_eq!(error.to_result_text(), want, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn the_ledger_refuses_changes_to_text_the_model_did_not_see() {
+        use ReadFirst::*;
+        let path = std::path::Path::new("/w/f.txt");
+        let seen = |text: &str, version| {
+            let ledger = ReadLedger::default();
+            ledger.saw(path, text, version);
+            ledger
+        };
+        let check = |ledger: &ReadLedger, text: &str, version, read_first| {
+            ledger.check(path, "f.txt", text, version, read_first)
+        };
+        let stale = |change| {
+            Err(ToolError::Stale {
+                path: "f.txt".into(),
+                change,
+            })
+        };
+        let not_read = || {
+            Err(ToolError::NotRead {
+                path: "f.txt".into(),
+            })
+        };
+        // (what the model saw, what is there now, read first?, the answer)
+        let cases = [
+            (None, ("a", None), NotNeeded, Ok(())),
+            (None, ("a", None), Required, not_read()),
+            (None, ("a", Some(1)), Required, not_read()),
+            (Some(("a", None)), ("a", None), Required, Ok(())),
+            // Same length, other text: what mtime and size could miss.
+            (
+                Some(("a", None)),
+                ("b", None),
+                NotNeeded,
+                stale(SinceRead::Text),
+            ),
+            (
+                Some(("a", None)),
+                ("ab", None),
+                Required,
+                stale(SinceRead::Text),
+            ),
+            (Some(("a", Some(2))), ("a", Some(2)), Required, Ok(())),
+            (
+                Some(("a", Some(2))),
+                ("a", Some(3)),
+                NotNeeded,
+                stale(SinceRead::Version { seen: 2, now: 3 }),
+            ),
+            // Known by version once, by text now (closed in the editor), or the other way.
+            (Some(("a", Some(2))), ("a", None), Required, Ok(())),
+            (
+                Some(("a", Some(2))),
+                ("b", None),
+                Required,
+                stale(SinceRead::Text),
+            ),
+            (Some(("a", None)), ("a", Some(7)), Required, Ok(())),
+            (
+                Some(("a", None)),
+                ("c", Some(7)),
+                Required,
+                stale(SinceRead::Text),
+            ),
+        ];
+        for (before, (text, version), read_first, want) in cases {
+            let ledger = match before {
+                Some((text, version)) => seen(text, version),
+                None => ReadLedger::default(),
+            };
+            assert_eq!(
+                check(&ledger, text, version, read_first),
+                want,
+                "{before:?} then {text:?} at {version:?}"
+            );
+        }
+    }
+
+    #[test]
     fn invalid_input_says_what_is_wrong() {
         let registry = ToolRegistry::standard();
         let root = tempfile::tempdir().unwrap();
         let paths = PathResolver::new(root.path()).unwrap();
         let tool = registry.get("read_file").unwrap();
-        let action = |input| tool.prepare(&input, &paths).map(|call| call.action);
-        let error = action(serde_json::json!({"pth": "x"})).unwrap_err();
+        let error_of = |input| {
+            tool.prepare(&input, &paths)
+                .map(|call| call.action)
+                .unwrap_err()
+                .to_result_text()
+        };
+        let error = error_of(serde_json::json!({"pth": "x"}));
         assert_eq!(
             error,
             "Invalid input for read_file: unknown field `pth`, expected one of `path`, `offset`, `limit`"
         );
-        let error = action(serde_json::json!({"path": 7})).unwrap_err();
+        let error = error_of(serde_json::json!({"path": 7}));
         assert!(error.contains("invalid type"), "{error}");
-        let error = action(serde_json::json!({"path": "../x"})).unwrap_err();
+        let error = error_of(serde_json::json!({"path": "../x"}));
         assert!(
             error.starts_with("Error: path `../x` is outside the workspace"),
             "{error}"

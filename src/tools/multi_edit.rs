@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::change::edit_text;
 use super::edit_file::{apply_edit, line_delta};
-use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
+use super::{FileChange, Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
@@ -66,7 +67,7 @@ impl Tool for MultiEdit {
         Ok(format!(
             "Applied {} edits to {}.",
             input.edits.len(),
-            change.shown
+            change.shown()
         ))
     }
 }
@@ -74,30 +75,23 @@ impl Tool for MultiEdit {
 /// The change all the edits make together, from the text the workspace reads now.
 async fn plan(input: &Input, cx: &ToolContext<'_, '_>) -> Result<FileChange, ToolError> {
     if input.edits.is_empty() {
-        return Err(ToolError("no edits given".into()));
+        return Err(ToolError::failed("no edits given"));
     }
-    let workspace = cx.workspace();
-    let path = workspace.paths().resolve(&input.path)?;
-    let shown = workspace.paths().display(&path);
-    let file = workspace.read_text(&path).await?;
-    cx.reads.check(&path, &shown, file.version)?;
     let total = input.edits.len();
-    let mut text = file.text.clone();
-    for (index, edit) in input.edits.iter().enumerate() {
-        text = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)
-            .map_err(|error| {
-                ToolError(format!(
-                    "{shown}: edit {} of {total} failed, so no edit was applied: {error}",
-                    index + 1
-                ))
-            })?
-            .text;
-    }
-    Ok(FileChange {
-        path,
-        shown,
-        before: Previous::Text(file.text),
-        read_version: file.version,
-        after: text,
+    let (change, ()) = edit_text(cx, &input.path, |text| {
+        let mut text = text.to_string();
+        for (index, edit) in input.edits.iter().enumerate() {
+            text = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)
+                .map_err(|error| {
+                    format!(
+                        "edit {} of {total} failed, so no edit was applied: {error}",
+                        index + 1
+                    )
+                })?
+                .text;
+        }
+        Ok((text, ()))
     })
+    .await?;
+    Ok(change)
 }

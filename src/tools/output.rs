@@ -83,7 +83,7 @@ impl OutputBuffer {
             .collect();
         text.push_str(&String::from_utf8_lossy(&tail));
         let mut text_cut = text;
-        if super::truncate_chars(&mut text_cut, MAX_OUTPUT_CHARS) {
+        if crate::text::truncate_chars(&mut text_cut, MAX_OUTPUT_CHARS) {
             text_cut.push_str("\n[… cut; read again for more …]");
         }
         (text_cut, self.total)

@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError, file_action, truncate_chars};
+use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
+use crate::text::truncate_chars;
 use crate::workspace::PathResolver;
 
 pub struct ReadFile;
@@ -44,7 +45,7 @@ impl Tool for ReadFile {
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let path = cx.workspace().paths().resolve(&input.path)?;
         let file = cx.workspace().read_text(&path).await?;
-        cx.reads.saw(&path, file.version);
+        cx.reads.saw(&path, &file.text, file.version);
         number_lines(
             &file.text,
             input.offset.unwrap_or(1),
@@ -61,7 +62,7 @@ pub fn number_lines(text: &str, offset: usize, limit: usize) -> Result<String, T
     let total = text.lines().count();
     let offset = offset.max(1);
     if offset > total {
-        return Err(ToolError(format!(
+        return Err(ToolError::failed(format!(
             "offset {offset} is past the end of the file ({total} lines)"
         )));
     }
@@ -116,7 +117,7 @@ mod tests {
         assert!(
             number_lines(&text, 11, 5)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("past the end")
         );
     }

@@ -106,7 +106,7 @@ impl Tool for Task {
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let sub_agents = cx
             .sub_agents
-            .ok_or_else(|| ToolError("sub-agents cannot start sub-agents".into()))?;
+            .ok_or_else(|| ToolError::failed("sub-agents cannot start sub-agents"))?;
         let kind = input.kind.unwrap_or_default();
         let explore = kind == Kind::Explore;
         let task = SubTask {
@@ -133,7 +133,7 @@ impl Tool for Task {
                 Ok("(the sub-agent finished without an answer)".into())
             }
             Ok(text) => Ok(text),
-            Err(error) => Err(ToolError(error.to_string())),
+            Err(error) => Err(ToolError::failed(error.to_string())),
         }
     }
 }

@@ -19,6 +19,7 @@ mod lsp_frames;
 mod model_server_smoke;
 mod neovim;
 mod provider_setup;
+mod read_ledger;
 mod redact;
 mod sandbox;
 mod secrets;
