@@ -11,7 +11,8 @@
 //!
 //! `cargo bench --bench lsp`. Knobs: `RUNS` (starts per server, default 30),
 //! `TURNS` (turns of 200 deltas, default 5), `SECTIONS` (a comma-separated
-//! subset of `start,edits,deltas`).
+//! subset of `start,edits,deltas,busy`), `BAREAGENT_BIN` (another build, for
+//! `busy`).
 
 // Its unit tests are compiled out here; their imports would warn.
 #[allow(unused_imports)]
@@ -83,6 +84,9 @@ fn main() {
     }
     if wanted("deltas") {
         delta_forwarding(turns, &mut rows);
+    }
+    if wanted("busy") {
+        edits_during_a_turn(&mut rows);
     }
 
     println!("\n{:<48} {:<42} how", "figure", "value");
@@ -738,6 +742,86 @@ fn server_events(server: &Rpc, kind: &str) -> Vec<(Instant, String)> {
             (*at, text.unwrap_or_default().to_string())
         })
         .collect()
+}
+
+/// `didChange` while a turn streams into the chat file on disk: a one-char
+/// change followed by a `codeAction` request on the same document, every
+/// 10 ms while 400 deltas arrive 5 ms apart; the figure is the time from
+/// sending the change to the request's answer (the server handles them in
+/// order). `BAREAGENT_BIN` runs another build (a before figure).
+fn edits_during_a_turn(rows: &mut Vec<Row>) {
+    let binary = std::env::var("BAREAGENT_BIN").unwrap_or_else(|_| BAREAGENT.into());
+    let deltas = (0..400).map(|i| format!("d{i} ")).collect();
+    let gap = Duration::from_millis(5)..=Duration::from_millis(5);
+    let model = ModelServer::start(vec![Reply::paced_text(deltas, gap).into()]);
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(root.path().join(".bareagent")).expect("a chat folder");
+    std::fs::write(
+        root.path().join(".bareagent/chat.md"),
+        "# chat\n\n## You\n\nhi\n",
+    )
+    .expect("a chat file");
+    let mut server = Rpc::spawn(
+        Path::new(&binary),
+        root.path(),
+        &[("ANTHROPIC_API_KEY", "x".to_string())],
+    );
+    let options = json!({"provider": "anthropic", "baseUrl": model.anthropic_base(), "permissionMode": "bypass"});
+    let id = server.request("initialize", initialize_params(root.path(), &options));
+    server.response(id).expect("initialize");
+    server.notify("initialized", json!({}));
+    let uri = format!("file://{}/doc.txt", root.path().display());
+    let text = "line\n".repeat(2000);
+    server.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "text", "version": 1, "text": text}}),
+    );
+    let id = server.request(
+        "workspace/executeCommand",
+        json!({"command": "bareagent.ask", "arguments": [{"prompt": "hi"}]}),
+    );
+    server.response(id).expect("ask answers");
+    let mut latencies = Vec::new();
+    let mut version = 1;
+    let finished = |server: &Rpc| {
+        server.notifications.iter().any(|(_, m)| {
+            matches!(
+                m.pointer("/params/type").and_then(Value::as_str),
+                Some("turn_finished" | "turn_failed")
+            )
+        })
+    };
+    while !finished(&server) && latencies.len() < 1000 {
+        version += 1;
+        let sent = Instant::now();
+        server.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version},
+                   "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}]}),
+        );
+        let id = server.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "context": {"diagnostics": []}}),
+        );
+        let (at, _) = server.response(id).expect("codeAction answers");
+        latencies.push(at.saturating_duration_since(sent).as_secs_f64() * 1e3);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    server.shutdown();
+    let count = latencies.len();
+    let stats = Stats::of(latencies);
+    println!(
+        "busy: {count} changes during the turn; didChange → answered p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({binary})",
+        stats.p50, stats.p99, stats.max
+    );
+    rows.push((
+        "didChange + request during a streaming turn".into(),
+        format!(
+            "p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            stats.p50, stats.p99, stats.max
+        ),
+        format!("{count} samples, 10 ms apart, chat appended on disk"),
+    ));
 }
 
 // ---------------------------------------------------------------------------

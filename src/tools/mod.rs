@@ -265,10 +265,22 @@ impl ToolError {
 }
 
 /// A tool with a typed input. Implement this; the registry erases the type.
+///
+/// Contract: the input's deserialisation is its validation (use
+/// `#[serde(deny_unknown_fields)]`: a misspelt field is then an error that
+/// names it). `action` runs before anyone is asked and must resolve every
+/// path the call touches, so the gate judges real locations; `run` may
+/// assume the gate said yes. A tool's failure is a `ToolError`, never a
+/// panic (a panic is caught and reported, but it is a bug); it never
+/// reaches the model or the provider, only its narrow [`ToolContext`]. A
+/// tool that changes files does so only through `change::edit_text` /
+/// `change::replace_file`, which check what the model read.
+#[warn(missing_docs)]
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The input; its JSON schema is what the model sees.
     type Input: DeserializeOwned + JsonSchema + Send + Sync;
+    /// The name the model calls it by.
     const NAME: &'static str;
     /// When to use the tool and what it returns, for the model.
     const DESCRIPTION: &'static str;
@@ -288,6 +300,7 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Runs the call; the text is the `tool_result` the model reads.
     async fn run(&self, input: Self::Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
 
