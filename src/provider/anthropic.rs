@@ -1,4 +1,5 @@
-//! Anthropic's Messages API (`POST {base}/v1/messages`), streamed and not.
+//! Anthropic's Messages API (`POST {base}/v1/messages`), streamed and not:
+//! its [`WireFormat`], [`Messages`]; [`HttpProvider`] does the HTTP.
 //!
 //! Our history already has Anthropic's shape, so conversion is mostly
 //! renaming. Unknown block and event types are skipped, never fatal: the API
@@ -23,6 +24,8 @@ const API_VERSION: &str = "2023-06-01";
 pub type Anthropic = HttpProvider<Messages>;
 
 impl Anthropic {
+    /// Just a key; a gateway's token and headers go through
+    /// [`HttpProvider::with_credentials`].
     pub fn new(
         base_url: &str,
         api_key: String,

@@ -45,7 +45,7 @@ impl FromEnvironment {
     }
 }
 
-/// A provider's name as the command line takes it (`anthropic`, `openai`).
+/// A provider's name as the settings files spell it (`anthropic`, `openai`).
 pub fn parse_kind(name: &str) -> Result<ProviderKind, String> {
     use serde::Deserialize;
     use serde::de::value::{Error, StrDeserializer};

@@ -1,6 +1,7 @@
-//! The HTTP transport under [`super::HttpProvider`]: one `reqwest` client, retries on
-//! the request, an idle timer on every body read, and error messages that
-//! name the provider and the status but never a key or header value.
+//! The HTTP transport under [`super::HttpProvider`]: one `reqwest` client,
+//! retries on the request, an idle timer on every body read, and error
+//! messages that name the provider and the status but never a key or header
+//! value.
 //!
 //! There is deliberately no whole-request timeout: a long answer streams for
 //! minutes. A connect timeout and a per-read idle timeout bound the waiting.

@@ -47,6 +47,7 @@ pub use http_provider::HttpProvider;
 pub use openai::OpenAi;
 pub use record::Recorder;
 pub use replay::Replay;
+pub use wire::{OwnHeader, SseDecoder, WireFormat};
 
 /// What the model is told about one tool.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), the dialect that
-//! OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and OpenRouter share.
+//! OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and OpenRouter share:
+//! its [`WireFormat`], [`ChatCompletions`]; [`HttpProvider`] does the HTTP.
 //!
 //! Parsing is lenient on purpose: compatible servers differ in small ways
 //! (missing ids, `null` where OpenAI sends `""`, no `[DONE]`), and a field we
