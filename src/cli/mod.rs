@@ -8,7 +8,8 @@ mod run;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{EnumValueParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
@@ -64,7 +65,11 @@ pub struct RunArgs {
     /// Model API to use. Default: anthropic if ANTHROPIC_API_KEY or
     /// ANTHROPIC_AUTH_TOKEN is set, else openai if OPENAI_API_KEY or
     /// OPENAI_BASE_URL is set.
-    #[arg(long, env = crate::provider::PROVIDER_ENV, value_enum)]
+    #[arg(
+        long,
+        env = crate::provider::PROVIDER_ENV,
+        value_parser = EnumValueParser::<ProviderArg>::new().map(ProviderKind::from),
+    )]
     pub provider: Option<ProviderKind>,
 
     /// Model name (default: claude-sonnet-4-5 / gpt-4.1).
@@ -79,7 +84,10 @@ pub struct RunArgs {
     pub base_url: Option<String>,
 
     /// Who decides about edits and commands (default: the config file's, else `default`).
-    #[arg(long, value_enum)]
+    #[arg(
+        long,
+        value_parser = EnumValueParser::<PermissionModeArg>::new().map(PermissionMode::from),
+    )]
     pub permission_mode: Option<PermissionMode>,
 
     /// Model calls per turn before giving up.
@@ -114,4 +122,99 @@ pub struct RunArgs {
     /// Attempts per model call, retries on rate limits and server errors included.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_attempts: u32,
+}
+
+/// `--provider`'s values: the command line's names for [`ProviderKind`],
+/// here so that the provider module knows nothing of clap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ProviderArg {
+    Anthropic,
+    Openai,
+    Replay,
+}
+
+impl From<ProviderArg> for ProviderKind {
+    fn from(arg: ProviderArg) -> Self {
+        match arg {
+            ProviderArg::Anthropic => ProviderKind::Anthropic,
+            ProviderArg::Openai => ProviderKind::Openai,
+            ProviderArg::Replay => ProviderKind::Replay,
+        }
+    }
+}
+
+/// `--permission-mode`'s values, and their help, for [`PermissionMode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PermissionModeArg {
+    /// Reads are allowed; edits and commands ask.
+    Default,
+    /// Reads and edits are allowed; commands ask.
+    AcceptEdits,
+    /// Read-only: everything else is denied.
+    Plan,
+    /// Nothing asks; deny rules still hold, and commands stay in the sandbox.
+    Bypass,
+}
+
+impl From<PermissionModeArg> for PermissionMode {
+    fn from(arg: PermissionModeArg) -> Self {
+        match arg {
+            PermissionModeArg::Default => PermissionMode::Default,
+            PermissionModeArg::AcceptEdits => PermissionMode::AcceptEdits,
+            PermissionModeArg::Plan => PermissionMode::Plan,
+            PermissionModeArg::Bypass => PermissionMode::Bypass,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The name a value has in the settings files (serde's spelling).
+    fn config_name(value: impl serde::Serialize) -> String {
+        serde_json::to_value(value)
+            .ok()
+            .and_then(|name| name.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    fn run_args(flags: &[&str]) -> RunArgs {
+        let line = ["bareagent", "run"]
+            .iter()
+            .chain(flags)
+            .chain(&["a prompt"]);
+        match Cli::try_parse_from(line) {
+            Ok(Cli {
+                command: Some(Command::Run(args)),
+            }) => args,
+            other => panic!("{flags:?}: {other:?}"),
+        }
+    }
+
+    /// Every value can be given on the command line, spelled as in the
+    /// settings files.
+    #[test]
+    fn the_flags_take_every_value_as_the_settings_spell_it() {
+        use PermissionMode::*;
+        // Exhaustive: a new mode does not compile here until the flag takes it.
+        match Default {
+            Default | AcceptEdits | Plan | Bypass => {}
+        }
+        for mode in [Default, AcceptEdits, Plan, Bypass] {
+            let args = run_args(&["--permission-mode", &config_name(mode)]);
+            assert_eq!(args.permission_mode, Some(mode));
+        }
+        match ProviderKind::Replay {
+            ProviderKind::Anthropic | ProviderKind::Openai | ProviderKind::Replay => {}
+        }
+        for kind in [
+            ProviderKind::Anthropic,
+            ProviderKind::Openai,
+            ProviderKind::Replay,
+        ] {
+            let args = run_args(&["--provider", &config_name(kind)]);
+            assert_eq!(args.provider, Some(kind));
+        }
+    }
 }

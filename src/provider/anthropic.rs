@@ -1,33 +1,31 @@
-//! Anthropic's Messages API (`POST {base}/v1/messages`), streamed and not.
+//! Anthropic's Messages API (`POST {base}/v1/messages`), streamed and not:
+//! its [`WireFormat`], [`Messages`]; [`HttpProvider`] does the HTTP.
 //!
 //! Our history already has Anthropic's shape, so conversion is mostly
 //! renaming. Unknown block and event types are skipped, never fatal: the API
 //! grows new ones, and an old client must keep working.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::credentials::Credentials;
-use super::http::{HttpClient, HttpSettings, SseDecoder};
+use super::http::HttpSettings;
+use super::http_provider::HttpProvider;
 use super::sse::SseEvent;
-use super::wire::{clip, encode, tool_use_from_json};
-use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
+use super::wire::{OwnHeader, SseDecoder, WireFormat, clip, encode, tool_use_from_json};
+use super::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::history::{ContentBlock, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 
-pub struct Anthropic {
-    http: Arc<HttpClient>,
-    url: String,
-    model: String,
-}
+/// The Messages API over HTTP.
+pub type Anthropic = HttpProvider<Messages>;
 
 impl Anthropic {
+    /// Just a key; a gateway's token and headers go through
+    /// [`HttpProvider::with_credentials`].
     pub fn new(
         base_url: &str,
         api_key: String,
@@ -36,16 +34,21 @@ impl Anthropic {
     ) -> Result<Self, ProviderError> {
         Self::with_credentials(base_url, Credentials::api_key(api_key), model, settings)
     }
+}
+
+/// The Messages API's wire format.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Messages;
+
+impl WireFormat for Messages {
+    const NAME: &'static str = "anthropic";
+    const PATH: &'static str = "/v1/messages";
+    type Decoder = StreamDecoder;
 
     /// As Claude Code does: the key goes as `x-api-key`, a gateway's token
     /// as `Authorization: Bearer` (both when both are set), and the custom
     /// headers with them.
-    pub fn with_credentials(
-        base_url: &str,
-        credentials: Credentials,
-        model: &str,
-        settings: HttpSettings,
-    ) -> Result<Self, ProviderError> {
+    fn auth_headers(&self, credentials: &Credentials) -> Result<Vec<OwnHeader>, ProviderError> {
         let proves_identity = credentials.api_key.is_some()
             || credentials.auth_token.is_some()
             || credentials.sets_header("x-api-key")
@@ -63,18 +66,17 @@ impl Anthropic {
         if let Some(token) = &credentials.auth_token {
             own.push(("authorization", format!("Bearer {token}"), true));
         }
-        let headers = credentials.headers(&own)?;
-        let http = HttpClient::new("anthropic", settings, headers, credentials.secrets())?;
-        Ok(Anthropic {
-            http: Arc::new(http),
-            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
-            model: model.to_string(),
-        })
+        Ok(own)
     }
 
-    fn body(&self, request: Request<'_>, stream: bool) -> Result<Bytes, ProviderError> {
+    fn body(
+        &self,
+        model: &str,
+        request: Request<'_>,
+        stream: bool,
+    ) -> Result<Bytes, ProviderError> {
         let body = WireRequest {
-            model: &self.model,
+            model,
             max_tokens: request.max_tokens,
             system: request.system,
             messages: request.messages.iter().map(WireMessage::from).collect(),
@@ -83,27 +85,13 @@ impl Anthropic {
         };
         encode(&body)
     }
-}
 
-#[async_trait]
-impl Provider for Anthropic {
-    fn name(&self) -> &str {
-        "anthropic"
+    fn parse_response(&self, body: &Value) -> Result<Response, String> {
+        parse_message(body)
     }
 
-    async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
-        let body = self.body(request, false)?;
-        let value = self.http.post_for_json(&self.url, &body).await?;
-        parse_message(&value).map_err(|message| self.http.decode(message))
-    }
-
-    async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
-        let body = self.body(request, true)?;
-        let response = self.http.post(&self.url, &body).await?;
-        Ok(self
-            .http
-            .clone()
-            .event_stream(response, StreamDecoder::default()))
+    fn decoder(&self) -> StreamDecoder {
+        StreamDecoder::default()
     }
 }
 
@@ -275,7 +263,7 @@ enum Partial {
 /// Builds the response from `message_start`, `content_block_*`,
 /// `message_delta` and `message_stop` events.
 #[derive(Default)]
-struct StreamDecoder {
+pub struct StreamDecoder {
     blocks: Vec<Partial>,
     stop_reason: Option<String>,
     usage: Usage,

@@ -45,9 +45,12 @@ impl FromEnvironment {
     }
 }
 
-/// A provider's name as the command line takes it (`anthropic`, `openai`).
+/// A provider's name as the settings files spell it (`anthropic`, `openai`).
 pub fn parse_kind(name: &str) -> Result<ProviderKind, String> {
-    <ProviderKind as clap::ValueEnum>::from_str(name, false).map_err(|_| {
+    use serde::Deserialize;
+    use serde::de::value::{Error, StrDeserializer};
+    // The settings files' spelling, so there is one list of names.
+    ProviderKind::deserialize(StrDeserializer::<Error>::new(name)).map_err(|_| {
         "not a provider; the providers are anthropic, openai (and replay, with a recording)"
             .to_string()
     })

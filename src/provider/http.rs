@@ -1,6 +1,7 @@
-//! The HTTP layer both API providers share: one `reqwest` client, retries on
-//! the request, an idle timer on every body read, and error messages that
-//! name the provider and the status but never a key or header value.
+//! The HTTP transport under [`super::HttpProvider`]: one `reqwest` client,
+//! retries on the request, an idle timer on every body read, and error
+//! messages that name the provider and the status but never a key or header
+//! value.
 //!
 //! There is deliberately no whole-request timeout: a long answer streams for
 //! minutes. A connect timeout and a per-read idle timeout bound the waiting.
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 use super::retry::{RetryObserver, RetryPolicy, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
+use super::wire::SseDecoder;
 use super::{EventStream, ProviderError, StreamEvent};
 
 #[derive(Clone, Debug)]
@@ -218,13 +220,6 @@ impl HttpClient {
         }
         text
     }
-}
-
-/// A provider's streaming state machine: wire events in, stream events out.
-pub(crate) trait SseDecoder: Send + 'static {
-    fn on_event(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, String>;
-    /// The body ended; either produce the final `Done` or say what is missing.
-    fn on_end(&mut self) -> Result<Vec<StreamEvent>, String>;
 }
 
 struct StreamState<D> {

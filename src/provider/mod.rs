@@ -4,12 +4,20 @@
 //!
 //! Providers convert between our [`Message`] history and their wire format at
 //! their edge; nothing outside this module knows a wire format.
+//!
+//! The model APIs are one [`HttpProvider`] over a wire format each
+//! (`wire.rs` says what a format is): [`Anthropic`] speaks the Messages API
+//! (`anthropic.rs`), [`OpenAi`] Chat Completions (`openai.rs`). Another API,
+//! such as OpenAI's Responses API, is one new file beside them: a
+//! `WireFormat`, its stream decoder and a type alias; retries, timeouts,
+//! streaming, credentials and secret scrubbing come with `HttpProvider`.
 
 pub mod anthropic;
 mod choice;
 pub mod credentials;
 mod error;
 mod http;
+mod http_provider;
 pub mod openai;
 mod record;
 mod replay;
@@ -35,9 +43,11 @@ pub use choice::{
 pub use credentials::Credentials;
 pub use error::ProviderError;
 pub use http::HttpSettings;
+pub use http_provider::HttpProvider;
 pub use openai::OpenAi;
 pub use record::Recorder;
 pub use replay::Replay;
+pub use wire::{OwnHeader, SseDecoder, WireFormat};
 
 /// What the model is told about one tool.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -101,7 +111,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// Which wire protocol to speak.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     Anthropic,

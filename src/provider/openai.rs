@@ -1,32 +1,33 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), the dialect that
-//! OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and OpenRouter share.
+//! OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and OpenRouter share:
+//! its [`WireFormat`], [`ChatCompletions`]; [`HttpProvider`] does the HTTP.
 //!
 //! Parsing is lenient on purpose: compatible servers differ in small ways
 //! (missing ids, `null` where OpenAI sends `""`, no `[DONE]`), and a field we
 //! do not need must never fail a call.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::credentials::Credentials;
-use super::http::{HttpClient, HttpSettings, SseDecoder};
+use super::http::HttpSettings;
+use super::http_provider::HttpProvider;
 use super::sse::SseEvent;
-use super::wire::{clip, encode, tool_use_from_json};
-use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent, Usage};
+use super::wire::{OwnHeader, SseDecoder, WireFormat, clip, encode, tool_use_from_json};
+use super::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::history::{ContentBlock, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-pub struct OpenAi {
-    http: Arc<HttpClient>,
-    url: String,
-    model: String,
-}
+/// What marks a tool result as an error in the text, where the API has no
+/// flag for it.
+const ERROR_PREFIX: &str = "Error: ";
+
+/// Chat Completions over HTTP.
+pub type OpenAi = HttpProvider<ChatCompletions>;
 
 impl OpenAi {
     /// `api_key` is optional: local servers need none.
@@ -39,29 +40,32 @@ impl OpenAi {
         let credentials = api_key.map(Credentials::api_key).unwrap_or_default();
         Self::with_credentials(base_url, credentials, model, settings)
     }
+}
+
+/// The Chat Completions wire format.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChatCompletions;
+
+impl WireFormat for ChatCompletions {
+    const NAME: &'static str = "openai";
+    const PATH: &'static str = "/chat/completions";
+    type Decoder = StreamDecoder;
 
     /// The key as `Authorization: Bearer`, and the custom headers with it.
-    pub fn with_credentials(
-        base_url: &str,
-        credentials: Credentials,
-        model: &str,
-        settings: HttpSettings,
-    ) -> Result<Self, ProviderError> {
-        let own: Vec<_> = credentials
+    fn auth_headers(&self, credentials: &Credentials) -> Result<Vec<OwnHeader>, ProviderError> {
+        Ok(credentials
             .api_key
             .iter()
             .map(|key| ("authorization", format!("Bearer {key}"), true))
-            .collect();
-        let headers = credentials.headers(&own)?;
-        let http = HttpClient::new("openai", settings, headers, credentials.secrets())?;
-        Ok(OpenAi {
-            http: Arc::new(http),
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            model: model.to_string(),
-        })
+            .collect())
     }
 
-    fn body(&self, request: Request<'_>, stream: bool) -> Result<Bytes, ProviderError> {
+    fn body(
+        &self,
+        model: &str,
+        request: Request<'_>,
+        stream: bool,
+    ) -> Result<Bytes, ProviderError> {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
             messages.push(ChatMessage::System {
@@ -72,7 +76,7 @@ impl OpenAi {
             push_wire_messages(message, &mut messages);
         }
         let body = ChatRequest {
-            model: &self.model,
+            model,
             messages,
             tools: request
                 .tools
@@ -93,27 +97,13 @@ impl OpenAi {
         };
         encode(&body)
     }
-}
 
-#[async_trait]
-impl Provider for OpenAi {
-    fn name(&self) -> &str {
-        "openai"
+    fn parse_response(&self, body: &Value) -> Result<Response, String> {
+        parse_completion(body)
     }
 
-    async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
-        let body = self.body(request, false)?;
-        let value = self.http.post_for_json(&self.url, &body).await?;
-        parse_completion(&value).map_err(|message| self.http.decode(message))
-    }
-
-    async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
-        let body = self.body(request, true)?;
-        let response = self.http.post(&self.url, &body).await?;
-        Ok(self
-            .http
-            .clone()
-            .event_stream(response, StreamDecoder::default()))
+    fn decoder(&self) -> StreamDecoder {
+        StreamDecoder::default()
     }
 }
 
@@ -210,15 +200,9 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
                     is_error,
                 } = block
                 {
-                    // Chat Completions has no error flag; say it in the text.
-                    let content = if *is_error && !content.starts_with("Error") {
-                        Cow::Owned(format!("Error: {content}"))
-                    } else {
-                        Cow::Borrowed(content.as_str())
-                    };
                     out.push(ChatMessage::Tool {
                         tool_call_id: tool_use_id,
-                        content,
+                        content: tool_text(content, *is_error),
                     });
                 }
             }
@@ -238,6 +222,18 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
                 });
             }
         }
+    }
+}
+
+/// A tool result's text as Chat Completions carries it. The API has no
+/// error flag, so the block's `is_error` becomes the text's [`ERROR_PREFIX`]:
+/// the flag alone decides (a result that merely reads like an error is sent
+/// as it is), and a text that carries the mark already does not get it twice.
+fn tool_text(content: &str, is_error: bool) -> Cow<'_, str> {
+    if is_error && !content.starts_with(ERROR_PREFIX) {
+        Cow::Owned(format!("{ERROR_PREFIX}{content}"))
+    } else {
+        Cow::Borrowed(content)
     }
 }
 
@@ -319,7 +315,7 @@ struct PartialCall {
 /// Accumulates `chat.completion.chunk`s: text deltas, tool calls by `index`,
 /// the finish reason and the trailing usage chunk.
 #[derive(Default)]
-struct StreamDecoder {
+pub struct StreamDecoder {
     text: String,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
@@ -467,6 +463,24 @@ mod tests {
                 json!({"role":"user","content":"and also"}),
             ])
         );
+    }
+
+    #[test]
+    fn the_error_flag_alone_marks_a_tool_result_as_an_error() {
+        let cases = [
+            // (content, is_error, what the model reads)
+            ("fine", false, "fine"),
+            ("boom", true, "Error: boom"),
+            ("Error: boom", true, "Error: boom"),
+            // Text that reads like an error is not one without the flag ...
+            ("Error: not really", false, "Error: not really"),
+            // ... and an error whose text begins with "Error" is still marked.
+            ("Errors: 3 found", true, "Error: Errors: 3 found"),
+            ("Cancelled by user", true, "Error: Cancelled by user"),
+        ];
+        for (content, is_error, want) in cases {
+            assert_eq!(tool_text(content, is_error), want, "{content:?} {is_error}");
+        }
     }
 
     #[test]

@@ -1,11 +1,62 @@
-//! Small pieces both wire formats share.
+//! What one model API is on the wire: the [`WireFormat`] trait, and the
+//! small pieces the formats share.
+//!
+//! A wire format knows its endpoint's path, its request body, its auth
+//! headers, how to read a whole response and how to decode a stream of
+//! server-sent events. It knows nothing of HTTP, retries, timeouts or
+//! secrets: [`super::HttpProvider`] owns those, once for every format.
+//!
+//! Adding an API (the OpenAI Responses API, say) is one new file: a type
+//! that implements [`WireFormat`] and an [`SseDecoder`], and a type alias
+//! `HttpProvider<ThatFormat>`.
 
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::ProviderError;
+use super::credentials::Credentials;
+use super::sse::SseEvent;
+use super::{ProviderError, Request, Response, StreamEvent};
 use crate::history::ContentBlock;
+
+/// A header a wire format sets itself: name, value, and whether the value
+/// is a secret (marked sensitive, never indexed by HTTP/2).
+pub type OwnHeader = (&'static str, String, bool);
+
+/// One model API's request and response shapes.
+pub trait WireFormat: Send + Sync + 'static {
+    /// The provider's name in messages and logs (`anthropic`, `openai`).
+    const NAME: &'static str;
+    /// The endpoint, appended to the base URL (`/v1/messages`).
+    const PATH: &'static str;
+    /// Builds the response of a streamed call from its events.
+    type Decoder: SseDecoder;
+
+    /// The headers that prove who the user is, from `credentials`. An error
+    /// when the credentials cannot prove it for this API: the provider is
+    /// then never built.
+    fn auth_headers(&self, credentials: &Credentials) -> Result<Vec<OwnHeader>, ProviderError>;
+
+    /// The JSON body for one call to `model`; `stream` asks for SSE.
+    fn body(&self, model: &str, request: Request<'_>, stream: bool)
+    -> Result<Bytes, ProviderError>;
+
+    /// Reads a whole (non-streamed) response body. The error says what is
+    /// missing or malformed; the provider names itself around it.
+    fn parse_response(&self, body: &Value) -> Result<Response, String>;
+
+    /// A fresh decoder for one streamed call.
+    fn decoder(&self) -> Self::Decoder;
+}
+
+/// A format's streaming state machine: wire events in, stream events out.
+pub trait SseDecoder: Send + 'static {
+    /// One server-sent event. An error ends the stream (an `error` event in
+    /// a 200 stream, malformed data).
+    fn on_event(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, String>;
+    /// The body ended; either produce the final `Done` or say what is missing.
+    fn on_end(&mut self) -> Result<Vec<StreamEvent>, String>;
+}
 
 /// Serialises a request body.
 pub(crate) fn encode(body: &impl Serialize) -> Result<Bytes, ProviderError> {
@@ -13,7 +64,6 @@ pub(crate) fn encode(body: &impl Serialize) -> Result<Bytes, ProviderError> {
         .map(Bytes::from)
         .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
-
 /// A tool call whose input arrived as JSON text. Empty text means `{}` (a
 /// tool without parameters); text that does not parse to an object is kept
 /// as an error for the loop to report, with `{}` standing in.

@@ -1,0 +1,88 @@
+//! The one provider over HTTP: [`HttpProvider`] speaks any [`WireFormat`]
+//! through the shared [`HttpClient`] (one `reqwest` client, retries before
+//! the first byte, an idle timer on every read, credentials as headers, and
+//! secrets scrubbed from every error).
+//!
+//! Architecture Invariant: nothing here knows a wire format's shapes, and no
+//! wire format knows HTTP. A streamed call that fails before its first event
+//! returns an error the loop may answer by falling back to `create`
+//! ([`ProviderError::allows_fallback`]); once an event was yielded, errors
+//! end the stream.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::credentials::Credentials;
+use super::http::{HttpClient, HttpSettings};
+use super::wire::WireFormat;
+use super::{EventStream, Provider, ProviderError, Request, Response};
+
+/// A model API over HTTP, its format given by `W`: see
+/// [`super::Anthropic`] and [`super::OpenAi`].
+pub struct HttpProvider<W> {
+    http: Arc<HttpClient>,
+    url: String,
+    model: String,
+    wire: W,
+}
+
+impl<W: WireFormat> HttpProvider<W> {
+    /// A provider for `model` at `base_url` (the format's path is appended),
+    /// sending the format's auth headers from `credentials` and the custom
+    /// headers after them.
+    pub fn with_wire(
+        wire: W,
+        base_url: &str,
+        credentials: Credentials,
+        model: &str,
+        settings: HttpSettings,
+    ) -> Result<Self, ProviderError> {
+        let own = wire.auth_headers(&credentials)?;
+        let headers = credentials.headers(&own)?;
+        let http = HttpClient::new(W::NAME, settings, headers, credentials.secrets())?;
+        Ok(HttpProvider {
+            http: Arc::new(http),
+            url: format!("{}{}", base_url.trim_end_matches('/'), W::PATH),
+            model: model.to_string(),
+            wire,
+        })
+    }
+
+    /// [`HttpProvider::with_wire`] for a format without settings of its own.
+    pub fn with_credentials(
+        base_url: &str,
+        credentials: Credentials,
+        model: &str,
+        settings: HttpSettings,
+    ) -> Result<Self, ProviderError>
+    where
+        W: Default,
+    {
+        Self::with_wire(W::default(), base_url, credentials, model, settings)
+    }
+}
+
+#[async_trait]
+impl<W: WireFormat> Provider for HttpProvider<W> {
+    fn name(&self) -> &str {
+        W::NAME
+    }
+
+    async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
+        let body = self.wire.body(&self.model, request, false)?;
+        let value = self.http.post_for_json(&self.url, &body).await?;
+        self.wire
+            .parse_response(&value)
+            .map_err(|message| self.http.decode(message))
+    }
+
+    async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
+        let body = self.wire.body(&self.model, request, true)?;
+        let response = self.http.post(&self.url, &body).await?;
+        Ok(self
+            .http
+            .clone()
+            .event_stream(response, self.wire.decoder()))
+    }
+}
