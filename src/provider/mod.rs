@@ -93,11 +93,23 @@ pub enum StreamEvent {
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
+/// One model call, over whatever the model speaks.
+///
+/// Contract: a call either returns the complete response or an error; it
+/// retries what is safe to retry (connection errors, 408, 409, 429, 5xx,
+/// honouring `retry-after`) only before any of the body was read, so a
+/// paid, streamed answer is never asked for twice. A stream yields events
+/// and then the complete response as its last item; a stream that ends
+/// before the API's end marker is an error, never a short answer. Errors
+/// never hold a credential. The history it is given is valid
+/// (`check_history`); it converts it at its edge and drops no block.
+#[warn(missing_docs)]
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// A short name for messages and logs (`anthropic`, `openai`, `replay`).
     fn name(&self) -> &str;
 
+    /// One call, answered whole.
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError>;
 
     /// Opens a streamed call. The default says streaming is unsupported, which
