@@ -18,21 +18,14 @@ fn main() -> ExitCode {
     // Read the keys once, now, so every tool result can be scrubbed of them.
     let secrets = bareagent::secrets::Secrets::global();
     tracing::debug!(names = ?secrets.names().collect::<Vec<_>>(), "secrets to scrub from tool output");
-    // `run` is one turn, I/O bound: one thread, no cross-thread wake-ups.
-    // The language server runs handlers while turns write files and wait on
-    // the editor: two workers, so one blocked in a file call never stalls
-    // `didChange` (file work is also moved off the workers where we know it).
-    let serving = matches!(cli.command, None | Some(Command::Lsp));
-    let built = if serving {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    };
+    // One thread for both front ends: a turn is I/O bound, and the
+    // language server's file work (settings, the chat's disk appends) runs
+    // in `spawn_blocking`, so `didChange` is not stalled behind it (measured
+    // by `cargo bench --bench lsp`, SECTIONS=busy; two workers did no better
+    // and cost 0.6 MiB).
+    let built = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
     let runtime = match built {
         Ok(runtime) => runtime,
         Err(error) => {
