@@ -25,15 +25,20 @@ const GREET: &str = "def greet(name):\n    return 'hi ' + name\n";
 const GREETED: &str = "def greet(name):\n    return 'Hello, ' + name\n";
 const GREET_DIFF: &str = "--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n-    return 'hi ' + name\n+    return 'Hello, ' + name\n";
 
-fn edit_greet() -> Vec<Step> {
+/// One `edit_file` of greet.py replacing `old` with `new`, then `answer`.
+fn edit_greet_py(old: &str, new: &str, answer: &str) -> Vec<Step> {
     vec![
         Reply::tool(
             "edit_file",
-            json!({"path": "greet.py", "old_string": "'hi '", "new_string": "'Hello, '"}),
+            json!({"path": "greet.py", "old_string": old, "new_string": new}),
         )
         .into(),
-        Reply::text("Done.").into(),
+        Reply::text(answer).into(),
     ]
+}
+
+fn edit_greet() -> Vec<Step> {
+    edit_greet_py("'hi '", "'Hello, '", "Done.")
 }
 
 /// `bareagent run` against `server`, colour left to the test.
@@ -249,14 +254,7 @@ fn edits_applied_without_asking_print_their_diff_unless_quiet() {
 const BUFFER_DIFF: &str = "--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n-    return 'Hello, ' + nme  # unsaved\n+    return 'Hello, ' + name  # unsaved\n";
 
 fn fix_the_buffer() -> Vec<Step> {
-    vec![
-        Reply::tool(
-            "edit_file",
-            json!({"path": "greet.py", "old_string": "+ nme", "new_string": "+ name"}),
-        )
-        .into(),
-        Reply::text("Fixed.").into(),
-    ]
+    edit_greet_py("+ nme", "+ name", "Fixed.")
 }
 
 fn titles(request: &Value) -> Vec<String> {
