@@ -18,6 +18,7 @@ mod lsp;
 mod lsp_frames;
 mod model_server_smoke;
 mod neovim;
+mod neovim_plugin;
 mod provider_setup;
 mod read_ledger;
 mod redact;

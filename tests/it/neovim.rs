@@ -147,7 +147,7 @@ fn run_snippet(
     }
 }
 
-fn nvim_or_skip() -> Option<PathBuf> {
+pub(crate) fn nvim_or_skip() -> Option<PathBuf> {
     let found = find_nvim();
     if found.is_none() {
         assert!(

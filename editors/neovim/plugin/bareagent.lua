@@ -1,0 +1,18 @@
+-- :BareAgent {prompt} | cancel | new | chat | status | model | approve |
+-- approve-session | approve-always | reject | review  (see :help bareagent).
+-- The command sets the plugin up with its defaults if setup() was not called.
+
+if vim.g.loaded_bareagent then
+  return
+end
+vim.g.loaded_bareagent = true
+
+vim.api.nvim_create_user_command('BareAgent', function(o)
+  require('bareagent.command').run(o.args)
+end, {
+  nargs = '*',
+  desc = 'bareagent: ask the agent, or cancel|new|chat|status|model|approve|reject|review',
+  complete = function(arglead, cmdline, cursorpos)
+    return require('bareagent.command').complete(arglead, cmdline, cursorpos)
+  end,
+})

@@ -1,0 +1,154 @@
+//! The Neovim plugin (editors/neovim/lua/bareagent, plugin/bareagent.lua) in
+//! a real headless Neovim 0.11, against the built server and the scripted
+//! model server: its commands, the chat split as the reply streams, the
+//! review of an edit in diff mode and approvals answered by key, a cancel,
+//! and the editor's diagnostics reaching the agent. Each scenario is a Lua
+//! script under tests/neovim/plugin_*.lua that asserts on buffers and
+//! windows and ends with `OK`; this side checks what reached the model.
+//! Skipped without `nvim` unless BAREAGENT_REQUIRE_NVIM is set (see
+//! tests/it/neovim.rs).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::common::{TEST_KEY, sent_tool_results, workspace};
+use crate::neovim::nvim_or_skip;
+use crate::support::model_server::{Fault, Hold, ModelServer, Reply};
+
+const GREET: &str = "def greet(name):\n    return 'hi ' + nme\n";
+
+/// What one script run showed.
+struct PluginRun {
+    stderr: String,
+    ok: bool,
+}
+
+impl PluginRun {
+    fn line(&self, prefix: &str) -> Option<&str> {
+        self.stderr.lines().find_map(|l| l.strip_prefix(prefix))
+    }
+
+    fn chat(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("CHAT "))
+            .collect()
+    }
+}
+
+/// Runs tests/neovim/`script` in a headless Neovim with the plugin on its
+/// runtimepath, in workspace `root`, the model at `server`.
+fn run_script(nvim: &Path, script: &str, root: &Path, server: &ModelServer) -> PluginRun {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(nvim)
+        .args(["--headless", "--clean", "-l"])
+        .arg(manifest.join("tests/neovim").join(script))
+        .current_dir(root)
+        .env("PLUGIN", manifest.join("editors/neovim"))
+        .env("BAREAGENT_BIN", env!("CARGO_BIN_EXE_bareagent"))
+        .env("WORKSPACE", root)
+        .env("MODEL_URL", server.anthropic_base())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("BAREAGENT_PROVIDER")
+        .env_remove("BAREAGENT_MODEL")
+        .env("XDG_STATE_HOME", root.join(".state"))
+        .env("XDG_CONFIG_HOME", root.join(".config"))
+        .env("XDG_DATA_HOME", root.join(".data"))
+        .env("BAREAGENT_LOG", "bareagent=debug")
+        .output()
+        .expect("run nvim");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    PluginRun {
+        ok: out.status.success() && stderr.lines().any(|l| l == "OK"),
+        stderr,
+    }
+}
+
+/// The commands, and the chat split while the reply streams: see
+/// tests/neovim/plugin_chat.lua for what is checked in Neovim.
+#[test]
+fn plugin_commands_and_the_chat_split_as_it_streams() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[("greet.py", GREET), ("src/.keep", ""), (".git/.keep", "")]);
+    let streamed =
+        Reply::text("First part of the answer.\n\nThen, after a pause, the second part.")
+            .with_thinking("Let me think about greetings.\nShort is best.", "sig");
+    let server = ModelServer::start(vec![
+        Fault::Stall {
+            reply: streamed,
+            after_text: true,
+            secs: 3,
+        }
+        .into(),
+        Reply::tools(vec![
+            (
+                "todo_write",
+                json!({"todos": [
+                    {"content": "read greet.py", "status": "completed"},
+                    {"content": "answer", "status": "in_progress"},
+                ]}),
+            ),
+            ("read_file", json!({"path": "greet.py"})),
+            ("read_file", json!({"path": "missing.py"})),
+        ])
+        .into(),
+        Reply::text("All read.").into(),
+    ]);
+    let run = run_script(&nvim, "plugin_chat.lua", dir.path(), &server);
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(
+        crate::lsp::user_texts(&server.requests()[0].body),
+        ["say hello about @greet.py"]
+    );
+    let results = sent_tool_results(&server.requests()[2].body);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[1].0.contains("nme"), "{results:?}");
+    // The split shows the failed read with the model's error text.
+    let failed = run.line("FAILED ").expect("the failed read's line");
+    let error_first_line = results[2].0.lines().next().unwrap_or_default();
+    assert!(results[2].1, "{results:?}");
+    assert!(
+        failed.ends_with(error_first_line),
+        "{failed} / {error_first_line}"
+    );
+    let midway = run.line("MIDWAY ").expect("a midway look");
+    assert!(
+        midway.contains("First part") && !midway.contains("second part"),
+        "{midway}"
+    );
+    assert!(run.chat().contains(&"_new session_"), "{:?}", run.chat());
+}
+
+/// `:BareAgent cancel` stops a turn waiting on the model (a held reply);
+/// the chat shows it was cancelled, and the next prompt is answered.
+#[test]
+fn plugin_cancel_stops_a_waiting_turn() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[("greet.py", GREET), (".git/.keep", "")]);
+    // Never released: only the cancel ends that call.
+    let hold = Hold::new();
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "greet.py"})).into(),
+        Reply::text("Thought for ages.").held(&hold).into(),
+        Reply::text("Still here.").into(),
+    ]);
+    let run = run_script(&nvim, "plugin_cancel.lua", dir.path(), &server);
+    assert!(run.ok, "{}", run.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "the held call, then the next turn's");
+    assert_eq!(
+        crate::lsp::user_texts(&requests[2].body)
+            .last()
+            .map(String::as_str),
+        Some("are you there?")
+    );
+    assert!(
+        !run.chat().contains(&"Thought for ages."),
+        "{:?}",
+        run.chat()
+    );
+}
