@@ -201,6 +201,7 @@ mod tests {
         match Cli::try_parse_from(line) {
             Ok(Cli {
                 command: Some(Command::Run(args)),
+                ..
             }) => args,
             other => panic!("{flags:?}: {other:?}"),
         }
