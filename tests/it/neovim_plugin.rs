@@ -152,3 +152,44 @@ fn plugin_cancel_stops_a_waiting_turn() {
         run.chat()
     );
 }
+
+/// An edit reviewed in diff mode and allowed by key there, one rejected and
+/// one allowed for the session by key in the chat: see
+/// tests/neovim/plugin_review.lua. The model learns of each answer.
+#[test]
+fn plugin_reviews_an_edit_in_diff_mode_and_answers_approvals_by_key() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[("greet.py", GREET), (".git/.keep", "")]);
+    let edit = |old: &str, new: &str| {
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": old, "new_string": new}),
+        )
+        .into()
+    };
+    let server = ModelServer::start(vec![
+        edit("+ nme", "+ name"),
+        edit("def greet", "def hello"),
+        edit("'hi ' + name", "'Hello, ' + name"),
+        Reply::text("Fixed.").into(),
+    ]);
+    let run = run_script(&nvim, "plugin_review.lua", dir.path(), &server);
+    assert!(run.ok, "{}", run.stderr);
+    let results: Vec<_> = server.requests()[1..]
+        .iter()
+        .map(|r| {
+            sent_tool_results(&r.body)
+                .last()
+                .cloned()
+                .expect("a tool result")
+        })
+        .collect();
+    assert!(!results[0].1, "allowed from the review: {results:?}");
+    assert!(results[1].1, "rejected in the chat: {results:?}");
+    assert!(!results[2].1, "allowed for the session: {results:?}");
+    // Nothing was saved: undo and save stay the user's.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),
+        GREET
+    );
+}
