@@ -23,6 +23,8 @@ const GREET: &str = "def greet(name):\n    return 'hi ' + nme\n";
 struct PluginRun {
     stderr: String,
     ok: bool,
+    /// Neovim's lsp.log (every message at debug level).
+    lsp_log: String,
 }
 
 impl PluginRun {
@@ -62,9 +64,11 @@ fn run_script(nvim: &Path, script: &str, root: &Path, server: &ModelServer) -> P
         .output()
         .expect("run nvim");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let lsp_log = std::fs::read_to_string(root.join(".state/nvim/lsp.log")).unwrap_or_default();
     PluginRun {
         ok: out.status.success() && stderr.lines().any(|l| l == "OK"),
         stderr,
+        lsp_log,
     }
 }
 
@@ -192,4 +196,64 @@ fn plugin_reviews_an_edit_in_diff_mode_and_answers_approvals_by_key() {
         std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),
         GREET
     );
+}
+
+/// The diagnostics Neovim has (set here by vim.diagnostic.set, as any
+/// language server's are) reach the server as `bareagent/diagnostics`, for
+/// every file with diagnostics, cleared with an empty set: see
+/// tests/neovim/plugin_diagnostics.lua.
+#[test]
+fn plugin_sends_the_editors_diagnostics() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[
+        ("greet.py", "def greet(name):\n    return 'hi ' + name\n"),
+        ("other.py", "import os\n"),
+        (".git/.keep", ""),
+    ]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": "+ name", "new_string": "+ nmae"}),
+        )
+        .into(),
+        Reply::text("Renamed.").into(),
+    ]);
+    let run = run_script(&nvim, "plugin_diagnostics.lua", dir.path(), &server);
+    assert!(run.ok, "{}", run.stderr);
+    let sent: Vec<&str> = run
+        .lsp_log
+        .lines()
+        .filter(|l| l.contains("\"rpc.send\"") && l.contains("bareagent/diagnostics"))
+        .collect();
+    let greet = format!("file://{}", dir.path().join("greet.py").display());
+    let other = format!("file://{}", dir.path().join("other.py").display());
+    assert!(
+        sent.iter().any(|l| l.contains(&greet)
+            && l.contains("undefined name 'nmae'")
+            && l.contains("source = \"pyflakes\"")
+            && l.contains("severity = 1")),
+        "{sent:#?}"
+    );
+    assert!(
+        sent.iter()
+            .any(|l| l.contains(&other) && l.contains("'os' imported but unused")),
+        "{sent:#?}"
+    );
+    assert!(
+        sent.iter()
+            .any(|l| l.contains(&other) && l.contains("diagnostics = {},")),
+        "the cleared set: {sent:#?}"
+    );
+    // The plugin's own pending-approval diagnostics are not sent back.
+    assert!(!sent.iter().any(|l| l.contains("chat.md")), "{sent:#?}");
+    let init = run
+        .lsp_log
+        .lines()
+        .find(|l| l.contains("\"rpc.send\"") && l.contains("method = \"initialize\""))
+        .and_then(|l| l.split_once("initializationOptions = "))
+        .map(|(_, options)| options)
+        .expect("the initialize request in the log");
+    for announced in ["diagnostics = true", "saveDocuments = true"] {
+        assert!(init.contains(announced), "{announced} in {init}");
+    }
 }
