@@ -257,3 +257,63 @@ fn plugin_sends_the_editors_diagnostics() {
         assert!(init.contains(announced), "{announced} in {init}");
     }
 }
+
+/// The README's set-up without a plugin manager: the plugin linked into
+/// the packpath, `setup` in init.lua, Neovim started as usual.
+#[test]
+fn plugin_works_from_the_packpath_as_the_readme_says() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[("greet.py", GREET), (".git/.keep", "")]);
+    let root = dir.path();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let start = root.join(".data/nvim/site/pack/bareagent/start");
+    // A copy, not the README's link: `:helptags` writes into doc/.
+    copy_tree(&manifest.join("editors/neovim"), &start.join("bareagent"));
+    let init = root.join(".config/nvim/init.lua");
+    std::fs::create_dir_all(init.parent().unwrap()).unwrap();
+    std::fs::write(
+        &init,
+        "require('bareagent').setup({\n  cmd = { os.getenv('BAREAGENT_BIN') },\n  \
+         settings = { provider = 'anthropic', baseUrl = os.getenv('MODEL_URL') },\n})\n",
+    )
+    .unwrap();
+    let server = ModelServer::start(vec![Reply::text("Hello from the packpath.").into()]);
+    let script = manifest.join("tests/neovim/plugin_packpath.lua");
+    let out = Command::new(&nvim)
+        .arg("--headless")
+        .arg("-c")
+        .arg(format!("luafile {}", script.display()))
+        .current_dir(root)
+        .env("PLUGIN", manifest.join("editors/neovim"))
+        .env("BAREAGENT_BIN", env!("CARGO_BIN_EXE_bareagent"))
+        .env("WORKSPACE", root)
+        .env("MODEL_URL", server.anthropic_base())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("XDG_STATE_HOME", root.join(".state"))
+        .env("XDG_CONFIG_HOME", root.join(".config"))
+        .env("XDG_DATA_HOME", root.join(".data"))
+        .output()
+        .expect("run nvim");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.lines().any(|l| l == "OK"),
+        "{stderr}"
+    );
+    assert_eq!(
+        crate::lsp::user_texts(&server.requests()[0].body),
+        ["hello"]
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

@@ -130,4 +130,20 @@ T.press('q')
 T.check(not require('bareagent.chat').visible(), 'q closes the split')
 T.check(vim.api.nvim_buf_is_valid(buf), 'the code buffer is still there')
 
+-- The help file: every link to a bareagent tag has its tag, and every
+-- subcommand is documented.
+local doc = io.open(vim.api.nvim_get_runtime_file('doc/bareagent.txt', false)[1]):read('*a')
+local tags = {}
+for tag in doc:gmatch('%*([^%s*]+)%*') do
+  tags[tag] = true
+end
+for link in doc:gmatch('|([^|%s]+)|') do
+  if link:lower():find('bareagent') then
+    T.check(tags[link], 'the help links to a missing tag ' .. link)
+  end
+end
+for _, sub in ipairs(require('bareagent.command').subcommands()) do
+  T.check(doc:find(':BareAgent ' .. sub, 1, true) ~= nil, ':BareAgent ' .. sub .. ' is in the help')
+end
+
 T.done()
