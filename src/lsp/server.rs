@@ -36,7 +36,6 @@ pub struct Backend {
     pub state: Arc<State>,
 }
 
-
 /// `NAME: true` (`saveDocuments`, `diagnostics`) in `initializationOptions`
 /// (or its `bareagent` part) or in `capabilities.experimental`.
 fn announces(params: &InitializeParams, name: &str) -> bool {
