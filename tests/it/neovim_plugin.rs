@@ -199,9 +199,12 @@ fn plugin_reviews_an_edit_in_diff_mode_and_answers_approvals_by_key() {
 }
 
 /// The diagnostics Neovim has (set here by vim.diagnostic.set, as any
-/// language server's are) reach the server as `bareagent/diagnostics`, for
-/// every file with diagnostics, cleared with an empty set: see
-/// tests/neovim/plugin_diagnostics.lua.
+/// language server's are) reach the agent: the edit that broke greet.py
+/// comes back with what the editor now reports, and the `diagnostics` tool
+/// sees other.py's warning, which the agent never touched. Neovim's
+/// lsp.log shows the rest: a cleared set is sent empty, the plugin's own
+/// (approval) diagnostics are not sent back, and the plugin announces
+/// what it answers. See tests/neovim/plugin_diagnostics.lua.
 #[test]
 fn plugin_sends_the_editors_diagnostics() {
     let Some(nvim) = nvim_or_skip() else { return };
@@ -216,10 +219,30 @@ fn plugin_sends_the_editors_diagnostics() {
             json!({"path": "greet.py", "old_string": "+ name", "new_string": "+ nmae"}),
         )
         .into(),
+        Reply::tool("diagnostics", json!({"paths": ["other.py"]})).into(),
         Reply::text("Renamed.").into(),
     ]);
     let run = run_script(&nvim, "plugin_diagnostics.lua", dir.path(), &server);
     assert!(run.ok, "{}", run.stderr);
+    let requests = server.requests();
+    let (edited, is_error) = sent_tool_results(&requests[1].body)
+        .last()
+        .cloned()
+        .expect("the edit's result");
+    assert!(!is_error, "{edited}");
+    assert!(
+        edited.contains("The editor now reports in greet.py:")
+            && edited.contains("line 2:22 error (pyflakes): undefined name 'nmae'"),
+        "{edited}"
+    );
+    let (reported, _) = sent_tool_results(&requests[2].body)
+        .last()
+        .cloned()
+        .expect("the diagnostics tool's result");
+    assert!(
+        reported.contains("other.py") && reported.contains("'os' imported but unused"),
+        "{reported}"
+    );
     let sent: Vec<&str> = run
         .lsp_log
         .lines()

@@ -3,9 +3,8 @@
 -- and breaks it; as soon as the edit lands in the buffer, a "linter" here
 -- reports the error with vim.diagnostic.set, as a language server would.
 -- Then the warning on other.py is cleared (an empty set is sent).
--- The checks on what reached the server and the model are in
--- tests/it/neovim_plugin.rs (the lsp.log at debug level has every message
--- Neovim sent). Run by tests/it/neovim_plugin.rs.
+-- The checks on what reached the model (and, in the lsp.log at debug level,
+-- every message Neovim sent) are in tests/it/neovim_plugin.rs.
 
 local T = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'plugin_common.lua'))
 
