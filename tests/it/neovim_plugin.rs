@@ -101,6 +101,7 @@ fn plugin_commands_and_the_chat_split_as_it_streams() {
         ])
         .into(),
         Reply::text("All read.").into(),
+        Reply::text("Typed answer.").into(),
     ]);
     let run = run_script(&nvim, "plugin_chat.lua", dir.path(), &server);
     assert!(run.ok, "{}", run.stderr);
@@ -125,6 +126,11 @@ fn plugin_commands_and_the_chat_split_as_it_streams() {
         "{midway}"
     );
     assert!(run.chat().contains(&"_new session_"), "{:?}", run.chat());
+    // After `new`, the model sees only the prompt typed in the chat.
+    assert_eq!(
+        crate::lsp::user_texts(&server.requests()[3].body),
+        ["typed in the chat"]
+    );
 }
 
 /// `:BareAgent cancel` stops a turn waiting on the model (a held reply);

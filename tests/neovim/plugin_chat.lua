@@ -117,6 +117,20 @@ T.wait_for('the new session note', function()
 end)
 T.check(T.statusline() == 'bareagent: idle', 'tokens reset: ' .. T.statusline())
 
+-- `i` in the chat asks (vim.ui.input gives the prompt).
+vim.ui.input = function(input_opts, on_confirm)
+  T.check(input_opts.prompt == 'Ask bareagent: ', 'the prompt: ' .. vim.inspect(input_opts))
+  on_confirm('typed in the chat')
+end
+vim.cmd('BareAgent chat')
+T.press('i')
+T.wait_for('the answer to what was typed', function()
+  return T.chat_has('Typed answer.') and select(2, T.chat_text():gsub('_done', '')) == 3
+end)
+local typed = T.chat_line('typed in the chat')
+T.check(typed ~= nil and T.chat_lines()[typed - 1] == '## You', 'the typed prompt under ## You')
+vim.cmd.wincmd('p')
+
 -- :BareAgent cancel with nothing running says so.
 vim.cmd('BareAgent cancel')
 T.wait_for('nothing to cancel', function()

@@ -1,5 +1,5 @@
 -- The editor's diagnostics fed back to the agent. other.py has a warning
--- before the turn (the agent never touches it); the agent edits greet.py
+-- before the plugin starts (the agent never touches it); the agent edits greet.py
 -- and breaks it; as soon as the edit lands in the buffer, a "linter" here
 -- reports the error with vim.diagnostic.set, as a language server would.
 -- Then the warning on other.py is cleared (an empty set is sent).
@@ -9,13 +9,14 @@
 local T = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'plugin_common.lua'))
 
 vim.lsp.log.set_level('debug')
-T.setup({ settings = { permissionMode = 'accept-edits' } })
 local ns = vim.api.nvim_create_namespace('test-linter')
-
-local other = T.edit('other.py')
+-- Reported before the plugin is set up: sent when the server starts.
+vim.cmd.edit(T.root .. '/other.py')
+local other = vim.api.nvim_get_current_buf()
 vim.diagnostic.set(ns, other, {
   { lnum = 0, col = 7, end_col = 9, message = "'os' imported but unused", severity = vim.diagnostic.severity.WARN, source = 'ruff', code = 'F401' },
 })
+T.setup({ settings = { permissionMode = 'accept-edits' } })
 local buf = T.edit('greet.py')
 
 vim.cmd('BareAgent rename the argument')

@@ -12,7 +12,6 @@ local state = require('bareagent.state')
 local M = {}
 
 local NAME = 'bareagent://chat'
-local HINT = 'bareagent · i ask · a allow · s for session · A always · r reject · d review · <C-c> cancel · q close'
 
 local opts = { position = 'right', size = 0.4, open_on_ask = true, open_on_approval = true, keys = {} }
 local buf
@@ -335,7 +334,11 @@ local function create()
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
   reset()
-  append({ HINT })
+  local k = opts.keys
+  append({ string.format(
+    'bareagent · %s ask · %s allow · %s for session · %s always · %s reject · %s review · %s cancel · %s close',
+    k.ask, k.allow, k.allow_session, k.allow_always, k.reject, k.review, k.cancel, k.close
+  ) })
   st.mode = 'heading'
   vim.bo[buf].modifiable = false
   -- However the buffer comes into a window, thinking is folded there.
@@ -346,7 +349,6 @@ local function create()
     end,
   })
   local agent = require('bareagent')
-  local k = opts.keys
   local function map(lhs, fn, desc)
     if lhs and lhs ~= '' then
       vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'bareagent: ' .. desc })

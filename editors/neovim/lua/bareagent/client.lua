@@ -73,8 +73,10 @@ local function show_message_request(err, params, ctx, config)
   return vim.lsp.handlers['window/showMessageRequest'](err, params, ctx, config)
 end
 
-local function handle_event(_, event)
+local function handle_event(_, event, ctx)
   if type(event) == 'table' then
+    -- Which server sent it: an approval is answered by the server that asked.
+    event.client_id = ctx and ctx.client_id
     on_event(event)
   end
 end
@@ -212,9 +214,16 @@ function M.get()
 end
 
 --- Runs server command `command` with `argument` (a table, or nil), then
---- `on_result(result)`; an error is shown by its message alone.
-function M.run(command, argument, on_result)
-  local client, why = M.get()
+--- `on_result(result)`; an error is shown by its message alone. `client_id`
+--- picks the server (default: the current buffer's, else any).
+function M.run(command, argument, on_result, client_id)
+  local client, why
+  if client_id then
+    client = initialized(vim.lsp.get_client_by_id(client_id))
+    why = 'the server that asked has stopped'
+  else
+    client, why = M.get()
+  end
   if not client then
     notify(why, vim.log.levels.WARN)
     return

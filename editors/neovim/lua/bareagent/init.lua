@@ -101,9 +101,9 @@ local function ensure_setup()
   end
 end
 
-local function run(command, argument, on_result)
+local function run(command, argument, on_result, client_id)
   ensure_setup()
-  require('bareagent.client').run(command, argument, on_result)
+  require('bareagent.client').run(command, argument, on_result, client_id)
 end
 
 --- Asks the agent (the main session); the chat split shows the reply.
@@ -216,15 +216,14 @@ function M.answer(how, id)
     notify('unknown answer ' .. tostring(how), vim.log.levels.ERROR)
     return
   end
-  id = id or (function()
-    local oldest = require('bareagent.state').oldest_pending()
-    return oldest and oldest.id
-  end)()
+  local state = require('bareagent.state')
+  local approval = id and state.pending[id] or (not id and state.oldest_pending()) or nil
+  id = id or (approval and approval.id)
   if id then
     -- Before the command runs: approval_resolved may come before its answer.
     require('bareagent.chat').answered(id, answer.words)
   end
-  run(answer.command, id and { id = id } or nil, function() end)
+  run(answer.command, id and { id = id } or nil, function() end, approval and approval.client_id)
 end
 
 --- Reviews pending edit `id` (default: the oldest pending) in diff mode.
