@@ -346,3 +346,26 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// With no server to start, `:BareAgent` says how to install it or where
+/// to point `cmd`, and nothing reaches the model.
+#[test]
+fn plugin_says_when_the_server_is_missing() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[("greet.py", GREET), (".git/.keep", "")]);
+    let server = ModelServer::start(vec![]);
+    let run = run_script(&nvim, "plugin_missing.lua", dir.path(), &server);
+    assert!(run.ok, "{}", run.stderr);
+    let message = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("NOTIFY bareagent: ") && l.contains("not on PATH"))
+        .expect("the message");
+    assert!(
+        message.contains("`no-such-bareagent` is not on PATH")
+            && message.contains("cargo install --path .")
+            && message.contains("set `cmd` in setup()"),
+        "{message}"
+    );
+    assert!(server.requests().is_empty());
+}

@@ -49,6 +49,7 @@ end
 local function on_event(event)
   local state = require('bareagent.state')
   local chat = require('bareagent.chat')
+  local shown = state.statusline()
   state.on_event(event)
   chat.on_event(event)
   require('bareagent.review').on_event(event)
@@ -70,7 +71,10 @@ local function on_event(event)
       notify(first)
     end
   end
-  vim.cmd('redrawstatus!')
+  -- Not on every text delta: only when what the statusline says changed.
+  if state.statusline() ~= shown then
+    vim.cmd('redrawstatus!')
+  end
   vim.api.nvim_exec_autocmds('User', { pattern = 'BareAgent', modeline = false, data = event })
 end
 
