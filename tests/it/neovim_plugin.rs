@@ -369,3 +369,43 @@ fn plugin_says_when_the_server_is_missing() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// The plugin answers `bareagent/saveDocuments`: the command sees both
+/// edits, the agent's clean buffer is saved by Neovim (undo stays), the
+/// user's unsaved work is never written. See tests/neovim/plugin_save.lua.
+#[test]
+fn plugin_saves_the_agents_edit_before_a_command_and_never_the_users_work() {
+    use crate::coherence::{CALC, MINE_ON_DISK, edit_both_then_import};
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[
+        ("calc.py", CALC),
+        ("mine.py", MINE_ON_DISK),
+        (".git/.keep", ""),
+    ]);
+    let server = ModelServer::start(edit_both_then_import());
+    let run = run_script(&nvim, "plugin_save.lua", dir.path(), &server);
+    let ran = server
+        .requests()
+        .get(3)
+        .and_then(|r| sent_tool_results(&r.body).last().cloned());
+    assert!(run.ok, "{}\nthe command gave: {ran:?}", run.stderr);
+    let ran = ran.expect("the command's result reached the model");
+    assert!(
+        !ran.1 && ran.0.starts_with("5 3 2\n"),
+        "the command saw both edits: {ran:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def product(a, b):\n    return a + b\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine.py")).unwrap(),
+        MINE_ON_DISK,
+        "the user's unsaved work is never written"
+    );
+    // It was the plugin that saved: the server asked, the plugin answered.
+    assert!(
+        run.lsp_log.contains("bareagent/saveDocuments"),
+        "no saveDocuments request in the lsp.log"
+    );
+}
