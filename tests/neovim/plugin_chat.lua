@@ -87,12 +87,15 @@ end
 T.check(failed ~= nil, 'the failed read is marked ✗ with its error')
 T.out('FAILED ' .. failed)
 
+-- setup() again: the running server takes the new settings.
+T.setup({ settings = { model = 'claude-opus-4-1' } })
 -- :BareAgent status
 vim.cmd('BareAgent status')
 T.wait_for('the status', function()
   return T.noted('^bareagent: model:')
 end)
 T.check(T.noted('session main: idle, 6 messages') ~= nil, 'status: ' .. vim.inspect(T.notes))
+T.check(T.noted('^bareagent: model: anthropic claude%-opus%-4%-1 ') ~= nil, 'the new setting: ' .. vim.inspect(T.notes))
 
 -- :BareAgent model picks through vim.ui.select.
 local offered

@@ -121,9 +121,10 @@ function M.setup(options, event_handler)
         on_dir(root)
       end
     end
-    -- Neovim 0.11 ignores vim.lsp.config given after vim.lsp.enable: a
-    -- second setup() disables, configures, then enables again.
-    vim.lsp.enable(NAME, false)
+    -- Configured before it is enabled: enabling starts clients for the
+    -- buffers already open, with the configuration given by then. (Never
+    -- vim.lsp.enable(NAME, false) on a second setup(): it stops the
+    -- running servers, and their conversations with them.)
     vim.lsp.config(NAME, cfg)
     vim.lsp.enable(NAME)
     -- vim.lsp.enable starts clients on FileType; a buffer without a
@@ -145,6 +146,10 @@ function M.setup(options, event_handler)
         M.start(args.buf)
       end,
     })
+  end
+  -- Servers already running take the new settings now.
+  for _, client in ipairs(M.clients()) do
+    M.notify_server('workspace/didChangeConfiguration', { settings = { bareagent = opts.settings or {} } }, client)
   end
   -- Buffers already open (setup() called late, or by lazy-loading).
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
