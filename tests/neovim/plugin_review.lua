@@ -87,6 +87,13 @@ T.wait_for('the second question', function()
   return question(2)
 end)
 vim.cmd('BareAgent chat')
+-- On the first question's lines, answered already, a key does nothing:
+-- it never falls through to the second, unread one.
+vim.api.nvim_win_set_cursor(0, { T.chat_line('  → allowed once'), 0 })
+T.press('a')
+T.check(T.noted('approval 1 is no longer pending; nothing done') ~= nil, 'a stale key says so: ' .. vim.inspect(T.notes))
+T.check(state.pending[2] ~= nil, 'the second question is still pending')
+vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 0 })
 T.press('r')
 T.wait_for('the rejection in the chat', function()
   return T.chat_line('  → rejected') ~= nil

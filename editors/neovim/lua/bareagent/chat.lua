@@ -269,14 +269,14 @@ function render.approval_requested(event)
     question = question .. ' — ' .. event.reason
   end
   local first = block({ question, approval_keys(event) })
-  st.approvals[event.id] = { first = first, keys = first + 1 }
+  st.approvals[event.id] = { first = first, keys = first + 1, open = true }
 end
 
 function render.approval_resolved(event)
   local approval = st.approvals[event.id]
-  if approval then
+  if approval and approval.open then
     set_line(approval.keys, '  → ' .. (st.answers[event.id] or 'answered'))
-    st.approvals[event.id] = nil
+    approval.open = false
   end
 end
 
@@ -320,9 +320,9 @@ function render.turn_failed(event)
   end
   -- Its approvals are dropped with it.
   for id, approval in pairs(st.approvals) do
-    if not state.pending[id] then
+    if approval.open and not state.pending[id] then
       set_line(approval.keys, '  → dropped')
-      st.approvals[id] = nil
+      approval.open = false
     end
   end
 end
@@ -354,11 +354,23 @@ local function create()
       vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'bareagent: ' .. desc })
     end
   end
-  map(k.allow, function() agent.answer('allow', M.approval_at_cursor()) end, 'allow once')
-  map(k.allow_session, function() agent.answer('session', M.approval_at_cursor()) end, 'allow for the session')
-  map(k.allow_always, function() agent.answer('always', M.approval_at_cursor()) end, 'allow always')
-  map(k.reject, function() agent.answer('reject', M.approval_at_cursor()) end, 'reject')
-  map(k.review, function() agent.review(M.approval_at_cursor()) end, 'review the edit')
+  -- On the approval under the cursor; never, when that one is answered,
+  -- on another that came since (the user has not read it).
+  local function on_approval(fn)
+    return function()
+      local id, why = M.approval_at_cursor()
+      if why then
+        require('bareagent.client').notify(why, vim.log.levels.WARN)
+      else
+        fn(id)
+      end
+    end
+  end
+  map(k.allow, on_approval(function(id) agent.answer('allow', id) end), 'allow once')
+  map(k.allow_session, on_approval(function(id) agent.answer('session', id) end), 'allow for the session')
+  map(k.allow_always, on_approval(function(id) agent.answer('always', id) end), 'allow always')
+  map(k.reject, on_approval(function(id) agent.answer('reject', id) end), 'reject')
+  map(k.review, on_approval(function(id) agent.review(id) end), 'review the edit')
   map(k.ask, function() agent.prompt() end, 'ask')
   map(k.cancel, function() agent.cancel() end, 'cancel the turn')
   map(k.close, function() M.close() end, 'close the chat')
@@ -381,14 +393,18 @@ function M.answered(id, how)
   st.answers[id] = how
 end
 
---- The pending approval whose lines hold the cursor (in a chat window),
---- else the oldest pending one; its id, or nil.
+--- The approval whose lines hold the cursor (in a chat window), else the
+--- oldest pending one: its id (nil when none is pending). When the cursor
+--- is on one no longer pending: nil and why.
 function M.approval_at_cursor()
   if vim.api.nvim_get_current_buf() == buf then
     local row = vim.api.nvim_win_get_cursor(0)[1] - 1
     for id, approval in pairs(st.approvals) do
-      if row >= approval.first and row <= approval.keys and state.pending[id] then
-        return id
+      if row >= approval.first and row <= approval.keys then
+        if approval.open and state.pending[id] then
+          return id
+        end
+        return nil, string.format('approval %d is no longer pending; nothing done', id)
       end
     end
   end
