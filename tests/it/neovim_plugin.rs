@@ -163,8 +163,9 @@ fn plugin_cancel_stops_a_waiting_turn() {
     );
 }
 
-/// An edit reviewed in diff mode and allowed by key there, one rejected and
-/// one allowed for the session by key in the chat: see
+/// An edit reviewed in diff mode and allowed by key there, one rejected,
+/// one allowed for the session and a command allowed always by key in the
+/// chat: see
 /// tests/neovim/plugin_review.lua. The model learns of each answer.
 #[test]
 fn plugin_reviews_an_edit_in_diff_mode_and_answers_approvals_by_key() {
@@ -181,6 +182,7 @@ fn plugin_reviews_an_edit_in_diff_mode_and_answers_approvals_by_key() {
         edit("+ nme", "+ name"),
         edit("def greet", "def hello"),
         edit("'hi ' + name", "'Hello, ' + name"),
+        Reply::tool("bash", json!({"command": "touch made.txt"})).into(),
         Reply::text("Fixed.").into(),
     ]);
     let run = run_script(&nvim, "plugin_review.lua", dir.path(), &server);
@@ -197,6 +199,11 @@ fn plugin_reviews_an_edit_in_diff_mode_and_answers_approvals_by_key() {
     assert!(!results[0].1, "allowed from the review: {results:?}");
     assert!(results[1].1, "rejected in the chat: {results:?}");
     assert!(!results[2].1, "allowed for the session: {results:?}");
+    assert!(!results[3].1, "allowed always: {results:?}");
+    assert!(dir.path().join("made.txt").exists());
+    let saved = std::fs::read_to_string(dir.path().join(".config/bareagent/config.toml"))
+        .expect("the rule was saved");
+    assert!(saved.contains("bash(touch made.txt:*)"), "{saved}");
     // Nothing was saved: undo and save stay the user's.
     assert_eq!(
         std::fs::read_to_string(dir.path().join("greet.py")).unwrap(),

@@ -5,6 +5,7 @@
 --     the review closes, the buffer changes.
 --  2. `r` in the chat rejects the second edit.
 --  3. `s` in the chat allows the third for the session.
+--  4. `A` in the chat allows a command always (the rule is saved).
 -- The dialog the server also sends (window/showMessageRequest) is left to
 -- the split: vim.ui.select must never be called.
 -- Run by tests/it/neovim_plugin.rs.
@@ -110,6 +111,22 @@ T.wait_for('the session answer in the chat', function()
 end)
 T.wait_for('the third edit', function()
   return T.buffer_text(buf):find("'Hello, ' + name", 1, true) ~= nil
+end)
+
+-- 4. Allow a command always from the chat: the rule is saved.
+T.wait_for('the fourth question', function()
+  return question(4)
+end)
+T.check(T.chat_has('[A] always: bash(touch made.txt:*)'), 'the key names the rule it saves')
+for _, line in ipairs(T.chat_lines()) do
+  if line:find('^  %[a%] allow once') then
+    T.check(not line:find('[d] review', 1, true), 'no review for a command: ' .. line)
+  end
+end
+vim.cmd('BareAgent chat')
+T.press('A')
+T.wait_for('the always answer in the chat', function()
+  return T.chat_line('  → allowed always') ~= nil
 end)
 T.wait_for('the end of the turn', function()
   return T.chat_has('_done')
