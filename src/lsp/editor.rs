@@ -27,6 +27,9 @@ use crate::workspace::{
 /// How long the editor gets to apply an edit and report it.
 const EDIT_TIMEOUT: Duration = Duration::from_secs(10);
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long, after the first report of an edit, the rest of it may take to
+/// be reported (Neovim's debounce is 150 ms by default).
+const REST_OF_EDIT_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct EditorWorkspace {
@@ -268,10 +271,15 @@ impl EditorWorkspace {
                 "the editor said it applied the edit but the document did not change (it may have been stale); read the file again",
             ));
         }
-        if state
-            .lock_documents()
-            .get(path)
-            .is_some_and(|d| d.text() != expected)
+        // Neovim applies an edit that ends past the last line in two steps
+        // (the text, then the removal of the extra empty line) and may report
+        // them in two didChange, the second after its debounce: the version
+        // that counts is the one showing our text, or the next edit is
+        // refused as stale.
+        let ours = |d: Option<&super::documents::Document>| d.is_none_or(|d| d.text() == expected);
+        if !state
+            .wait_for_document(path, REST_OF_EDIT_TIMEOUT, ours)
+            .await
         {
             tracing::info!(path = %path.display(), "the document changed by more than our edit (the user is typing)");
         }

@@ -416,3 +416,38 @@ fn plugin_saves_the_agents_edit_before_a_command_and_never_the_users_work() {
         "no saveDocuments request in the lsp.log"
     );
 }
+
+/// An edit of a file's last line, applied by Neovim in two steps reported
+/// in two didChange notifications (the second ~150 ms later, after
+/// Neovim's debounce, when the first went out at once): the server must
+/// take both as its own edit, or the next edit of the file is refused as
+/// stale ("you saw version 6, it is now 7"). See tests/neovim/plugin_last_line.lua.
+#[test]
+fn plugin_a_last_line_edit_then_another_edit_of_the_file() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[("greet.py", GREET), (".git/.keep", "")]);
+    let server = ModelServer::start(vec![
+        // After a pause longer than Neovim's 150 ms debounce since its last
+        // message, so it sends the first step of the edit at once.
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": "+ nme", "new_string": "+ name"}),
+        )
+        .with_delay(500)
+        .into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": "def greet", "new_string": "def hello"}),
+        )
+        // After the second step has come in too.
+        .with_delay(500)
+        .into(),
+        Reply::text("Fixed.").into(),
+    ]);
+    let run = run_script(&nvim, "plugin_last_line.lua", dir.path(), &server);
+    let second = server
+        .requests()
+        .get(2)
+        .and_then(|r| sent_tool_results(&r.body).last().cloned());
+    assert!(run.ok, "{}\nthe second edit gave: {second:?}", run.stderr);
+}
