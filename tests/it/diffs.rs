@@ -351,10 +351,7 @@ fn pending_edit(dir: &Path, server: &ModelServer) -> (crate::support::lsp_client
 }
 
 fn show_diff(client: &crate::support::lsp_client::LspClient, id: u64) -> Result<Value, Value> {
-    client.request(
-        "workspace/executeCommand",
-        json!({"command": "bareagent.showDiff", "arguments": [{"id": id}]}),
-    )
+    client.execute("bareagent.showDiff", json!([{"id": id}]))
 }
 
 #[test]
@@ -398,10 +395,7 @@ fn the_approval_code_actions_offer_show_diff() {
             .contains("nme")
     );
     client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.approve", "arguments": [{"id": id}]}),
-        )
+        .execute("bareagent.approve", json!([{"id": id}]))
         .unwrap();
     client.wait_until(LONG, "the edit", |c| {
         c.text(&c.uri("greet.py"))

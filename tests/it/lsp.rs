@@ -271,12 +271,7 @@ fn without_message_requests_the_approval_waits_for_a_code_action() {
                 c.stderr().contains("it stays pending")
             });
         }
-        let status = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap();
+        let status = client.execute("bareagent.status", json!([])).unwrap();
         assert_eq!(
             status["pendingApprovals"].as_array().map(Vec::len),
             Some(1),
@@ -359,12 +354,7 @@ fn user_typing_in_the_chat_while_the_reply_streams_is_kept() {
         .into(),
     ]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.openChat"}),
-        )
-        .unwrap();
+    client.execute("bareagent.openChat", json!([])).unwrap();
     let chat = client.open(
         ".bareagent/chat.md",
         &std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).unwrap(),
@@ -420,12 +410,7 @@ fn cancel_by_command_and_by_progress_cancel() {
                 json!({"token": begin["token"]}),
             );
         } else {
-            let answer = client
-                .request(
-                    "workspace/executeCommand",
-                    json!({"command": "bareagent.cancel"}),
-                )
-                .unwrap();
+            let answer = client.execute("bareagent.cancel", json!([])).unwrap();
             assert_eq!(answer["cancelled"], turn);
         }
         let end = turn_end(&client, turn);
@@ -436,12 +421,7 @@ fn cancel_by_command_and_by_progress_cancel() {
         client.wait_for_notification(LONG, "progress end", |m, p| {
             m == "$/progress" && p["value"]["kind"] == "end"
         });
-        let status = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap();
+        let status = client.execute("bareagent.status", json!([])).unwrap();
         assert_eq!(status["sessions"][0]["running"], Value::Null, "{status}");
         assert_eq!(server.requests().len(), 1);
     }
@@ -531,12 +511,7 @@ fn malformed_messages_get_errors_or_are_dropped_and_the_server_keeps_serving() {
     let dir = workspace(&[]);
     let server = ModelServer::start(vec![]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
-    let status = || {
-        client.request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status"}),
-        )
-    };
+    let status = || client.execute("bareagent.status", json!([]));
     client.send_raw(b"Content-Length: 9\r\n\r\n{not json");
     client.send_raw(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc");
     client.send_raw(b"Content-Length: 26\r\n\r\n{\"id\": 777, \"hello\": true}");
@@ -620,12 +595,7 @@ fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
     });
     // The server still answers, and honours $/cancelRequest.
     for _ in 0..3 {
-        let status = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap();
+        let status = client.execute("bareagent.status", json!([])).unwrap();
         assert_eq!(status["pendingApprovals"].as_array().unwrap().len(), 5);
     }
     let id = client.request_async(
@@ -646,12 +616,7 @@ fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
         "one dialog at a time"
     );
     for _ in 0..5 {
-        client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.reject"}),
-            )
-            .unwrap();
+        client.execute("bareagent.reject", json!([])).unwrap();
     }
     for turn in turns {
         assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -900,12 +865,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
     let old = ask(&client, json!("old prompt"))["turn"].as_u64().unwrap();
     client.wait_until(LONG, "the old turn to ask", |c| asking(c, old));
 
-    let cleared = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.newSession"}),
-        )
-        .unwrap();
+    let cleared = client.execute("bareagent.newSession", json!([])).unwrap();
     assert_eq!(cleared["cleared"], true);
     let started = ask(&client, json!("new prompt"));
     assert_eq!(started["queued"], false, "{started}");
@@ -925,12 +885,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
     let third = ask(&client, json!("third prompt"));
     assert_eq!(third["queued"], true, "a second turn started: {third}");
     assert_eq!(third["turn"], new);
-    let status = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status"}),
-        )
-        .unwrap();
+    let status = client.execute("bareagent.status", json!([])).unwrap();
     let main = status["sessions"]
         .as_array()
         .unwrap()
@@ -940,12 +895,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
         .unwrap();
     assert_eq!(main["running"], new, "{status}");
 
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.cancel"}),
-        )
-        .unwrap();
+    client.execute("bareagent.cancel", json!([])).unwrap();
     turn_end(&client, new);
     assert_eq!(server.requests().len(), 2, "no other turn called the model");
     assert_eq!(client.shutdown().code(), Some(0));
@@ -958,12 +908,7 @@ fn a_session_asks_one_question_at_a_time_in_call_order() {
     opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
     let client = start(dir.path(), opts);
     let pending = || {
-        client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap()["pendingApprovals"]
+        client.execute("bareagent.status", json!([])).unwrap()["pendingApprovals"]
             .as_array()
             .unwrap()
             .clone()
@@ -979,10 +924,7 @@ fn a_session_asks_one_question_at_a_time_in_call_order() {
         assert_eq!(open.len(), 1, "one question at a time: {open:?}");
         assert_eq!(open[0]["id"], asked["id"]);
         client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.approve", "arguments": [{"id": asked["id"]}]}),
-            )
+            .execute("bareagent.approve", json!([{"id": asked["id"]}]))
             .unwrap();
     }
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -1011,10 +953,7 @@ fn approve_session_allows_the_same_command_for_the_rest_of_the_session() {
         (&Value::Null, &Value::Null, &Value::Null)
     );
     let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.approveSession", "arguments": [{"id": asked["id"]}]}),
-        )
+        .execute("bareagent.approveSession", json!([{"id": asked["id"]}]))
         .unwrap();
     assert_eq!(answer["resolved"], asked["id"], "{answer}");
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -1089,21 +1028,13 @@ fn trust_workspace_in_the_editor() {
     assert_eq!(notice(&client), 1, "told once, not every turn");
 
     let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.trustWorkspace", "arguments": []}),
-        )
+        .execute("bareagent.trustWorkspace", json!([]))
         .unwrap();
     assert_eq!(answer["trusted"], true, "{answer}");
     let text = std::fs::read_to_string(config_home.path().join("bareagent/config.toml")).unwrap();
     assert!(text.contains("trusted = true"), "{text}");
 
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.newSession", "arguments": []}),
-        )
-        .unwrap();
+    client.execute("bareagent.newSession", json!([])).unwrap();
     let turn = ask(&client, json!({"prompt": "go"}))["turn"]
         .as_u64()
         .unwrap();
@@ -1165,12 +1096,7 @@ fn settings_the_agent_changed_are_not_reloaded_into_its_session() {
     )
     .unwrap();
 
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.newSession", "arguments": []}),
-        )
-        .unwrap();
+    client.execute("bareagent.newSession", json!([])).unwrap();
     let turn = ask(&client, json!({"prompt": "again"}))["turn"]
         .as_u64()
         .unwrap();
@@ -1221,12 +1147,7 @@ fn did_save_is_handled_quietly() {
         json!({"textDocument": {"uri": uri}}),
     );
     // Answered in order after the notifications: they were handled by then.
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status", "arguments": []}),
-        )
-        .unwrap();
+    client.execute("bareagent.status", json!([])).unwrap();
     assert_eq!(client.shutdown().code(), Some(0));
     let log = client.stderr();
     assert!(!log.contains("didSave"), "{log}");
@@ -1245,10 +1166,7 @@ fn a_planted_bareagent_link_does_not_lead_the_chat_out_of_the_workspace() {
     let started = ask(&client, json!({"prompt": "hi"}));
     let end = turn_end(&client, started["turn"].as_u64().unwrap());
     assert_eq!(end["type"], "turn_finished", "{end}");
-    let opened = client.request(
-        "workspace/executeCommand",
-        json!({"command": "bareagent.openChat", "arguments": []}),
-    );
+    let opened = client.execute("bareagent.openChat", json!([]));
     assert!(
         opened.is_err(),
         "creating the chat through the link is refused: {opened:?}"

@@ -279,6 +279,16 @@ impl LspClient {
 
     /// Sends a request without waiting; returns its id for [`LspClient::response`].
     /// `Null` params are omitted from the message.
+    /// `workspace/executeCommand` of `command` with `arguments` (a JSON
+    /// array; `[]` sends none).
+    pub fn execute(&self, command: &str, arguments: Value) -> Result<Value, Value> {
+        let mut params = json!({"command": command});
+        if arguments.as_array().is_some_and(|a| !a.is_empty()) {
+            params["arguments"] = arguments;
+        }
+        self.request("workspace/executeCommand", params)
+    }
+
     pub fn request_async(&self, method: &str, params: Value) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
