@@ -51,6 +51,16 @@ fn run(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
     command
 }
 
+/// Answers a `--json` question on the agent's stdin.
+fn decide(stdin: &mut impl Write, request: &Value, decision: &str) {
+    writeln!(
+        stdin,
+        "{}",
+        json!({"id": request["id"], "decision": decision})
+    )
+    .unwrap();
+}
+
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
         .filter_map(|line| serde_json::from_str(line).ok())
@@ -165,12 +175,7 @@ fn with_json_the_approval_request_carries_the_whole_diff() {
     let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
     assert_eq!(request["diff"], GREET_DIFF, "{request}");
     assert_eq!(request["kind"], "edit", "{request}");
-    writeln!(
-        stdin,
-        "{}",
-        json!({"id": request["id"], "decision": "allow"})
-    )
-    .unwrap();
+    decide(&mut stdin, &request, "allow");
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     let changed = of_type(&text, "file_changed");
@@ -192,12 +197,7 @@ fn a_file_that_changed_while_the_user_was_asked_is_not_edited() {
     // edit would still apply, but it is no longer the change shown.
     let theirs = "def greet(name):  # theirs\n    return 'hi ' + name\n";
     std::fs::write(dir.path().join("greet.py"), theirs).unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"id": request["id"], "decision": "allow"})
-    )
-    .unwrap();
+    decide(&mut stdin, &request, "allow");
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     let result = of_type(&text, "tool_result").remove(0);
@@ -360,18 +360,11 @@ fn the_approval_code_actions_offer_show_diff() {
     let server = ModelServer::start(fix_the_buffer());
     let (client, id) = pending_edit(dir.path(), &server);
     let other = client.open("other.rs", "fn main() {}\n");
-    let actions = client
-        .request("textDocument/codeAction", json!({
-            "textDocument": {"uri": other}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []},
-        }))
-        .unwrap();
+    let actions = client.code_actions(&other, 0);
     let show = actions
-        .as_array()
-        .unwrap()
         .iter()
         .find(|a| a["title"] == "Show diff: edit_file greet.py (+1 -1)")
-        .unwrap_or_else(|| panic!("{actions}"));
+        .unwrap_or_else(|| panic!("{actions:?}"));
     let answer = client
         .request("workspace/executeCommand", show["command"].clone())
         .unwrap();
@@ -482,12 +475,7 @@ fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() 
         "{reason}"
     );
     assert!(!reason.contains("hunter2"), "{reason}");
-    writeln!(
-        stdin,
-        "{}",
-        json!({"id": request["id"], "decision": "reject"})
-    )
-    .unwrap();
+    decide(&mut stdin, &request, "reject");
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     assert!(!text.contains("hunter2"), "{text}");

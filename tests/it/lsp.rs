@@ -112,15 +112,8 @@ fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the
     let chat = client.open(".bareagent/chat.md", "# chat\n\n## You\n\nFix greet.py\n");
 
     // The prompt comes from the chat file, through its code action.
-    let actions = client
-        .request("textDocument/codeAction", json!({
-            "textDocument": {"uri": chat}, "range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 0}},
-            "context": {"diagnostics": []},
-        }))
-        .unwrap();
+    let actions = client.code_actions(&chat, 4);
     let send = actions
-        .as_array()
-        .unwrap()
         .iter()
         .find(|a| a["title"] == "Send to agent")
         .expect("a Send to agent action");
@@ -214,18 +207,11 @@ fn approve_through_code_action(client: &LspClient, any_uri: &str) {
     client.wait_for_notification(LONG, "an approval request", |m, p| {
         is_event(m, p, "approval_requested")
     });
-    let actions = client
-        .request("textDocument/codeAction", json!({
-            "textDocument": {"uri": any_uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []},
-        }))
-        .unwrap();
+    let actions = client.code_actions(any_uri, 0);
     let allow = actions
-        .as_array()
-        .unwrap()
         .iter()
         .find(|a| a["title"].as_str().unwrap().starts_with("Allow: edit_file"))
-        .unwrap_or_else(|| panic!("{actions}"));
+        .unwrap_or_else(|| panic!("{actions:?}"));
     client
         .request("workspace/executeCommand", allow["command"].clone())
         .unwrap();

@@ -289,6 +289,20 @@ impl LspClient {
         self.request("workspace/executeCommand", params)
     }
 
+    /// The code actions at the start of `line` of `uri`, with no
+    /// diagnostics in the context.
+    pub fn code_actions(&self, uri: &str, line: u32) -> Vec<Value> {
+        let at = json!({"line": line, "character": 0});
+        let params = json!({
+            "textDocument": {"uri": uri}, "range": {"start": at, "end": at},
+            "context": {"diagnostics": []},
+        });
+        match self.request("textDocument/codeAction", params) {
+            Ok(Value::Array(actions)) => actions,
+            other => panic!("{}", self.report(&format!("codeAction: {other:?}"))),
+        }
+    }
+
     pub fn request_async(&self, method: &str, params: Value) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
