@@ -13,6 +13,7 @@ mod escapes;
 mod faults;
 mod first_use;
 mod fixtures;
+mod helix;
 mod layers;
 mod lsp;
 mod lsp_frames;

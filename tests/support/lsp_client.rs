@@ -84,6 +84,9 @@ pub struct ClientOptions {
     pub initialization_options: Value,
     /// The answer to `workspace/configuration`, once per requested item.
     pub configuration: Value,
+    /// Top-level `initialize` params sent in place of the built ones: a real
+    /// editor's `capabilities` and `clientInfo`, from a fixture.
+    pub initialize_overrides: serde_json::Map<String, Value>,
 }
 
 impl ClientOptions {
@@ -103,6 +106,7 @@ impl ClientOptions {
             default_message_answer: MessageRequestAnswer::Pick("Allow once".to_string()),
             initialization_options: Value::Null,
             configuration: Value::Null,
+            initialize_overrides: serde_json::Map::new(),
         }
     }
 }
@@ -599,6 +603,9 @@ impl LspClient {
         });
         if !options.initialization_options.is_null() {
             params["initializationOptions"] = options.initialization_options.clone();
+        }
+        for (key, value) in &options.initialize_overrides {
+            params[key] = value.clone();
         }
         params
     }
