@@ -87,6 +87,8 @@ pub struct ClientOptions {
     /// Top-level `initialize` params sent in place of the built ones: a real
     /// editor's `capabilities` and `clientInfo`, from a fixture.
     pub initialize_overrides: serde_json::Map<String, Value>,
+    /// Sent as `initialize`'s `processId` (default: this test process).
+    pub process_id: u32,
 }
 
 impl ClientOptions {
@@ -107,6 +109,7 @@ impl ClientOptions {
             initialization_options: Value::Null,
             configuration: Value::Null,
             initialize_overrides: serde_json::Map::new(),
+            process_id: std::process::id(),
         }
     }
 }
@@ -594,7 +597,7 @@ impl LspClient {
     fn initialize_params(&self) -> Value {
         let options = &self.inner.options;
         let mut params = json!({
-            "processId": std::process::id(),
+            "processId": options.process_id,
             "clientInfo": {"name": "test-client", "version": "0"},
             "rootUri": path_to_uri(&options.root),
             "rootPath": options.root.to_string_lossy(),
