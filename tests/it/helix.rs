@@ -20,7 +20,9 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::common::workspace;
-use crate::lsp::{LONG, ON_DISK, UNSAVED, ask, events_of, options, requests_of, start, turn_end};
+use crate::lsp::{
+    LONG, ON_DISK, UNSAVED, ask, binary, events_of, options, requests_of, start, turn_end,
+};
 use crate::support::lsp_client::{ClientOptions, LspClient, MessageRequestAnswer};
 use crate::support::model_server::{ModelServer, Reply, Step};
 
@@ -93,6 +95,16 @@ fn helix_client(
     server: &ModelServer,
     answers: Vec<MessageRequestAnswer>,
 ) -> LspClient {
+    start(dir, helix_options(version, dir, server, answers))
+}
+
+/// The test client set up as Helix `version` ("25.07.1" or "master").
+fn helix_options(
+    version: &str,
+    dir: &Path,
+    server: &ModelServer,
+    answers: Vec<MessageRequestAnswer>,
+) -> ClientOptions {
     let mut opts: ClientOptions = options(dir, server, "default");
     opts.initialize_overrides = helix_initialize(version);
     opts.message_answers = answers;
@@ -101,7 +113,7 @@ fn helix_client(
         "25.07.1" => MessageRequestAnswer::MethodNotFound,
         _ => MessageRequestAnswer::Null, // the picker closed with Esc
     };
-    start(dir, opts)
+    opts
 }
 
 /// The ids of the pending approvals, from `bareagent.status`.
@@ -555,5 +567,64 @@ fn all_languages_reads_helix_health_without_cut_names() {
             ("text".to_string(), json!(["bareagent"])),
         ],
         "{stdout}"
+    );
+}
+
+/// The shipped snippets: every key of config.toml runs a command the server
+/// offers to Helix, and languages.toml defines the server once, with a
+/// timeout longer than Helix's 20 s, in a shape the generator accepts.
+#[test]
+fn the_shipped_snippets_name_what_the_server_offers() {
+    let helix_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("editors/helix");
+    let read = |name: &str| -> toml::Table {
+        let text = std::fs::read_to_string(helix_dir.join(name)).expect("snippet");
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let config = read("config.toml");
+    assert_eq!(
+        config["editor"]["lsp"]["display-progress-messages"].as_bool(),
+        Some(true)
+    );
+    let keys = config["keys"]["normal"]["space"]["B"]
+        .as_table()
+        .expect("space B");
+
+    let dir = workspace(&[]);
+    let server = ModelServer::start(Vec::new());
+    let client = LspClient::start(
+        binary(),
+        helix_options("25.07.1", dir.path(), &server, Vec::new()),
+    );
+    let init = client.initialize();
+    let offered: Vec<&str> = init
+        .pointer("/capabilities/executeCommandProvider/commands")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for (key, action) in keys {
+        let line = action.as_str().expect("a typed command");
+        let command = line
+            .strip_prefix(":lsp-workspace-command ")
+            .unwrap_or_else(|| panic!("space B {key}: {line}"));
+        assert!(
+            offered.contains(&command),
+            "space B {key} runs {command}, which the server does not offer: {offered:?}"
+        );
+    }
+
+    let languages = read("languages.toml");
+    let definition = &languages["language-server"]["bareagent"];
+    assert_eq!(definition["command"].as_str(), Some("bareagent"));
+    assert!(definition["timeout"].as_integer().is_some_and(|t| t > 20));
+    let snippet = std::fs::read_to_string(helix_dir.join("languages.toml")).unwrap();
+    let (code, stdout, stderr) = generate(dir.path(), Some(&snippet));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !servers_by_language(&stdout)
+            .iter()
+            .any(|(name, _)| name == "rust"),
+        "rust already lists bareagent in the snippet:\n{stdout}"
     );
 }
