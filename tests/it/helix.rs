@@ -307,43 +307,17 @@ fn helix_refuses_typed_arguments_that_are_not_json() {
 // editors/helix/all-languages
 // ---------------------------------------------------------------------------
 
-const BUILTIN: &str = r#"
-[language-server.rust-analyzer]
-command = "rust-analyzer"
-
-[[language]]
-name = "rust"
-language-servers = ["rust-analyzer"]
-
-[[language]]
-name = "python"
-language-servers = ["ruff", "jedi", "pylsp"]
-
-[[language]]
-name = "git-commit"
-
-[[language]]
-name = "typescript"
-language-servers = [{ name = "typescript-language-server", except-features = ["format"] }]
-"#;
-
-/// Runs the generator on `user` (None: no user file) and the built-in list above.
-fn generate(dir: &Path, user: Option<&str>) -> (i32, String, String) {
-    let builtin = dir.join("builtin.toml");
-    std::fs::write(&builtin, BUILTIN).unwrap();
-    let user_path = dir.join("user-languages.toml");
-    match user {
-        Some(text) => std::fs::write(&user_path, text).unwrap(),
-        None => {
-            let _ = std::fs::remove_file(&user_path);
-        }
-    }
+/// Runs the generator on `user` and `builtin` (as Helix's languages.toml),
+/// fixtures in tests/fixtures/helix/languages/; `user` None: a file that
+/// does not exist.
+fn generate(user: Option<&Path>, builtin: &Path) -> (i32, String, String) {
+    let missing = std::env::temp_dir().join("bareagent-no-such-languages.toml");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("editors/helix/all-languages");
     let out = Command::new("python3")
         .arg(&script)
         .arg("--builtin")
-        .arg(&builtin)
-        .arg(&user_path)
+        .arg(builtin)
+        .arg(user.unwrap_or(&missing))
         .env("PATH", "/usr/bin:/bin") // no hx: the built-in list comes from --builtin
         .output()
         .expect("run python3");
@@ -352,6 +326,10 @@ fn generate(dir: &Path, user: Option<&str>) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+fn languages_fixture(name: &str) -> PathBuf {
+    fixture("languages").join(name)
 }
 
 /// Each language's `language-servers` in the generator's output, as Helix
@@ -374,140 +352,144 @@ fn servers_by_language(output: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
+enum Expect {
+    /// Exit 0, and these languages' `language-servers`, in this order.
+    Servers(Vec<(&'static str, Value)>),
+    /// Exit 2, nothing on stdout, and stderr names this fixture.
+    Refused(&'static str),
+}
+
+struct GeneratorCase {
+    what: &'static str,
+    /// The user's languages.toml (a fixture's name); None: there is none.
+    user: Option<&'static str>,
+    /// Helix's built-in languages.toml (a fixture's name).
+    builtin: &'static str,
+    expect: Expect,
+}
+
 #[test]
-fn all_languages_adds_bareagent_and_keeps_each_languages_servers() {
-    let ts_servers = json!([
-        {"name": "typescript-language-server", "except-features": ["format"]},
-        "bareagent"
-    ]);
-    // (what, the user's languages.toml or None, each language's servers out)
-    type Case<'a> = (&'a str, Option<&'a str>, Vec<(&'a str, Value)>);
-    let cases: [Case; 4] = [
-        (
-            "no user file: Helix's defaults, and a language without servers",
+fn all_languages_adds_bareagent_keeps_each_languages_servers_and_refuses_what_it_cannot_read() {
+    use Expect::{Refused, Servers};
+    let ts = || json!([{"name": "typescript-language-server", "except-features": ["format"]}, "bareagent"]);
+    let case = |what, user, expect| GeneratorCase {
+        what,
+        user,
+        builtin: "builtin.toml",
+        expect,
+    };
+    let cases = [
+        case(
+            "no user file: Helix's servers, and a language without servers",
             None,
-            vec![
+            Servers(vec![
                 ("rust", json!(["rust-analyzer", "bareagent"])),
                 ("python", json!(["ruff", "jedi", "pylsp", "bareagent"])),
                 ("git-commit", json!(["bareagent"])),
-                ("typescript", ts_servers.clone()),
-            ],
+                ("typescript", ts()),
+            ]),
         ),
-        (
+        case(
             "the user's servers win, their own language is kept, one already done is left out",
-            Some(
-                r#"
-[language-server.bareagent]
-command = "bareagent"
-
-[[language]]
-name = "python"
-language-servers = ["pyright"]
-auto-format = true
-
-[[language]]
-name = "mylang"
-file-types = ["my"]
-language-servers = ["mylang-lsp"]
-
-[[language]]
-name = "rust"
-language-servers = ["rust-analyzer", "bareagent"]
-"#,
-            ),
-            vec![
+            Some("user-servers.toml"),
+            Servers(vec![
                 ("python", json!(["pyright", "bareagent"])),
                 ("git-commit", json!(["bareagent"])),
-                ("typescript", ts_servers.clone()),
+                ("typescript", ts()),
                 ("mylang", json!(["mylang-lsp", "bareagent"])),
-            ],
+            ]),
         ),
-        (
-            "a user entry without language-servers keeps Helix's; the last entry of a name wins",
-            Some(
-                r#"
-[[language]]
-name = "rust"
-language-servers = ["old-server"]
-
-[[language]]
-name = "rust"
-language-servers = [{ name = "rust-analyzer", except-features = ["inlay-hints"] }]
-
-[[language]]
-name = "python"
-auto-format = true
-"#,
-            ),
-            vec![
+        case(
+            "an entry without language-servers keeps Helix's; the last entry of a name wins",
+            Some("user-last-entry-wins.toml"),
+            Servers(vec![
                 (
                     "rust",
                     json!([{"name": "rust-analyzer", "except-features": ["inlay-hints"]}, "bareagent"]),
                 ),
                 ("python", json!(["ruff", "jedi", "pylsp", "bareagent"])),
                 ("git-commit", json!(["bareagent"])),
-                ("typescript", ts_servers.clone()),
-            ],
+                ("typescript", ts()),
+            ]),
         ),
-        (
-            "an empty list in the user's file means no servers of its own",
-            Some("[[language]]\nname = \"python\"\nlanguage-servers = []\n"),
-            vec![
+        case(
+            "an empty list in the user's file: no servers of its own",
+            Some("user-empty-list.toml"),
+            Servers(vec![
                 ("rust", json!(["rust-analyzer", "bareagent"])),
                 ("python", json!(["bareagent"])),
                 ("git-commit", json!(["bareagent"])),
-                ("typescript", ts_servers.clone()),
-            ],
+                ("typescript", ts()),
+            ]),
         ),
-    ];
-    let dir = tempfile::tempdir().unwrap();
-    for (what, user, expected) in cases {
-        let (code, stdout, stderr) = generate(dir.path(), user);
-        assert_eq!(code, 0, "{what}: {stderr}");
-        let got = servers_by_language(&stdout);
-        let expected: Vec<(String, Value)> = expected
-            .into_iter()
-            .map(|(name, servers)| (name.to_string(), servers))
-            .collect();
-        assert_eq!(got, expected, "{what}:\n{stdout}");
-        // The server's definition comes along when the user's file lacks it.
-        let parsed: toml::Table = toml::from_str(&stdout).unwrap();
-        let defines = parsed
-            .get("language-server")
-            .and_then(|s| s.get("bareagent"))
-            .is_some();
-        let user_defines = user.is_some_and(|u| u.contains("[language-server.bareagent]"));
-        assert_eq!(defines, !user_defines, "{what}:\n{stdout}");
-    }
-}
-
-#[test]
-fn all_languages_refuses_a_file_it_cannot_read() {
-    let cases = [
-        ("not TOML", "[[language]\nname = \"rust\"\n"),
-        (
+        case(
+            "not TOML",
+            Some("bad-not-toml.toml"),
+            Refused("bad-not-toml.toml"),
+        ),
+        case(
             "a language without a name",
-            "[[language]]\nlanguage-servers = [\"x\"]\n",
+            Some("bad-no-name.toml"),
+            Refused("bad-no-name.toml"),
         ),
-        (
+        case(
             "language-servers not a list",
-            "[[language]]\nname = \"rust\"\nlanguage-servers = \"x\"\n",
+            Some("bad-servers-not-a-list.toml"),
+            Refused("bad-servers-not-a-list.toml"),
         ),
-        (
+        case(
             "a server entry without a name",
-            "[[language]]\nname = \"rust\"\nlanguage-servers = [{ only-features = [\"format\"] }]\n",
+            Some("bad-server-without-name.toml"),
+            Refused("bad-server-without-name.toml"),
         ),
-        ("language not a list of tables", "language = 3\n"),
+        case(
+            "language not a list of tables",
+            Some("bad-language-not-tables.toml"),
+            Refused("bad-language-not-tables.toml"),
+        ),
+        GeneratorCase {
+            what: "Helix's own list unreadable",
+            user: None,
+            builtin: "bad-builtin.toml",
+            expect: Refused("bad-builtin.toml"),
+        },
     ];
-    let dir = tempfile::tempdir().unwrap();
-    for (what, text) in cases {
-        let (code, stdout, stderr) = generate(dir.path(), Some(text));
-        assert_eq!(code, 2, "{what}: exit code; stdout:\n{stdout}");
-        assert!(stdout.is_empty(), "{what}: nothing printed: {stdout}");
-        assert!(
-            stderr.contains("user-languages.toml"),
-            "{what}: the message names the file: {stderr}"
-        );
+    for GeneratorCase {
+        what,
+        user,
+        builtin,
+        expect,
+    } in cases
+    {
+        let user_path = user.map(languages_fixture);
+        let (code, stdout, stderr) = generate(user_path.as_deref(), &languages_fixture(builtin));
+        match expect {
+            Refused(file) => {
+                assert_eq!(code, 2, "{what}: exit code; stdout:\n{stdout}");
+                assert!(stdout.is_empty(), "{what}: nothing printed: {stdout}");
+                assert!(stderr.contains(file), "{what}: names {file}: {stderr}");
+            }
+            Servers(expected) => {
+                assert_eq!(code, 0, "{what}: {stderr}");
+                let expected: Vec<(String, Value)> = expected
+                    .into_iter()
+                    .map(|(name, servers)| (name.to_string(), servers))
+                    .collect();
+                assert_eq!(servers_by_language(&stdout), expected, "{what}:\n{stdout}");
+                // The server's definition comes along when the user's file lacks it.
+                let parsed: toml::Table = toml::from_str(&stdout).unwrap();
+                let defines = parsed
+                    .get("language-server")
+                    .and_then(|s| s.get("bareagent"))
+                    .is_some();
+                let user_defines = user_path.as_ref().is_some_and(|path| {
+                    std::fs::read_to_string(path)
+                        .unwrap()
+                        .contains("[language-server.bareagent]")
+                });
+                assert_eq!(defines, !user_defines, "{what}:\n{stdout}");
+            }
+        }
     }
 }
 
@@ -618,8 +600,10 @@ fn the_shipped_snippets_name_what_the_server_offers() {
     let definition = &languages["language-server"]["bareagent"];
     assert_eq!(definition["command"].as_str(), Some("bareagent"));
     assert!(definition["timeout"].as_integer().is_some_and(|t| t > 20));
-    let snippet = std::fs::read_to_string(helix_dir.join("languages.toml")).unwrap();
-    let (code, stdout, stderr) = generate(dir.path(), Some(&snippet));
+    let (code, stdout, stderr) = generate(
+        Some(&helix_dir.join("languages.toml")),
+        &languages_fixture("builtin.toml"),
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(
         !servers_by_language(&stdout)
