@@ -447,6 +447,16 @@ fn all_languages_adds_bareagent_keeps_each_languages_servers_and_refuses_what_it
             Some("bad-language-not-tables.toml"),
             Refused("bad-language-not-tables.toml"),
         ),
+        case(
+            "not UTF-8",
+            Some("bad-not-utf8.toml"),
+            Refused("bad-not-utf8.toml"),
+        ),
+        case(
+            "`language` written inline, which appended [[language]] blocks would break",
+            Some("bad-inline-language-array.toml"),
+            Refused("bad-inline-language-array.toml"),
+        ),
         GeneratorCase {
             what: "Helix's own list unreadable",
             user: None,
