@@ -61,6 +61,15 @@ fn typed_command(line: &str) -> Result<Value, String> {
     Ok(params)
 }
 
+/// A diagnostic of another server of greet.py, as Helix passes it on.
+fn pyright_nme() -> Value {
+    json!({
+        "range": {"start": {"line": 1, "character": 23}, "end": {"line": 1, "character": 26}},
+        "severity": 1, "code": "reportUndefinedVariable", "source": "Pyright",
+        "message": "\"nme\" is not defined",
+    })
+}
+
 /// Runs a command the way Helix does: sent, and its result never read.
 fn run_ignoring_result(client: &LspClient, params: Value) {
     client.request_async("workspace/executeCommand", params);
@@ -170,7 +179,8 @@ fn helix_25_07_approves_through_code_actions_and_typed_commands() {
         .expect("ask answers at once");
     let turn = answer["turn"].as_u64().expect("a turn number");
 
-    // 1. `space a` in greet.py: the code actions of the pending approval.
+    // 1. `space a` in greet.py, the cursor on `nme`: the code actions of the
+    // pending approval.
     let first = wait_for_pending(&client, &[]);
     // 25.07 advertises no `window.showMessage`, so the server shows no
     // dialog; were one sent, Helix's -32601 must leave the approval pending.
@@ -190,8 +200,10 @@ fn helix_25_07_approves_through_code_actions_and_typed_commands() {
             "textDocument/codeAction",
             json!({
                 "textDocument": {"uri": greet},
-                "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 4}},
-                "context": {"diagnostics": [], "triggerKind": 1},
+                "range": {"start": {"line": 1, "character": 24}, "end": {"line": 1, "character": 24}},
+                // As Helix sends it: every server's diagnostics under the
+                // cursor (helix-term/src/commands/lsp.rs, code_action).
+                "context": {"diagnostics": [pyright_nme()], "triggerKind": 1},
             }),
         )
         .expect("code actions");
@@ -204,6 +216,8 @@ fn helix_25_07_approves_through_code_actions_and_typed_commands() {
             .unwrap_or_else(|| panic!("no {prefix:?} action in {actions}"))["command"]
             .clone()
     };
+    // Another server's diagnostic under the cursor can start a turn.
+    action("Fix with agent: \"nme\" is not defined");
     // "Show diff" writes the whole diff where the user opens it
     // (`:open .bareagent/diffs/ID.diff`); the approval stays pending.
     run_ignoring_result(&client, action("Show diff: edit_file"));
