@@ -460,18 +460,24 @@ fn show_diff_never_writes_through_a_planted_link() {
     }
 }
 
+const SECRET_ENV: &str = "API_TOKEN=hunter2-secret\n";
+
+fn edit_env(old: &str, new: &str) -> Step {
+    Reply::tool(
+        "edit_file",
+        json!({"path": ".env", "old_string": old, "new_string": new}),
+    )
+    .into()
+}
+
 /// An edit whose change cannot be computed still asks (the model has not
 /// been allowed to read the file, so the question must come first), says
 /// why there is no diff, and quotes nothing of the file.
 #[test]
 fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() {
-    let dir = workspace(&[(".env", "API_TOKEN=hunter2-secret\n")]);
+    let dir = workspace(&[(".env", SECRET_ENV)]);
     let server = ModelServer::start(vec![
-        Reply::tool(
-            "edit_file",
-            json!({"path": ".env", "old_string": "API_TOKEN=guess", "new_string": "API_TOKEN=x"}),
-        )
-        .into(),
+        edit_env("API_TOKEN=guess", "API_TOKEN=x"),
         Reply::text("Done.").into(),
     ]);
     let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
@@ -527,13 +533,9 @@ fn a_sub_agents_edit_applied_without_asking_prints_its_diff() {
 /// like reading `.env` does, and nothing of it reaches the model.
 #[test]
 fn the_diff_of_a_rejected_edit_cannot_be_read_unasked() {
-    let dir = workspace(&[(".env", "API_TOKEN=hunter2-secret\n")]);
+    let dir = workspace(&[(".env", SECRET_ENV)]);
     let server = ModelServer::start(vec![
-        Reply::tool(
-            "edit_file",
-            json!({"path": ".env", "old_string": "hunter2-secret", "new_string": "rotated"}),
-        )
-        .into(),
+        edit_env("hunter2-secret", "rotated"),
         Reply::tool("read_file", json!({"path": ".bareagent/diffs/1.diff"})).into(),
         Reply::tool("grep", json!({"pattern": "hunter2", "path": ".bareagent"})).into(),
         Reply::text("Done.").into(),

@@ -544,40 +544,37 @@ fn malformed_messages_get_errors_or_are_dropped_and_the_server_keeps_serving() {
     client.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len() + 25).as_bytes());
     assert!(status().is_ok(), "still serving after bad frames");
     assert!(status().is_ok());
-    // Bad params, an unknown command, an unknown method: errors, not crashes.
-    let error = client
-        .request("workspace/executeCommand", json!({"command": 5}))
-        .unwrap_err();
-    assert_eq!(error["code"], -32602, "{error}");
-    let error = client
-        .request(
+    // Bad params, an unknown command, an unknown method, nothing to
+    // approve: errors, not crashes. (method, params, code, message part)
+    let bad: [(&str, Value, i64, &str); 4] = [
+        (
+            "workspace/executeCommand",
+            json!({"command": 5}),
+            -32602,
+            "",
+        ),
+        (
             "workspace/executeCommand",
             json!({"command": "bareagent.nope"}),
-        )
-        .unwrap_err();
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("unknown command"),
-        "{error}"
-    );
-    let error = client
-        .request("textDocument/nonsense", json!({}))
-        .unwrap_err();
-    assert_eq!(error["code"], -32601, "{error}");
-    let error = client
-        .request(
+            -32602,
+            "unknown command",
+        ),
+        ("textDocument/nonsense", json!({}), -32601, ""),
+        (
             "workspace/executeCommand",
             json!({"command": "bareagent.approve"}),
-        )
-        .unwrap_err();
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("no approval is pending")
-    );
+            -32602,
+            "no approval is pending",
+        ),
+    ];
+    for (method, params, code, message) in bad {
+        let error = client.request(method, params.clone()).unwrap_err();
+        assert_eq!(error["code"], code, "{method} {params}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(message),
+            "{method} {params}: {error}"
+        );
+    }
     // A change for a document that is not open, positions out of range.
     client.notify("textDocument/didChange", json!({"textDocument": {"uri": "file:///nowhere.txt", "version": 3}, "contentChanges": [{"text": "x"}]}));
     let uri = client.open("a.txt", "one\n");
