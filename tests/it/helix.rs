@@ -602,6 +602,11 @@ fn the_shipped_snippets_name_what_the_server_offers() {
     let definition = &languages["language-server"]["bareagent"];
     assert_eq!(definition["command"].as_str(), Some("bareagent"));
     assert!(definition["timeout"].as_integer().is_some_and(|t| t > 20));
+    // The generator's definition of the server is the snippet's.
+    let (code, stdout, stderr) = generate(None, &languages_fixture("builtin.toml"));
+    assert_eq!(code, 0, "{stderr}");
+    let generated: toml::Table = toml::from_str(&stdout).unwrap();
+    assert_eq!(&generated["language-server"]["bareagent"], definition);
     let (code, stdout, stderr) = generate(
         Some(&helix_dir.join("languages.toml")),
         &languages_fixture("builtin.toml"),
