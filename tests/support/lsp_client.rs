@@ -84,6 +84,9 @@ pub struct ClientOptions {
     pub initialization_options: Value,
     /// The answer to `workspace/configuration`, once per requested item.
     pub configuration: Value,
+    /// Top-level `initialize` params sent in place of the built ones: a real
+    /// editor's `capabilities` and `clientInfo`, from a fixture.
+    pub initialize_overrides: serde_json::Map<String, Value>,
     /// Sent as `initialize`'s `processId` (default: this test process).
     pub process_id: u32,
 }
@@ -105,6 +108,7 @@ impl ClientOptions {
             default_message_answer: MessageRequestAnswer::Pick("Allow once".to_string()),
             initialization_options: Value::Null,
             configuration: Value::Null,
+            initialize_overrides: serde_json::Map::new(),
             process_id: std::process::id(),
         }
     }
@@ -626,6 +630,9 @@ impl LspClient {
         });
         if !options.initialization_options.is_null() {
             params["initializationOptions"] = options.initialization_options.clone();
+        }
+        for (key, value) in &options.initialize_overrides {
+            params[key] = value.clone();
         }
         params
     }
