@@ -219,8 +219,9 @@ fn helix_25_07_approves_through_code_actions_and_typed_commands() {
     };
     // Another server's diagnostic under the cursor can start a turn.
     action("Fix with agent: \"nme\" is not defined");
-    // "Show diff" writes the whole diff where the user opens it
-    // (`:open .bareagent/diffs/ID.diff`); the approval stays pending.
+    // "Show diff" writes the whole diff and opens it: 25.07 handles
+    // showDocument without advertising it (the server knows Helix by
+    // name); the approval stays pending.
     run_ignoring_result(&client, action("Show diff: edit_file"));
     let diff_path = dir.path().join(format!(".bareagent/diffs/{first}.diff"));
     client.wait_until(LONG, "the diff file", |_| {
@@ -232,6 +233,12 @@ fn helix_25_07_approves_through_code_actions_and_typed_commands() {
         first,
         "still pending after Show diff"
     );
+    let diff_uri = client.uri(&format!(".bareagent/diffs/{first}.diff"));
+    client.wait_until(LONG, "the diff opened", |c| {
+        requests_of(c, "window/showDocument")
+            .iter()
+            .any(|r| r["uri"] == diff_uri.as_str())
+    });
     run_ignoring_result(&client, action("Allow: edit_file"));
 
     // 2. `:lsp-workspace-command bareagent.approve {"id":N}`. A wrong id
