@@ -31,6 +31,12 @@ pub(crate) fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOp
     options
 }
 
+/// The user's config lives in `home` (not the developer's own).
+pub(crate) fn with_user_config(options: &mut ClientOptions, home: &Path) {
+    let home = home.display().to_string();
+    options.env.push(("XDG_CONFIG_HOME".into(), home));
+}
+
 pub(crate) fn start(root: &Path, options: ClientOptions) -> LspClient {
     let client = LspClient::start(binary(), options);
     client.initialize();
@@ -978,10 +984,7 @@ fn trust_workspace_in_the_editor() {
         Reply::text("third").into(),
     ]);
     let mut opts = options(dir.path(), &server, "default");
-    opts.env.push((
-        "XDG_CONFIG_HOME".into(),
-        config_home.path().display().to_string(),
-    ));
+    with_user_config(&mut opts, config_home.path());
     // Rejects the bash question; then confirms the trust dialog.
     opts.message_answers = vec![
         MessageRequestAnswer::Pick("Reject".into()),
@@ -1055,10 +1058,7 @@ fn settings_the_agent_changed_are_not_reloaded_into_its_session() {
         Reply::text("done").into(),
     ]);
     let mut opts = options(dir.path(), &server, "accept-edits");
-    opts.env.push((
-        "XDG_CONFIG_HOME".into(),
-        config_home.path().display().to_string(),
-    ));
+    with_user_config(&mut opts, config_home.path());
     // The write asks (a power file, even in accept-edits): allowed once.
     // Every later question is rejected.
     opts.message_answers = vec![MessageRequestAnswer::Pick("Allow once".into())];
