@@ -147,6 +147,16 @@ T.press('q')
 T.check(not require('bareagent.chat').visible(), 'q closes the split')
 T.check(vim.api.nvim_buf_is_valid(buf), 'the code buffer is still there')
 
+-- :checkhealth bareagent reports the server found and running.
+vim.cmd('checkhealth bareagent')
+local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+T.out('HEALTH ' .. health:gsub('\n', ' | '))
+for _, expected in ipairs({ 'OK Neovim 0.', 'is ' .. T.bin, 'OK model credentials in the environment: ANTHROPIC_API_KEY', 'running for ' .. T.root }) do
+  T.check(health:find(expected, 1, true) ~= nil, expected .. ' in the health report')
+end
+T.check(not health:find('ERROR', 1, true), 'no error in the health report')
+vim.cmd('tabclose')
+
 -- The help file: every link to a bareagent tag has its tag, and every
 -- subcommand is documented.
 local doc = io.open(vim.api.nvim_get_runtime_file('doc/bareagent.txt', false)[1]):read('*a')
