@@ -102,6 +102,7 @@ fn plugin_commands_and_the_chat_split_as_it_streams() {
         .into(),
         Reply::text("All read.").into(),
         Reply::text("Typed answer.").into(),
+        Reply::text("Selection explained.").into(),
     ]);
     let run = run_script(&nvim, "plugin_chat.lua", dir.path(), &server);
     assert!(run.ok, "{}", run.stderr);
@@ -130,6 +131,14 @@ fn plugin_commands_and_the_chat_split_as_it_streams() {
     assert_eq!(
         crate::lsp::user_texts(&server.requests()[3].body),
         ["typed in the chat"]
+    );
+    assert_eq!(
+        crate::lsp::user_texts(&server.requests()[4].body)
+            .last()
+            .map(String::as_str),
+        Some(
+            "explain this line\n\nLines 2-2 of @greet.py:\n```python\n    return 'hi ' + nme\n```"
+        )
     );
 }
 

@@ -134,6 +134,13 @@ local typed = T.chat_line('typed in the chat')
 T.check(typed ~= nil and T.chat_lines()[typed - 1] == '## You', 'the typed prompt under ## You')
 vim.cmd.wincmd('p')
 
+-- A range quotes those lines after the prompt.
+T.check(vim.api.nvim_get_current_buf() == buf, 'back in greet.py')
+vim.cmd('2BareAgent explain this line')
+T.wait_for('the answer about the line', function()
+  return T.chat_has('Selection explained.') and select(2, T.chat_text():gsub('_done', '')) == 4
+end)
+
 -- :BareAgent cancel with nothing running says so.
 vim.cmd('BareAgent cancel')
 T.wait_for('nothing to cancel', function()

@@ -29,10 +29,36 @@ function M.subcommands()
   return names
 end
 
---- Runs `:BareAgent {args}`: a subcommand when the argument is exactly its
---- name; `ask {prompt}` or any other text is a prompt; nothing asks for one.
-function M.run(args)
+-- The prompt with the lines `range` of the current buffer quoted after it.
+local function with_selection(prompt, range)
+  local buf = vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(buf)
+  local shown = name ~= '' and vim.fn.fnamemodify(name, ':.') or '[No Name]'
+  local lines = vim.api.nvim_buf_get_lines(buf, range[1] - 1, range[2], false)
+  local fence = '```'
+  for _, line in ipairs(lines) do
+    while line:find(fence, 1, true) do
+      fence = fence .. '`'
+    end
+  end
+  return table.concat({
+    prompt,
+    '',
+    string.format('Lines %d-%d of @%s:', range[1], range[2], shown),
+    fence .. vim.bo[buf].filetype,
+    table.concat(lines, '\n'),
+    fence,
+  }, '\n')
+end
+
+--- Runs `:[range]BareAgent {args}`: a subcommand when the argument is
+--- exactly its name; `ask {prompt}` or any other text is a prompt (with a
+--- range, the lines are quoted after it); nothing asks for one.
+function M.run(args, range)
   local text = vim.trim(args or '')
+  if range and text ~= '' and not SUBCOMMANDS[text] then
+    return agent().ask(with_selection((text:gsub('^ask%s+', '')), range))
+  end
   if text == '' then
     return agent().prompt()
   end
