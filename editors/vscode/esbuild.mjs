@@ -2,7 +2,7 @@
 // view's script (browser, IIFE). `--production` minifies; `--tests` builds
 // the unit tests of the modules that do not import `vscode`.
 import * as esbuild from 'esbuild';
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
 const common = { bundle: true, minify: production, sourcemap: !production, logLevel: 'warning' };
@@ -11,6 +11,8 @@ if (process.argv.includes('--tests')) {
   const tests = readdirSync('test').filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`);
   await esbuild.build({ ...common, entryPoints: tests, outdir: 'out-test', platform: 'node', format: 'cjs', sourcemap: false });
 } else {
+  // A stale file (a source map from a dev build) must not end up in the .vsix.
+  rmSync('dist', { recursive: true, force: true });
   await Promise.all([
     esbuild.build({
       ...common,

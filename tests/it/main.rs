@@ -29,3 +29,4 @@ mod tool_ids;
 mod tools;
 mod transcripts;
 mod turns;
+mod vscode;

@@ -1,0 +1,318 @@
+//! A real VS Code — code-server 4.139.1 (Code 1.139.1) in headless Debian
+//! Chromium, driven through playwright-core by tests/vscode/driver.mjs — with
+//! the built extension (.vsix) and the built server, the scripted model
+//! server behind it. `.ci/vscode-setup` installs all of it and prints the
+//! variables read here; without them the test is skipped, unless
+//! BAREAGENT_REQUIRE_VSCODE is set (as `.ci/run` does), when it fails.
+//! All of code-server's state lives in the test's temp dir; its extension
+//! gallery is a dead loopback port.
+
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::{TEST_KEY, sent_tool_results, workspace};
+use crate::support::model_server::{ModelServer, Reply};
+
+/// What `.ci/vscode-setup` installed.
+struct Installed {
+    node: PathBuf,
+    code_server: PathBuf,
+    vsix: PathBuf,
+    playwright: PathBuf,
+}
+
+fn installed() -> Option<Installed> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.exists());
+    let found = Installed {
+        node: var("BAREAGENT_VSCODE_NODE")?,
+        code_server: var("BAREAGENT_CODE_SERVER")?,
+        vsix: var("BAREAGENT_VSCODE_VSIX")?,
+        playwright: var("BAREAGENT_PLAYWRIGHT_MODULES")?,
+    };
+    Path::new("/usr/bin/chromium").exists().then_some(found)
+}
+
+/// code-server in its own process group, killed whole on drop (its file
+/// watcher outlives the main process otherwise).
+struct CodeServer {
+    child: Child,
+}
+
+impl Drop for CodeServer {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// The environment code-server and everything it starts run in: nothing
+/// from the developer's or CI's own, all state under `state`.
+fn isolated(command: &mut Command, state: &Path, model_url: &str) {
+    let dead = "http://127.0.0.1:9";
+    command
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", state.join("home"))
+        .env("SHELL", "/bin/bash")
+        .env("LANG", "C.UTF-8")
+        .env("TMPDIR", state.join("tmp"))
+        .env("XDG_CONFIG_HOME", state.join("home/.config"))
+        .env("XDG_STATE_HOME", state.join("home/.state"))
+        .env("XDG_DATA_HOME", state.join("home/.data"))
+        .env(
+            "EXTENSIONS_GALLERY",
+            json!({
+                "serviceUrl": format!("{dead}/gallery"),
+                "itemUrl": format!("{dead}/item"),
+                "resourceUrlTemplate": format!("{dead}/resource"),
+            })
+            .to_string(),
+        )
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", model_url)
+        .env("BAREAGENT_LOG", "bareagent=debug");
+}
+
+fn start_code_server(found: &Installed, state: &Path, folder: &Path, model_url: &str) -> (CodeServer, u16) {
+    for dir in ["home", "tmp", "user-data/User", "extensions"] {
+        std::fs::create_dir_all(state.join(dir)).expect("state dirs");
+    }
+    // The extension host takes its environment from the user's login shell
+    // (code-server resolves it), so `bareagent` is put on PATH the way a user
+    // does: in ~/.bash_profile. The extension's default finds it there.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bareagent")).parent().expect("bin dir");
+    std::fs::write(
+        state.join("home/.bash_profile"),
+        format!("export PATH=\"{}:$PATH\"\n", bin_dir.display()),
+    )
+    .expect("bash_profile");
+    let settings = json!({
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": false,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "chat.disableAIFeatures": true,
+        "telemetry.telemetryLevel": "off",
+        "update.mode": "none",
+        "extensions.autoUpdate": false,
+        "extensions.autoCheckUpdates": false,
+        "files.autoSave": "off",
+        "security.workspace.trust.enabled": false,
+        // The TypeScript server's first check can take seconds on 2 cores.
+        "bareagent.diagnosticsSettleMs": 20000
+    });
+    std::fs::write(
+        state.join("user-data/User/settings.json"),
+        serde_json::to_string_pretty(&settings).expect("settings"),
+    )
+    .expect("settings.json");
+    let base = |command: &mut Command| {
+        command
+            .arg(&found.code_server)
+            .arg("--user-data-dir")
+            .arg(state.join("user-data"))
+            .arg("--extensions-dir")
+            .arg(state.join("extensions"));
+    };
+    let mut install = Command::new(&found.node);
+    base(&mut install);
+    isolated(&mut install, state, model_url);
+    let out = install
+        .arg("--install-extension")
+        .arg(&found.vsix)
+        .output()
+        .expect("code-server --install-extension");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("successfully installed"),
+        "installing the .vsix: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let port = free_port();
+    let mut serve = Command::new(&found.node);
+    base(&mut serve);
+    isolated(&mut serve, state, model_url);
+    serve
+        .args(["--auth", "none", "--bind-addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args([
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+        ])
+        .arg(folder)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(state.join("code-server.log")).expect("log"))
+        .stderr(Stdio::inherit())
+        .process_group(0);
+    let mut server = CodeServer {
+        child: serve.spawn().expect("start code-server"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!("code-server exited: {status}");
+        }
+        assert!(Instant::now() < deadline, "code-server did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (server, port)
+}
+
+/// Every file under `dir` named `name`.
+fn find_named(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            find_named(&path, name, found);
+        } else if path.file_name().is_some_and(|n| n == name) {
+            found.push(path);
+        }
+    }
+}
+
+fn facts(stdout: &str) -> std::collections::HashMap<&str, &str> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("FACT "))
+        .filter_map(|l| l.split_once(' '))
+        .collect()
+}
+
+const GREET: &str = "def greet(name):\n    return 'hi ' + name\n";
+const GREET_TEST: &str = "from greet import greet\n\nassert greet('Bob') == 'Hello, Bob', greet('Bob')\nprint('greet_test: ok')\n";
+const CALC: &str = "export function add(a: number, b: number): number {\n  return a + b;\n}\n";
+
+#[test]
+fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
+    let Some(found) = installed() else {
+        assert!(
+            std::env::var_os("BAREAGENT_REQUIRE_VSCODE").is_none(),
+            "BAREAGENT_REQUIRE_VSCODE is set but code-server, node 24, the .vsix, playwright-core or \
+             /usr/bin/chromium is missing: run `eval \"$(.ci/vscode-setup)\"`"
+        );
+        eprintln!("skipped: no code-server (run `eval \"$(.ci/vscode-setup)\"`)");
+        return;
+    };
+    let dir = workspace(&[
+        ("greet.py", GREET),
+        ("greet_test.py", GREET_TEST),
+        ("calc.ts", CALC),
+    ]);
+    let state = tempfile::tempdir().expect("state dir");
+    let model = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": "greet.py", "old_string": "'hi '", "new_string": "'Hello, '"}),
+        )
+        .into(),
+        Reply::tool("bash", json!({"command": "python3 greet_test.py"})).into(),
+        Reply::text("Done: greet now says **Hello**, and `greet_test.py` passes.").into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "calc.ts", "old_string": "return a + b;", "new_string": "return a + c;"}),
+        )
+        .into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "calc.ts", "old_string": "return a + c;", "new_string": "return a + b;"}),
+        )
+        .into(),
+        Reply::text("calc.ts is fixed: the editor reports no error.").into(),
+    ]);
+    let (code_server, port) =
+        start_code_server(&found, state.path(), dir.path(), &model.anthropic_base());
+    let artefacts = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("vscode-artefacts");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vscode/driver.mjs");
+    let mut run = Command::new(&found.node);
+    isolated(&mut run, state.path(), &model.anthropic_base());
+    let out = run
+        .arg(&driver)
+        .env("URL", format!("http://127.0.0.1:{port}/?folder={}", dir.path().display()))
+        .env("ARTEFACTS", &artefacts)
+        .env("PLAYWRIGHT_MODULES", &found.playwright)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the driver");
+    drop(code_server);
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut logs = Vec::new();
+    find_named(&state.path().join("user-data/logs"), "bareagent.log", &mut logs);
+    let log: String = logs
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    let sent: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|r| sent_tool_results(&r.body))
+        .collect();
+    let context = format!(
+        "driver stdout:\n{stdout}\ndriver stderr:\n{stderr}\nthe model was sent: {sent:#?}\n\
+         extension log:\n{log}\nscreenshots in {}",
+        artefacts.display()
+    );
+    assert!(out.status.success() && stdout.contains("\nDONE"), "{context}");
+    let facts = facts(&stdout);
+
+    // @path completion put the file's path in the prompt the model got.
+    let asked = crate::lsp::user_texts(&model.requests()[0].body);
+    assert_eq!(
+        asked,
+        ["Make greet.py say Hello, and check it with the test."],
+        "{context}"
+    );
+    // The review showed the buffer against the proposed text; the edit landed.
+    assert!(facts["review-proposed"].contains("'Hello, '"), "{context}");
+    assert_eq!(sent[1].len(), 1, "{context}");
+    assert!(!sent[1][0].1, "the edit succeeded: {context}");
+    // The command ran against the saved file: saveDocuments worked.
+    let (bash, bash_failed) = &sent[2][1];
+    assert!(
+        bash.contains("greet_test: ok") && !bash_failed,
+        "the test passed against the saved greet.py: {context}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py")).expect("greet.py"),
+        "def greet(name):\n    return 'Hello, ' + name\n"
+    );
+    assert_eq!(facts["greet.py-dirty"], "false", "{context}");
+    assert!(facts["reply"].contains("greet now says Hello"), "{context}");
+
+    // Diagnostics: the edit that broke calc.ts came back with what VS Code's
+    // TypeScript server reported.
+    let (broke, _) = &sent[4][sent[4].len() - 1];
+    assert!(
+        broke.contains("the editor now reports:") && broke.contains("Cannot find name 'c'"),
+        "the edit's result carries the editor's diagnostics: {broke}\n{context}"
+    );
+    assert_eq!(model.remaining(), 0, "{context}");
+
+    if let Some(ms) = log
+        .lines()
+        .find_map(|l| l.split_once("activated in ").map(|(_, ms)| ms.to_string()))
+    {
+        eprintln!("extension activation: {ms}");
+    }
+    if let Ok(meta) = std::fs::metadata(&found.vsix) {
+        eprintln!(".vsix size: {} bytes", meta.len());
+    }
+}

@@ -1,0 +1,193 @@
+// Drives a real VS Code (code-server, started by tests/it/vscode.rs) in
+// headless Chromium through playwright-core, as a user would: opens files,
+// asks in the bareagent chat view, reviews an edit in the diff editor,
+// approves in the view, and waits for what the editor and the view show.
+// It checks what only the UI shows (the diff editor, the buffer, the dirty
+// mark, the reply in the view); the Rust test checks what the model was sent
+// and the files. Each step prints `STEP name` on stdout, facts as `FACT k v`.
+//
+// Env: URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
+// (the node_modules holding playwright-core), CHROMIUM (default /usr/bin/chromium).
+import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const require = createRequire(join(process.env.PLAYWRIGHT_MODULES, '/'));
+const { chromium } = require('playwright-core');
+
+const artefacts = process.env.ARTEFACTS;
+mkdirSync(artefacts, { recursive: true });
+const STEP_MS = 60_000;
+// A hung step must not hang the test: the whole run has a deadline.
+setTimeout(() => {
+  console.log('FAIL the driver ran past its deadline');
+  process.exit(3);
+}, 300_000).unref();
+
+const step = (name) => console.log(`STEP ${name}`);
+const fact = (key, value) => console.log(`FACT ${key} ${value}`);
+const text = (s) => (s ?? '').replace(/\u00a0/g, ' ');
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+  ],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+page.setDefaultTimeout(STEP_MS);
+
+try {
+  await run();
+  console.log('DONE');
+} catch (error) {
+  console.log(`FAIL ${error?.stack ?? error}`);
+  await page.screenshot({ path: join(artefacts, 'failure.png') }).catch(() => {});
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
+
+/** Polls `probe` until it returns a truthy value, or fails with `what`. */
+async function until(what, probe, ms = STEP_MS) {
+  const deadline = Date.now() + ms;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      last = await probe();
+      if (last) return last;
+    } catch (error) {
+      last = error;
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last})`);
+}
+
+async function openFile(name) {
+  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => {});
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(name);
+  await until(`quick open to list ${name}`, async () =>
+    text(await page.locator('.quick-input-list .monaco-list-row').first().textContent()).includes(name),
+  );
+  await page.keyboard.press('Enter');
+  await tab(name).waitFor();
+}
+
+function tab(name) {
+  return page.locator('.tabs-container .tab').filter({ hasText: new RegExp(`^\\s*${name.replace('.', '\\.')}`) });
+}
+
+/** The text of `name`'s editor, shown as the active one. */
+async function editorText(name) {
+  await tab(name).first().click();
+  const lines = page.locator('.editor-group-container.active .editor-container .monaco-editor .view-lines').first();
+  return text(await lines.innerText());
+}
+
+async function run() {
+  step('workbench');
+  await page.goto(process.env.URL);
+  await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
+
+  step('open files');
+  // calc.ts first, so VS Code's TypeScript server is warm when it matters.
+  await openFile('calc.ts');
+  await openFile('greet.py');
+
+  step('chat view');
+  await page.locator('.activitybar a.action-label[aria-label="bareagent"]').click();
+  const view = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  await view.locator('#prompt').waitFor();
+  // The model label comes from bareagent.status: the server is up.
+  await until('the model label', async () => text(await view.locator('#model').textContent()).includes('anthropic'));
+
+  step('@path completion');
+  await view.locator('#prompt').click();
+  await view.locator('#prompt').pressSequentially('Make @gre');
+  await until('a completion for greet_test.py', async () =>
+    (await view.locator('#completions .option').allTextContents()).includes('greet_test.py'),
+  );
+  await view.locator('#completions .option', { hasText: /^greet\.py$/ }).click();
+  const typed = await view.locator('#prompt').inputValue();
+  fact('completed', JSON.stringify(typed));
+  await view.locator('#prompt').pressSequentially('say Hello, and check it with the test.');
+
+  step('ask');
+  await view.locator('#prompt').press('Enter');
+  await until('the prompt in the view', async () => (await view.locator('.msg.user').count()) >= 1);
+
+  step('review');
+  const edit = view.locator('.approval', { hasText: 'edit_file' });
+  await edit.waitFor();
+  fact('approval-diff', JSON.stringify(text(await edit.locator('.diff').textContent())));
+  await edit.getByRole('button', { name: 'Review' }).click();
+  const reviewTab = page.locator('.tabs-container .tab', { hasText: 'current ↔ proposed' });
+  await reviewTab.waitFor();
+  const diff = page.locator('.editor-group-container.active .monaco-diff-editor');
+  await diff.waitFor();
+  const modified = text(await diff.locator('.editor.modified .view-lines').innerText());
+  const original = text(await diff.locator('.editor.original .view-lines').innerText());
+  fact('review-original', JSON.stringify(original));
+  fact('review-proposed', JSON.stringify(modified));
+  if (!modified.includes("'Hello, '") || !original.includes("'hi '")) {
+    throw new Error(`the diff editor does not show the change: ${original} → ${modified}`);
+  }
+  await page.screenshot({ path: join(artefacts, 'review.png') });
+
+  step('approve edit');
+  await edit.getByRole('button', { name: 'Allow once' }).click();
+  await until('the edit in the greet.py buffer', async () => (await editorText('greet.py')).includes("'Hello, '"));
+  fact('buffer', JSON.stringify(await editorText('greet.py')));
+
+  step('approve command');
+  const command = view.locator('.approval', { hasText: 'bash' });
+  await command.waitFor();
+  fact('command-question', JSON.stringify(text(await command.locator('.question').textContent())));
+  await command.getByRole('button', { name: 'Allow for session' }).click();
+
+  step('reply');
+  const reply = view.locator('.msg.assistant', { hasText: 'greet now says' });
+  await reply.waitFor();
+  fact('reply', JSON.stringify(text(await reply.textContent())));
+  await until('the command tool row marked ok', async () =>
+    (await view.locator('details.tool.ok', { hasText: 'bash' }).count()) === 1,
+  );
+  // saveDocuments: the buffer was saved before the command ran.
+  fact('greet.py-dirty', await tab('greet.py').first().evaluate((e) => e.classList.contains('dirty')));
+  await until('the idle status bar', async () =>
+    text(await page.locator('#bareagent\\.bareagent\\.bareagent\\.status').textContent()).includes('idle'),
+  );
+  fact('status', JSON.stringify(text(await page.locator('#bareagent\\.bareagent\\.bareagent\\.status').textContent())));
+  await page.screenshot({ path: join(artefacts, 'workbench.png') });
+  await page.locator('#workbench\\.parts\\.sidebar').screenshot({ path: join(artefacts, 'vscode-chat.png') });
+
+  step('diagnostics');
+  await tab('calc.ts').first().click();
+  await view.locator('#prompt').fill('Use c in calc.ts.');
+  await view.locator('#prompt').press('Enter');
+  const breaking = view.locator('.approval', { hasText: 'calc.ts' });
+  await breaking.waitFor();
+  await breaking.getByRole('button', { name: 'Allow once' }).click();
+  await until('the TypeScript error in the Problems count', async () => {
+    const problems = text(await page.locator('#status\\.problems').textContent());
+    return /^\s*[1-9]/.test(problems) && problems;
+  });
+  fact('problems', JSON.stringify(text(await page.locator('#status\\.problems').textContent())));
+  const fix = view.locator('.approval', { hasText: 'calc.ts' });
+  await fix.waitFor();
+  await fix.getByRole('button', { name: 'Allow once' }).click();
+  await view.locator('.msg.assistant', { hasText: 'calc.ts is fixed' }).waitFor();
+  await until('no problem left', async () => /^\s*0\s+0/.test(text(await page.locator('#status\\.problems').textContent())));
+  fact('calc.ts', JSON.stringify(await editorText('calc.ts')));
+  await page.screenshot({ path: join(artefacts, 'diagnostics.png') });
+}
