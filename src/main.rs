@@ -42,7 +42,7 @@ fn main() -> ExitCode {
                      (see `bareagent run --help`)."
                 );
             }
-            let clean = runtime.block_on(bareagent::lsp::serve());
+            let clean = runtime.block_on(bareagent::lsp::serve(cli.client_process_id));
             // stdin's reader thread may still be blocked in read(2): do not wait for it.
             runtime.shutdown_background();
             if clean {

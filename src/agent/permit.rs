@@ -4,7 +4,7 @@
 //! tool's own code from the input parsed once for the call.
 
 use super::parts::Agent;
-use crate::permission::{ActionKind, Assessment, Decision};
+use crate::permission::{ActionKind, Assessment, Decision, EditPreview};
 use crate::tools::{Approved, Permit, PreparedCall, ToolError};
 
 /// The gate's answer to `call`. The error is the denial, as the model reads it.
@@ -28,21 +28,29 @@ pub(super) async fn permit(
         }
         _ => None,
     };
-    let (diff, reason) = match &preview {
-        Some(Ok(change)) => (Some(change.diff()), reason),
+    let diff = match &preview {
+        Some(Ok(change)) => Some(change.diff()),
+        _ => None,
+    };
+    let edit = match (&preview, &diff) {
+        (Some(Ok(change)), Some(diff)) => Some(EditPreview {
+            diff,
+            path: change.path(),
+            after: change.after(),
+        }),
+        _ => None,
+    };
+    let reason = match &preview {
         // The error's first line only: the rest may quote the file, and
         // the model has not been allowed to read it yet.
         Some(Err(error)) => {
             let error = error.to_string();
             let first = error.lines().next().unwrap_or_default();
-            (
-                None,
-                format!("{reason}; the change cannot be shown: {first}"),
-            )
+            format!("{reason}; the change cannot be shown: {first}")
         }
-        None => (None, reason),
+        Some(Ok(_)) | None => reason,
     };
-    match agent.gate.ask(action, &reason, diff.as_deref()).await {
+    match agent.gate.ask(action, &reason, edit).await {
         Decision::Allow => Ok(Permit::Asked(preview.and_then(Result::ok))),
         Decision::Deny(reason) => Err(ToolError::NotRun(reason)),
     }

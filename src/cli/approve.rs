@@ -45,7 +45,10 @@ impl Approver for TerminalApprover {
                 action.tool, question.reason
             )),
             TerminalApprover::Tty => {
-                let diff = question.diff.map(diff_view::for_stderr).unwrap_or_default();
+                let diff = question
+                    .diff()
+                    .map(diff_view::for_stderr)
+                    .unwrap_or_default();
                 eprint!(
                     "Allow {} {}? ({})\n{diff}  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
                     action.tool,
@@ -60,7 +63,7 @@ impl Approver for TerminalApprover {
                 print_json_line(&json!({
                     "type": "approval_request", "id": id, "tool": action.tool,
                     "kind": format!("{:?}", action.kind).to_lowercase(), "summary": action.summary,
-                    "reason": question.reason, "rule": question.rule, "diff": question.diff,
+                    "reason": question.reason, "rule": question.rule, "diff": question.diff(),
                 }));
                 // Until an answer for this id, or the end of input (no).
                 while let Some(line) = read_line().await {

@@ -25,6 +25,20 @@ pub use run::run;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+
+    /// Accepted and ignored: the server always speaks on stdin/stdout
+    /// (language clients such as vscode-languageclient append it).
+    #[arg(long, global = true, hide = true)]
+    pub stdio: bool,
+
+    /// The editor's process: the language server exits when it ends.
+    #[arg(
+        long = "clientProcessId",
+        global = true,
+        hide = true,
+        value_name = "PID"
+    )]
+    pub client_process_id: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +201,7 @@ mod tests {
         match Cli::try_parse_from(line) {
             Ok(Cli {
                 command: Some(Command::Run(args)),
+                ..
             }) => args,
             other => panic!("{flags:?}: {other:?}"),
         }

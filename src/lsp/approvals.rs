@@ -62,19 +62,17 @@ impl Approver for EditorApprover {
             summary: question.action.summary.clone(),
             reason: question.reason.to_string(),
             rule: question.rule.to_string(),
-            diff: question.diff.map(str::to_string),
+            diff: question.diff().map(str::to_string),
+            proposed: question
+                .edit
+                .map(|edit| (edit.path.to_path_buf(), edit.after.to_string())),
         };
         let answer = approvals.add(view.clone());
         let _guard = PendingGuard {
             state: self.state.clone(),
             id: view.id,
         };
-        self.state
-            .event(json!({
-                "type": "approval_requested", "id": view.id, "turn": view.turn, "tool": view.tool,
-                "summary": view.summary, "reason": view.reason, "rule": view.rule, "diff": view.diff,
-            }))
-            .await;
+        self.state.event(requested_event(&self.state, &view)).await;
         self.state.publish_approvals().await;
         if self.state.init().can_ask {
             tokio::spawn(show_dialog(self.state.clone(), view.clone()));
@@ -179,6 +177,36 @@ pub struct ShownDiff {
     /// Workspace-relative.
     pub shown_path: String,
     pub opened: bool,
+}
+
+/// The `approval_requested` event: what the question shows, and for an
+/// edit, what a client's review needs (the file, by the URI the editor
+/// opened it with, and its text after the change).
+fn requested_event(state: &State, view: &PendingView) -> Value {
+    let (path, uri, proposed) = match &view.proposed {
+        Some((path, after)) => {
+            let opened = state
+                .documents
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(path)
+                .map(|document| document.uri.clone());
+            let uri = opened.or_else(|| State::uri_of(path).map(|uri| uri.to_string()));
+            let root = &state.init().root;
+            let shown = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            (Some(shown), uri, Some(after.as_str()))
+        }
+        None => (None, None, None),
+    };
+    json!({
+        "type": "approval_requested", "id": view.id, "turn": view.turn, "tool": view.tool,
+        "summary": view.summary, "reason": view.reason, "rule": view.rule, "diff": view.diff,
+        "path": path, "uri": uri, "proposed": proposed,
+    })
 }
 
 /// Writes approval `view`'s diff to `.bareagent/diffs/ID.diff` and asks the

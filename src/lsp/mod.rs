@@ -8,6 +8,7 @@ mod chat;
 mod documents;
 mod editor;
 mod model;
+mod parent;
 mod pending;
 mod pump;
 mod saving;
@@ -26,10 +27,12 @@ pub use documents::{Change, Document, Encoding, Pos};
 /// handlers waiting on the client wedge everything, `$/cancelRequest` included.
 const CONCURRENCY: usize = 64;
 
-/// Serves LSP on stdin/stdout until the editor closes stdin or says `exit`.
-/// Returns whether the ending was clean: `false` for an `exit` that came
-/// without a `shutdown` before it (the process then exits with 1).
-pub async fn serve() -> bool {
+/// Serves LSP on stdin/stdout until the editor closes stdin, says `exit`,
+/// or its process ends (`client_process_id`, from `--clientProcessId`, or
+/// `initialize`'s `processId`). Returns whether the ending was clean:
+/// `false` for an `exit` that came without a `shutdown` before it (the
+/// process then exits with 1).
+pub async fn serve(client_process_id: Option<u32>) -> bool {
     let shared: Arc<std::sync::OnceLock<Arc<state::State>>> = Arc::default();
     let keep = shared.clone();
     let (service, socket) = LspService::build(move |client| {
@@ -54,10 +57,27 @@ pub async fn serve() -> bool {
         error_answers,
         tokio::io::stdout(),
     ));
-    Server::new(server_input, server_output, socket)
+    let parent_gone = shared
+        .get()
+        .map(|state| state.parent_gone.clone())
+        .unwrap_or_default();
+    if let Some(pid) = client_process_id {
+        parent::watch(pid, parent_gone.clone());
+    }
+    let served = Server::new(server_input, server_output, socket)
         .concurrency_level(CONCURRENCY)
-        .serve(service)
-        .await;
+        .serve(service);
+    tokio::select! {
+        () = served => {}
+        () = parent_gone.notified() => {
+            if let Some(state) = shared.get() {
+                state.stop_everything();
+            }
+            reader.abort();
+            writer.abort();
+            return true;
+        }
+    }
     // Still reading: the editor's `exit` ended the server, not its closing stdin.
     let by_exit = !reader.is_finished();
     reader.abort();

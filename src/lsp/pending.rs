@@ -18,6 +18,9 @@ pub struct PendingView {
     pub rule: String,
     /// For an edit: the unified diff of the change.
     pub diff: Option<String>,
+    /// For an edit: the file and its whole text after the change, for a
+    /// client's review (its diff view of the buffer against this).
+    pub proposed: Option<(std::path::PathBuf, String)>,
 }
 
 struct Pending {

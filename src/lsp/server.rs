@@ -17,10 +17,11 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 11] = [
+pub const COMMANDS: [&str; 12] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
+    "bareagent.approveSession",
     "bareagent.approveAlways",
     "bareagent.reject",
     "bareagent.newSession",
@@ -130,6 +131,9 @@ impl LanguageServer for Backend {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = EditorSettings::from_value(&init.options);
         let _ = self.state.init.set(init);
+        if let Some(pid) = params.process_id {
+            super::parent::watch(pid, self.state.parent_gone.clone());
+        }
         Ok(InitializeResult {
             server_info: Some(ServerInfo {
                 name: "bareagent".into(),
@@ -168,7 +172,7 @@ impl LanguageServer for Backend {
         self.state
             .shutdown_requested
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.stop_everything();
+        self.state.stop_everything();
         Ok(())
     }
 
@@ -255,6 +259,7 @@ impl LanguageServer for Backend {
                 }
             }
             "bareagent.approve" => self.answer(&arguments, Approval::AllowOnce)?,
+            "bareagent.approveSession" => self.answer(&arguments, Approval::AllowForSession)?,
             "bareagent.approveAlways" => self.answer(&arguments, Approval::AllowAlways)?,
             "bareagent.reject" => {
                 self.answer(&arguments, Approval::Reject(DENIED_BY_USER.into()))?
@@ -385,16 +390,6 @@ impl LanguageServer for Backend {
 }
 
 impl Backend {
-    fn stop_everything(&self) {
-        let sessions = self.state.lock_sessions();
-        for session in sessions.values() {
-            if let Some(running) = &session.running {
-                running.cancel.cancel();
-            }
-            session.background.kill_all();
-        }
-    }
-
     fn set_editor_settings(&self, settings: EditorSettings) {
         *self
             .state

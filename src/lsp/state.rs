@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -134,6 +134,9 @@ pub struct State {
     /// Set by `shutdown`: an `exit` after it ends the process with 0, an
     /// `exit` without it with 1, as the specification asks.
     pub shutdown_requested: std::sync::atomic::AtomicBool,
+    /// Told when the editor's process (`initialize`'s `processId`, or
+    /// `--clientProcessId`) has ended: the server stops.
+    pub parent_gone: Arc<tokio::sync::Notify>,
     /// What `bareagent.setModel` chose (see `model.rs`).
     pub model_override: ModelOverride,
 }
@@ -158,6 +161,7 @@ impl State {
 
             trust_notice_shown: std::sync::atomic::AtomicBool::new(false),
             shutdown_requested: std::sync::atomic::AtomicBool::new(false),
+            parent_gone: Arc::default(),
             model_override: Default::default(),
         }
     }
@@ -250,6 +254,17 @@ impl State {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Cancels every turn and kills every background command.
+    pub fn stop_everything(&self) {
+        let sessions = self.lock_sessions();
+        for session in sessions.values() {
+            if let Some(running) = &session.running {
+                running.cancel.cancel();
+            }
+            session.background.kill_all();
+        }
     }
 
     pub fn chat_path(&self) -> PathBuf {

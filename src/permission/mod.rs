@@ -99,9 +99,28 @@ pub struct Question<'a> {
     pub reason: &'a str,
     /// The rule "allow always" would add.
     pub rule: &'a str,
-    /// For an edit: the unified diff of the change it would make, from the
-    /// text the tool would read (see `crate::diff`).
-    pub diff: Option<&'a str>,
+    /// For an edit: the change it would make.
+    pub edit: Option<EditPreview<'a>>,
+}
+
+/// The change an edit would make, as the user judges it: computed from the
+/// text the tool would read (the open buffer, else the disk).
+#[derive(Clone, Copy, Debug)]
+pub struct EditPreview<'a> {
+    /// The unified diff (see `crate::diff`).
+    pub diff: &'a str,
+    /// The file, resolved.
+    pub path: &'a std::path::Path,
+    /// The file's whole text after the change: what a review shows beside
+    /// the current text.
+    pub after: &'a str,
+}
+
+impl Question<'_> {
+    /// The unified diff, for an edit.
+    pub fn diff(&self) -> Option<&str> {
+        self.edit.map(|edit| edit.diff)
+    }
 }
 
 /// The user's answer.
@@ -319,15 +338,20 @@ impl PermissionGate {
     }
 
     /// Asks the user about an action [`assess`](Self::assess) said to ask
-    /// about, for `reason`, showing `diff` where there is one; an "allow"
-    /// answer for the session or always adds the suggested rule.
-    pub async fn ask(&self, action: &Action, reason: &str, diff: Option<&str>) -> Decision {
+    /// about, for `reason`, showing the edit's change where there is one; an
+    /// "allow" answer for the session or always adds the suggested rule.
+    pub async fn ask(
+        &self,
+        action: &Action,
+        reason: &str,
+        edit: Option<EditPreview<'_>>,
+    ) -> Decision {
         let rule = rules::suggested_rule(action);
         let question = Question {
             action,
             reason,
             rule: &rule,
-            diff,
+            edit,
         };
         match self.approver.ask(&question).await {
             Approval::AllowOnce => Decision::Allow,

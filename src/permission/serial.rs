@@ -82,7 +82,7 @@ mod tests {
                 action,
                 reason: "test",
                 rule: "read_file",
-                diff: None,
+                edit: None,
             })
             .collect();
         futures_util::future::join_all(questions.iter().map(|q| approver.ask(q))).await;

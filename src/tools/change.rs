@@ -128,6 +128,16 @@ impl FileChange {
         &self.shown
     }
 
+    /// The resolved path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The file's whole text after the change.
+    pub fn after(&self) -> &str {
+        &self.after
+    }
+
     /// What the file held before.
     pub fn before(&self) -> &Previous {
         &self.before

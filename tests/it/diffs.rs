@@ -286,6 +286,13 @@ fn the_dialog_shows_the_buffers_diff_and_show_diff_opens_it_then_asks_again() {
     let requested = events_of(&client, "approval_requested");
     assert_eq!(requested.len(), 1, "{requested:?}");
     assert_eq!(requested[0]["diff"], BUFFER_DIFF, "{}", requested[0]);
+    // What a client's review shows: the buffer beside its text after the edit.
+    assert_eq!(requested[0]["path"], "greet.py");
+    assert_eq!(requested[0]["uri"], greet.as_str());
+    assert_eq!(
+        requested[0]["proposed"],
+        "def greet(name):\n    return 'Hello, ' + name  # unsaved\n"
+    );
     let id = requested[0]["id"].as_u64().unwrap();
 
     // Asked, shown the diff, asked again with the same question.

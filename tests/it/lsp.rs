@@ -993,6 +993,49 @@ fn a_session_asks_one_question_at_a_time_in_call_order() {
     assert!(sent.iter().all(|(_, is_error)| !is_error), "{sent:?}");
 }
 
+/// "Allow for session" from a chat view: `bareagent.approveSession` adds
+/// the rule for the session, so the same command is not asked again; a
+/// question that is not an edit has no review fields.
+#[test]
+fn approve_session_allows_the_same_command_for_the_rest_of_the_session() {
+    let dir = workspace(&[]);
+    let echo = || Reply::tool("bash", json!({"command": "echo hi"})).into();
+    let server = ModelServer::start(vec![echo(), echo(), Reply::text("done").into()]);
+    let mut opts = options(dir.path(), &server, "default");
+    opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
+    let client = start(dir.path(), opts);
+    let turn = ask(&client, json!("echo twice"))["turn"].as_u64().unwrap();
+    client.wait_until(LONG, "the question", |c| {
+        !events_of(c, "approval_requested").is_empty()
+    });
+    let asked = events_of(&client, "approval_requested")[0].clone();
+    assert_eq!(
+        (&asked["path"], &asked["uri"], &asked["proposed"]),
+        (&Value::Null, &Value::Null, &Value::Null)
+    );
+    let answer = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "bareagent.approveSession", "arguments": [{"id": asked["id"]}]}),
+        )
+        .unwrap();
+    assert_eq!(answer["resolved"], asked["id"], "{answer}");
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    assert_eq!(
+        events_of(&client, "approval_requested").len(),
+        1,
+        "asked once"
+    );
+    let sent = crate::common::sent_tool_results(&server.requests()[2].body);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(
+        sent.iter()
+            .all(|(text, is_error)| text.starts_with("hi") && !is_error),
+        "both ran: {sent:?}"
+    );
+    assert_eq!(client.shutdown().code(), Some(0));
+}
+
 /// In the editor: the untrusted project's widening settings are ignored and
 /// the user is told once; `bareagent.trustWorkspace`, confirmed in the
 /// editor's dialog, records the trust, and the next session applies them.

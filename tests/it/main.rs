@@ -4,6 +4,7 @@ mod support;
 mod approvals;
 mod attacks;
 mod cli;
+mod client_process;
 mod coherence;
 mod common;
 mod concurrency;

@@ -84,6 +84,8 @@ pub struct ClientOptions {
     pub initialization_options: Value,
     /// The answer to `workspace/configuration`, once per requested item.
     pub configuration: Value,
+    /// Sent as `initialize`'s `processId` (default: this test process).
+    pub process_id: u32,
 }
 
 impl ClientOptions {
@@ -103,6 +105,7 @@ impl ClientOptions {
             default_message_answer: MessageRequestAnswer::Pick("Allow once".to_string()),
             initialization_options: Value::Null,
             configuration: Value::Null,
+            process_id: std::process::id(),
         }
     }
 }
@@ -590,7 +593,7 @@ impl LspClient {
     fn initialize_params(&self) -> Value {
         let options = &self.inner.options;
         let mut params = json!({
-            "processId": std::process::id(),
+            "processId": options.process_id,
             "clientInfo": {"name": "test-client", "version": "0"},
             "rootUri": path_to_uri(&options.root),
             "rootPath": options.root.to_string_lossy(),
