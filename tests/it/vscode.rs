@@ -27,7 +27,11 @@ struct Installed {
 }
 
 fn installed() -> Option<Installed> {
-    let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.exists());
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+    };
     let found = Installed {
         node: var("BAREAGENT_VSCODE_NODE")?,
         code_server: var("BAREAGENT_CODE_SERVER")?,
@@ -86,14 +90,21 @@ fn isolated(command: &mut Command, state: &Path, model_url: &str) {
         .env("BAREAGENT_LOG", "bareagent=debug");
 }
 
-fn start_code_server(found: &Installed, state: &Path, folder: &Path, model_url: &str) -> (CodeServer, u16) {
+fn start_code_server(
+    found: &Installed,
+    state: &Path,
+    folder: &Path,
+    model_url: &str,
+) -> (CodeServer, u16) {
     for dir in ["home", "tmp", "user-data/User", "extensions"] {
         std::fs::create_dir_all(state.join(dir)).expect("state dirs");
     }
     // The extension host takes its environment from the user's login shell
     // (code-server resolves it), so `bareagent` is put on PATH the way a user
     // does: in ~/.bash_profile. The extension's default finds it there.
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bareagent")).parent().expect("bin dir");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bareagent"))
+        .parent()
+        .expect("bin dir");
     std::fs::write(
         state.join("home/.bash_profile"),
         format!("export PATH=\"{}:$PATH\"\n", bin_dir.display()),
@@ -111,7 +122,9 @@ fn start_code_server(found: &Installed, state: &Path, folder: &Path, model_url: 
         "files.autoSave": "off",
         "security.workspace.trust.enabled": false,
         // The TypeScript server's first check can take seconds on 2 cores.
-        "bareagent.diagnosticsSettleMs": 20000
+        "bareagent.diagnosticsSettleMs": 20000,
+        // The client logs what it sends (the diagnostics) to the extension's log.
+        "bareagent.trace.server": "verbose"
     });
     std::fs::write(
         state.join("user-data/User/settings.json"),
@@ -152,6 +165,10 @@ fn start_code_server(found: &Installed, state: &Path, folder: &Path, model_url: 
             "--disable-telemetry",
             "--disable-update-check",
             "--disable-workspace-trust",
+            // Trace level for every log: the language client then logs each
+            // message it sends (with `bareagent.trace.server`).
+            "--log",
+            "trace",
         ])
         .arg(folder)
         .stdin(Stdio::null())
@@ -166,7 +183,10 @@ fn start_code_server(found: &Installed, state: &Path, folder: &Path, model_url: 
         if let Ok(Some(status)) = server.child.try_wait() {
             panic!("code-server exited: {status}");
         }
-        assert!(Instant::now() < deadline, "code-server did not listen on {port}");
+        assert!(
+            Instant::now() < deadline,
+            "code-server did not listen on {port}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     (server, port)
@@ -244,7 +264,10 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     isolated(&mut run, state.path(), &model.anthropic_base());
     let out = run
         .arg(&driver)
-        .env("URL", format!("http://127.0.0.1:{port}/?folder={}", dir.path().display()))
+        .env(
+            "URL",
+            format!("http://127.0.0.1:{port}/?folder={}", dir.path().display()),
+        )
         .env("ARTEFACTS", &artefacts)
         .env("PLAYWRIGHT_MODULES", &found.playwright)
         .stdin(Stdio::null())
@@ -255,7 +278,11 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut logs = Vec::new();
-    find_named(&state.path().join("user-data/logs"), "bareagent.log", &mut logs);
+    find_named(
+        &state.path().join("user-data/logs"),
+        "bareagent.log",
+        &mut logs,
+    );
     let log: String = logs
         .iter()
         .map(|p| std::fs::read_to_string(p).unwrap_or_default())
@@ -265,19 +292,33 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
         .iter()
         .map(|r| sent_tool_results(&r.body))
         .collect();
+    // The whole logs go to the artefacts; a failure quotes the end of the extension's.
+    let _ = std::fs::write(artefacts.join("extension.log"), &log);
+    let _ = std::fs::copy(
+        state.path().join("code-server.log"),
+        artefacts.join("code-server.log"),
+    );
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('}'))
+        .collect();
+    let log_end = lines[lines.len().saturating_sub(80)..].join("\n");
     let context = format!(
         "driver stdout:\n{stdout}\ndriver stderr:\n{stderr}\nthe model was sent: {sent:#?}\n\
-         extension log:\n{log}\nscreenshots in {}",
+         the extension's log, its end:\n{log_end}\nscreenshots and logs in {}",
         artefacts.display()
     );
-    assert!(out.status.success() && stdout.contains("\nDONE"), "{context}");
+    assert!(
+        out.status.success() && stdout.contains("\nDONE"),
+        "{context}"
+    );
     let facts = facts(&stdout);
 
     // @path completion put the file's path in the prompt the model got.
     let asked = crate::lsp::user_texts(&model.requests()[0].body);
     assert_eq!(
         asked,
-        ["Make greet.py say Hello, and check it with the test."],
+        ["Make @greet.py say Hello, and check it with the test."],
         "{context}"
     );
     // The review showed the buffer against the proposed text; the edit landed.
@@ -297,8 +338,23 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     assert_eq!(facts["greet.py-dirty"], "false", "{context}");
     assert!(facts["reply"].contains("greet now says Hello"), "{context}");
 
-    // Diagnostics: the edit that broke calc.ts came back with what VS Code's
-    // TypeScript server reported.
+    // Diagnostics: the extension sent what VS Code's TypeScript server
+    // reported for calc.ts (the client's trace of what it sends)…
+    let uri = format!(
+        "\"uri\": \"file://{}\"",
+        dir.path().join("calc.ts").display()
+    );
+    assert!(
+        log.split("Sending notification 'bareagent/diagnostics'")
+            .any(|sent| {
+                let sent = sent.split("[trace]").next().unwrap_or_default();
+                sent.contains(&uri)
+                    && sent.contains("Cannot find name 'c'.")
+                    && sent.contains("\"source\": \"ts\"")
+            }),
+        "no bareagent/diagnostics notification with the TypeScript error for {uri}\n{context}"
+    );
+    // …and the edit that broke it came back to the model with them.
     let (broke, _) = &sent[4][sent[4].len() - 1];
     assert!(
         broke.contains("the editor now reports:") && broke.contains("Cannot find name 'c'"),

@@ -169,6 +169,12 @@ async function run() {
   );
   fact('status', JSON.stringify(text(await page.locator('#bareagent\\.bareagent\\.bareagent\\.status').textContent())));
   await page.screenshot({ path: join(artefacts, 'workbench.png') });
+  // A wider side bar for the picture of the view.
+  const sash = await page.locator('#workbench\\.parts\\.sidebar').boundingBox();
+  await page.mouse.move(sash.x + sash.width + 1, sash.y + 300);
+  await page.mouse.down();
+  await page.mouse.move(sash.x + 480, sash.y + 300, { steps: 8 });
+  await page.mouse.up();
   await page.locator('#workbench\\.parts\\.sidebar').screenshot({ path: join(artefacts, 'vscode-chat.png') });
 
   step('diagnostics');
