@@ -4,7 +4,8 @@
 //! Also reports the peak RSS of the `bareagent run` process.
 //!
 //! `cargo bench --bench loop_overhead` (ROUNDS=N to change the repeat count;
-//! WRAP="valgrind --tool=massif" and the like run the agent under a tool).
+//! WRAP="valgrind --tool=massif" and the like run the agent under a tool;
+//! BAREAGENT_BIN measures another build).
 
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
@@ -33,16 +34,24 @@ fn script() -> Vec<Step> {
     steps
 }
 
+/// The agent measured: this build, or `BAREAGENT_BIN` (another build, for
+/// a before figure in the same run).
+fn bareagent() -> std::path::PathBuf {
+    std::env::var_os("BAREAGENT_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
+}
+
 fn spawn_agent(dir: &Path, server: &ModelServer) -> Child {
     let wrap = std::env::var("WRAP").unwrap_or_default();
     let mut words = wrap.split_whitespace();
     let mut command = match words.next() {
         Some(program) => {
             let mut command = Command::new(program);
-            command.args(words).arg(env!("CARGO_BIN_EXE_bareagent"));
+            command.args(words).arg(bareagent());
             command
         }
-        None => Command::new(env!("CARGO_BIN_EXE_bareagent")),
+        None => Command::new(bareagent()),
     };
     command
         .args([

@@ -33,7 +33,13 @@ use lsp_client::{ClientOptions, LspClient};
 use model_server::{ModelServer, Reply, Step};
 use serde_json::{Value, json};
 
-const BAREAGENT: &str = env!("CARGO_BIN_EXE_bareagent");
+/// The server measured: this build, or `BAREAGENT_BIN` (another build, for
+/// a before figure in the same run).
+fn bareagent() -> std::path::PathBuf {
+    std::env::var_os("BAREAGENT_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
+}
 const DEFAULT_LSP_AI: &str = "/tmp/lsp-ai/bin/lsp-ai";
 const LSP_AI_OPTIONS: &str = r#"{"memory":{"file_store":{}},"models":{}}"#;
 
@@ -56,13 +62,7 @@ fn main() {
     let mut rows: Vec<Row> = Vec::new();
 
     if wanted("start") {
-        start_and_rss(
-            "bareagent",
-            Path::new(BAREAGENT),
-            &Value::Null,
-            runs,
-            &mut rows,
-        );
+        start_and_rss("bareagent", &bareagent(), &Value::Null, runs, &mut rows);
         let lsp_ai = std::env::var("LSP_AI").unwrap_or_else(|_| DEFAULT_LSP_AI.into());
         if Path::new(&lsp_ai).is_file() {
             // Bare, then with the options its docs start from (file store,
@@ -550,7 +550,7 @@ fn edits_over_stdio(text: &str, changes: &[Change<'_>], rows: &mut Vec<Row>) {
     let root = tempfile::tempdir().expect("tempdir");
     let mut options = ClientOptions::new(root.path());
     options.position_encodings = vec!["utf-16".into()];
-    let client = LspClient::start(Path::new(BAREAGENT), options);
+    let client = LspClient::start(&bareagent(), options);
     client.initialize();
     let status = || {
         client
@@ -663,7 +663,7 @@ fn delta_forwarding(turns: usize, rows: &mut Vec<Row>) {
     let model = ModelServer::start(script);
     let root = tempfile::tempdir().expect("tempdir");
     let mut server = Rpc::spawn(
-        Path::new(BAREAGENT),
+        &bareagent(),
         root.path(),
         &[("ANTHROPIC_API_KEY", "x".to_string())],
     );
@@ -750,7 +750,7 @@ fn server_events(server: &Rpc, kind: &str) -> Vec<(Instant, String)> {
 /// sending the change to the request's answer (the server handles them in
 /// order). `BAREAGENT_BIN` runs another build (a before figure).
 fn edits_during_a_turn(rows: &mut Vec<Row>) {
-    let binary = std::env::var("BAREAGENT_BIN").unwrap_or_else(|_| BAREAGENT.into());
+    let binary = bareagent();
     let deltas = (0..400).map(|i| format!("d{i} ")).collect();
     let gap = Duration::from_millis(5)..=Duration::from_millis(5);
     let model = ModelServer::start(vec![Reply::paced_text(deltas, gap).into()]);

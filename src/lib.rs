@@ -10,6 +10,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod config_files;
+pub mod diagnostics;
 pub mod diff;
 pub mod events;
 pub mod history;

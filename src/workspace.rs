@@ -278,6 +278,12 @@ pub trait Workspace: Send + Sync {
         None
     }
 
+    /// What the editor's own language servers report about files, where
+    /// the editor sends it. None on disk.
+    fn diagnostics(&self) -> Option<Arc<crate::diagnostics::EditorDiagnostics>> {
+        None
+    }
+
     /// Reads a resolved path as UTF-8 text.
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError>;
 

@@ -123,6 +123,16 @@ pub fn position(rope: &Rope, char_idx: usize, encoding: Encoding) -> Pos {
     }
 }
 
+/// The path a file URI names, as documents are keyed: by real paths, as
+/// the tools resolve them (the directory's links resolved).
+pub fn path_of(uri: &tower_lsp_server::ls_types::Uri) -> Option<PathBuf> {
+    let path = uri.to_file_path()?.into_owned();
+    Some(match path.parent().and_then(|p| p.canonicalize().ok()) {
+        Some(parent) => parent.join(path.file_name().unwrap_or_default()),
+        None => path,
+    })
+}
+
 /// The open documents, by their file path (as the tools resolve paths),
 /// and the path of each URI (so a `didChange` needs no file-system call).
 #[derive(Debug, Default)]

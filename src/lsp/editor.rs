@@ -56,6 +56,11 @@ impl Workspace for EditorWorkspace {
         self.disk.paths()
     }
 
+    fn diagnostics(&self) -> Option<Arc<crate::diagnostics::EditorDiagnostics>> {
+        let diagnostics = &self.state.diagnostics;
+        diagnostics.any().then(|| diagnostics.clone())
+    }
+
     fn buffers(&self) -> Buffers {
         let mut buffers: Buffers = self
             .state

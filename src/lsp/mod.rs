@@ -5,6 +5,7 @@
 
 mod approvals;
 mod chat;
+mod diagnostics;
 mod documents;
 mod editor;
 mod model;
@@ -44,6 +45,13 @@ pub async fn serve(client_process_id: Option<u32>) -> bool {
         "window/workDoneProgress/cancel",
         |backend: &server::Backend, params| {
             server::cancel_progress(&backend.state, params);
+            std::future::ready(())
+        },
+    )
+    .custom_method(
+        "bareagent/diagnostics",
+        |backend: &server::Backend, params| {
+            diagnostics::pushed(&backend.state, params);
             std::future::ready(())
         },
     )

@@ -11,7 +11,7 @@ use tower_lsp_server::ls_types::*;
 
 use super::approvals::{self, id_argument};
 use super::chat;
-use super::documents::{Change, Document, Encoding, Pos};
+use super::documents::{Change, Document, Encoding, Pos, path_of};
 use super::state::{EditorSettings, Init, MAIN_SESSION, State};
 use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
@@ -36,18 +36,9 @@ pub struct Backend {
     pub state: Arc<State>,
 }
 
-fn path_of(uri: &Uri) -> Option<std::path::PathBuf> {
-    let path = uri.to_file_path()?.into_owned();
-    // Documents are keyed by real paths, as the tools resolve them.
-    Some(match path.parent().and_then(|p| p.canonicalize().ok()) {
-        Some(parent) => parent.join(path.file_name().unwrap_or_default()),
-        None => path,
-    })
-}
-
-/// `saveDocuments: true` in `initializationOptions` (or its `bareagent`
-/// part) or in `capabilities.experimental`.
-fn announces_save_documents(params: &InitializeParams) -> bool {
+/// `NAME: true` (`saveDocuments`, `diagnostics`) in `initializationOptions`
+/// (or its `bareagent` part) or in `capabilities.experimental`.
+fn announces(params: &InitializeParams, name: &str) -> bool {
     let options = params.initialization_options.as_ref();
     [
         options,
@@ -56,7 +47,7 @@ fn announces_save_documents(params: &InitializeParams) -> bool {
     ]
     .into_iter()
     .flatten()
-    .any(|place| place.get("saveDocuments") == Some(&Value::Bool(true)))
+    .any(|place| place.get(name) == Some(&Value::Bool(true)))
 }
 
 fn pos(p: Position) -> Pos {
@@ -122,7 +113,7 @@ impl LanguageServer for Backend {
                 .and_then(|w| w.show_document.as_ref())
                 .is_some_and(|s| s.support),
             can_configure: workspace.and_then(|w| w.configuration).unwrap_or(false),
-            can_save_documents: announces_save_documents(&params),
+            can_save_documents: announces(&params, "saveDocuments"),
             options: params.initialization_options.clone().unwrap_or(Value::Null),
         };
         *self
@@ -130,6 +121,9 @@ impl LanguageServer for Backend {
             .editor_settings
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = EditorSettings::from_value(&init.options);
+        if announces(&params, "diagnostics") {
+            self.state.diagnostics.set_pushed();
+        }
         let _ = self.state.init.set(init);
         if let Some(pid) = params.process_id {
             super::parent::watch(pid, self.state.parent_gone.clone());
@@ -292,6 +286,7 @@ impl LanguageServer for Backend {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        super::diagnostics::from_code_action(&self.state, &params);
         let mut actions = Vec::new();
         let command = |title: String, name: &str, arguments: Vec<Value>, kind: CodeActionKind| {
             CodeActionOrCommand::CodeAction(CodeAction {
@@ -354,7 +349,7 @@ impl LanguageServer for Backend {
             }
         } else if let Some(path) = &path {
             for diagnostic in &params.context.diagnostics {
-                if diagnostic.source.as_deref() == Some("bareagent") {
+                if diagnostic.source.as_deref() == Some(super::diagnostics::OURS) {
                     continue;
                 }
                 let shown = self.state.init().paths.display(path);

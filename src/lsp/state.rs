@@ -58,6 +58,8 @@ pub struct EditorSettings {
     pub replay: Option<PathBuf>,
     pub idle_timeout_secs: Option<u64>,
     pub edits: crate::config::Edits,
+    /// How long an edit waits for the editor's fresh diagnostics; 0: never.
+    pub diagnostics_settle_ms: Option<u64>,
 }
 
 impl EditorSettings {
@@ -137,6 +139,8 @@ pub struct State {
     /// Told when the editor's process (`initialize`'s `processId`, or
     /// `--clientProcessId`) has ended: the server stops.
     pub parent_gone: Arc<tokio::sync::Notify>,
+    /// What the editor's own language servers report.
+    pub diagnostics: Arc<crate::diagnostics::EditorDiagnostics>,
     /// What `bareagent.setModel` chose (see `model.rs`).
     pub model_override: ModelOverride,
 }
@@ -162,6 +166,7 @@ impl State {
             trust_notice_shown: std::sync::atomic::AtomicBool::new(false),
             shutdown_requested: std::sync::atomic::AtomicBool::new(false),
             parent_gone: Arc::default(),
+            diagnostics: Arc::default(),
             model_override: Default::default(),
         }
     }

@@ -26,7 +26,7 @@ use crate::events::{AgentEvent, EventSink};
 use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
 use crate::sandbox::{Sandbox, SandboxPolicy};
-use crate::tools::{ReadLedger, ToolRegistry};
+use crate::tools::{Diagnostics, ReadLedger, ToolRegistry};
 
 pub struct Ask {
     pub session: String,
@@ -398,7 +398,15 @@ async fn run_agent(
     };
     let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
         .map_err(|e| format!("cannot open the workspace: {e}"))?;
-    let tools = ToolRegistry::standard();
+    // The editor's diagnostics exist only here.
+    state
+        .diagnostics
+        .set_settle(editor.diagnostics_settle_ms.map_or(
+            crate::diagnostics::DEFAULT_SETTLE,
+            std::time::Duration::from_millis,
+        ));
+    let mut tools = ToolRegistry::standard();
+    tools.register(Diagnostics);
     let config = LoopConfig {
         system: system_prompt_in_editor(&root),
         max_iterations: editor.max_iterations.unwrap_or(200),

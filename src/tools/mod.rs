@@ -8,6 +8,7 @@ mod background;
 mod bash;
 mod buffers;
 mod change;
+mod diagnostics;
 mod edit_file;
 mod glob;
 mod grep;
@@ -39,6 +40,7 @@ use crate::workspace::{PathResolver, Workspace, WorkspaceError};
 pub use background::{BackgroundTasks, BashOutput, KillBash};
 pub use bash::Bash;
 pub use change::{Approved, FileChange, Permit, Previous};
+pub use diagnostics::Diagnostics;
 pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::{FileResult, Grep, GrepError, GrepQuery, OutputMode, search, search_files};
@@ -141,6 +143,19 @@ impl ReadLedger {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(path.to_path_buf(), seen);
+    }
+
+    /// Every file the model has read or written, in path order.
+    pub fn paths(&self) -> Vec<std::path::PathBuf> {
+        let mut paths: Vec<_> = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        paths.sort();
+        paths
     }
 
     /// Fails when the file now holds (`text` at `version`) something other
@@ -330,8 +345,31 @@ impl PreparedCall<'_> {
         self.call.change(cx).await
     }
 
+    /// Runs the call. An edit's result gains what the editor reports about
+    /// the file once it has settled (see `crate::diagnostics`).
     pub async fn run(self, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
-        self.call.run(cx).await
+        let watched = match (&self.action.kind, &self.action.target) {
+            (ActionKind::Edit, Target::Path(shown)) => cx.workspace().diagnostics().and_then(|d| {
+                let path = cx.workspace().paths().resolve(shown).ok()?;
+                let before = d.of(&path).unwrap_or_default();
+                Some((d.mark(&path)?, d, path, shown.clone(), before))
+            }),
+            _ => None,
+        };
+        let result = self.call.run(cx).await?;
+        let Some((mark, diagnostics, path, shown, before)) = watched else {
+            return Ok(result);
+        };
+        let now = tokio::select! {
+            now = diagnostics.after(&path, mark) => now,
+            () = cx.cancel.cancelled() => None,
+        };
+        Ok(
+            match now.and_then(|now| crate::diagnostics::after_edit_line(&shown, &before, &now)) {
+                Some(line) => format!("{result}\n{line}"),
+                None => result,
+            },
+        )
     }
 }
 

@@ -10,6 +10,7 @@ mod common;
 mod concurrency;
 mod diffs;
 mod dying;
+mod editor_diagnostics;
 mod escapes;
 mod faults;
 mod first_use;
