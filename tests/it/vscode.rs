@@ -357,8 +357,15 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     // …and the edit that broke it came back to the model with them.
     let (broke, _) = &sent[4][sent[4].len() - 1];
     assert!(
-        broke.contains("the editor now reports:") && broke.contains("Cannot find name 'c'"),
+        broke.contains("The editor now reports in calc.ts:")
+            && broke.contains("error (ts 2304): Cannot find name 'c'."),
         "the edit's result carries the editor's diagnostics: {broke}\n{context}"
+    );
+    // The fix cleared them, and the model is told so.
+    let (fixed, _) = &sent[5][sent[5].len() - 1];
+    assert!(
+        fixed.contains("The editor now reports no errors or warnings in calc.ts."),
+        "{fixed}\n{context}"
     );
     assert_eq!(model.remaining(), 0, "{context}");
 
