@@ -337,6 +337,8 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     );
     assert_eq!(facts["greet.py-dirty"], "false", "{context}");
     assert!(facts["reply"].contains("greet now says Hello"), "{context}");
+    // Questions answered in the view raised no notification that outlives them.
+    assert_eq!(facts["approval-notifications-left"], "0", "{context}");
 
     // Diagnostics: the extension sent what VS Code's TypeScript server
     // reported for calc.ts (the client's trace of what it sends)…

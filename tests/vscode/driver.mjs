@@ -135,13 +135,12 @@ async function run() {
   await reviewTab.waitFor();
   const diff = page.locator('.editor-group-container.active .monaco-diff-editor');
   await diff.waitFor();
-  const modified = text(await diff.locator('.editor.modified .view-lines').innerText());
-  const original = text(await diff.locator('.editor.original .view-lines').innerText());
-  fact('review-original', JSON.stringify(original));
-  fact('review-proposed', JSON.stringify(modified));
-  if (!modified.includes("'Hello, '") || !original.includes("'hi '")) {
-    throw new Error(`the diff editor does not show the change: ${original} → ${modified}`);
-  }
+  const side = async (which) => text(await diff.locator(`.editor.${which} .view-lines`).innerText());
+  // Both sides load on their own: wait for each.
+  await until('the buffer on the left of the diff', async () => (await side('original')).includes("'hi '"));
+  await until('the proposed text on the right', async () => (await side('modified')).includes("'Hello, '"));
+  fact('review-original', JSON.stringify(await side('original')));
+  fact('review-proposed', JSON.stringify(await side('modified')));
   await page.screenshot({ path: join(artefacts, 'review.png') });
 
   step('approve edit');
@@ -189,10 +188,25 @@ async function run() {
     return /^\s*[1-9]/.test(problems) && problems;
   });
   fact('problems', JSON.stringify(text(await page.locator('#status\\.problems').textContent())));
-  const fix = view.locator('.approval', { hasText: 'calc.ts' });
-  await fix.waitFor();
-  await fix.getByRole('button', { name: 'Allow once' }).click();
+  // The next question is shown in the view; closing the view turns it into
+  // VS Code's own notification, answered there.
+  step('native approval');
+  await view.locator('.approval', { hasText: 'calc.ts' }).waitFor();
+  // (Its badge covers the icon's centre.)
+  await page.locator('.activitybar a.action-label[aria-label^="Explorer"]').click({ force: true });
+  const toast = page.locator('.notification-toast', { hasText: 'wants to run edit_file calc.ts' });
+  await toast.waitFor();
+  await toast.getByRole('button', { name: 'Allow once' }).click();
+  await page.locator('.activitybar a.action-label[aria-label="bareagent"]').click();
   await view.locator('.msg.assistant', { hasText: 'calc.ts is fixed' }).waitFor();
+  // The questions answered in the view left no notification behind.
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').fill('>Notifications: Show Notifications');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show Notifications' }).first().click();
+  await page.locator('.notifications-center').waitFor();
+  const left = await page.locator('.notifications-center .notification-list-item', { hasText: 'wants to run' }).count();
+  fact('approval-notifications-left', left);
+  await page.keyboard.press('Escape');
   await until('no problem left', async () => /^\s*0\s+0/.test(text(await page.locator('#status\\.problems').textContent())));
   fact('calc.ts', JSON.stringify(await editorText('calc.ts')));
   await page.screenshot({ path: join(artefacts, 'diagnostics.png') });

@@ -13,11 +13,13 @@ import {
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
+  ShowMessageRequest,
   State,
 } from 'vscode-languageclient/node';
 import { currentSettings } from './config';
 import { findBinary } from './binary';
 import { DiagnosticsForwarder } from './diagnostics';
+import { Dialogs } from './dialogs';
 
 /** One `bareagent/event` notification (docs/protocol.md). */
 export type AgentEvent = { type: string; turn?: number; session?: string; [field: string]: unknown };
@@ -31,7 +33,10 @@ export class Agent implements vscode.Disposable {
   /** Fires true when the server is running, false when it stopped. */
   readonly onRunning = this.states.event;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly dialogs: Dialogs,
+  ) {}
 
   get running(): boolean {
     return this.client?.state === State.Running;
@@ -67,6 +72,8 @@ export class Agent implements vscode.Disposable {
       void vscode.window.showErrorMessage(`bareagent: the server did not start (${command}): ${error}`);
       return;
     }
+    // After start, so this replaces the client's own handler.
+    client.onRequest(ShowMessageRequest.type, (params, token) => this.dialogs.show(params, token));
     this.log.info(`server started in ${Date.now() - started} ms: ${command}`);
     this.forwarder = new DiagnosticsForwarder(client);
   }

@@ -34,6 +34,9 @@ export class ChatView implements vscode.WebviewViewProvider {
   /** The events so far, replayed when the view is (re)created. */
   private history: AgentEvent[] = [];
   private readonly approvals = new Map<number, AgentEvent>();
+  private readonly visibility = new vscode.EventEmitter<boolean>();
+  /** Fires when the view is shown or hidden. */
+  readonly onVisibility = this.visibility.event;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -67,9 +70,15 @@ export class ChatView implements vscode.WebviewViewProvider {
     view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     view.webview.html = this.html(view.webview, dist);
     view.webview.onDidReceiveMessage((message: FromView) => void this.handle(message));
+    view.onDidChangeVisibility(() => this.visibility.fire(view.visible));
     view.onDidDispose(() => {
       if (this.view === view) this.view = undefined;
+      this.visibility.fire(false);
     });
+  }
+
+  get visible(): boolean {
+    return this.view?.visible ?? false;
   }
 
   /** Shows the view and puts the cursor in its input box. */

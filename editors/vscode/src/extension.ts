@@ -8,23 +8,32 @@ import * as vscode from 'vscode';
 import { Agent } from './agent';
 import { setPath } from './binary';
 import { ChatView } from './chatView';
+import { Dialogs } from './dialogs';
 import { ProposedDocuments, SCHEME } from './review';
 import { StatusItem } from './status';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const started = Date.now();
   const log = vscode.window.createOutputChannel('bareagent', { log: true });
-  const agent = new Agent(log);
+  // The chat view is created below; the dialogs only ask whether it is visible.
+  let chatVisible = (): boolean => false;
+  const dialogs = new Dialogs(() => chatVisible());
+  const agent = new Agent(log, dialogs);
   const status = new StatusItem();
   const proposed = new ProposedDocuments();
   const chat: ChatView = new ChatView(context.extensionUri, agent, proposed, (): Promise<void> => pickModel(agent, chat));
-  context.subscriptions.push(log, agent, status, proposed);
+  chatVisible = () => chat.visible;
+  context.subscriptions.push(log, agent, status, proposed, dialogs);
   context.subscriptions.push(
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, proposed),
     vscode.window.registerWebviewViewProvider(ChatView.id, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     agent.onEvent((event) => {
       status.onEvent(event);
       chat.onEvent(event);
+      if (['approval_resolved', 'turn_finished', 'turn_failed'].includes(event.type)) dialogs.resolved();
+    }),
+    chat.onVisibility((visible) => {
+      if (!visible) dialogs.viewHidden();
     }),
     agent.onRunning((up) => {
       status.serverRunning(up);
