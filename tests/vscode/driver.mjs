@@ -6,7 +6,7 @@
 // mark, the reply in the view); the Rust test checks what the model was sent
 // and the files. Each step prints `STEP name` on stdout, facts as `FACT k v`.
 //
-// Env: URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
+// Env: SCENARIO (turn | palette), URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
 // (the node_modules holding playwright-core), CHROMIUM (default /usr/bin/chromium).
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
@@ -43,8 +43,11 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 page.setDefaultTimeout(STEP_MS);
 
+const scenarios = { turn, palette };
 try {
-  await run();
+  const scenario = scenarios[process.env.SCENARIO];
+  if (!scenario) throw new Error(`unknown SCENARIO ${process.env.SCENARIO}`);
+  await scenario();
   console.log('DONE');
 } catch (error) {
   console.log(`FAIL ${error?.stack ?? error}`);
@@ -94,10 +97,47 @@ async function editorText(name) {
   return text(await lines.innerText());
 }
 
-async function run() {
+/** Runs a command from the palette by its title. */
+async function runCommand(title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  // The row whose label is exactly the title ("Ask" also matches "Ask about selection").
+  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  const row = page.locator('.quick-input-list .monaco-list-row').filter({
+    has: page.locator('.label-name', { hasText: exact }),
+  });
+  await row.first().click();
+}
+
+/** Answers the input box a command opened. */
+async function answerInputBox(answer) {
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(answer);
+  await input.press('Enter');
+}
+
+async function workbench() {
   step('workbench');
   await page.goto(process.env.URL);
   await page.locator('.monaco-workbench').waitFor({ timeout: 120_000 });
+}
+
+async function chatView() {
+  await page.locator('.activitybar a.action-label[aria-label="bareagent"]').click({ force: true });
+  const view = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  await view.locator('#prompt').waitFor();
+  return view;
+}
+
+async function problems() {
+  return text(await page.locator('#status\\.problems').textContent());
+}
+
+async function turn() {
+  await workbench();
 
   step('open files');
   // calc.ts first, so VS Code's TypeScript server is warm when it matters.
@@ -105,9 +145,7 @@ async function run() {
   await openFile('greet.py');
 
   step('chat view');
-  await page.locator('.activitybar a.action-label[aria-label="bareagent"]').click();
-  const view = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
-  await view.locator('#prompt').waitFor();
+  const view = await chatView();
   // The model label comes from bareagent.status: the server is up.
   await until('the model label', async () => text(await view.locator('#model').textContent()).includes('anthropic'));
 
@@ -210,4 +248,74 @@ async function run() {
   await until('no problem left', async () => /^\s*0\s+0/.test(text(await page.locator('#status\\.problems').textContent())));
   fact('calc.ts', JSON.stringify(await editorText('calc.ts')));
   await page.screenshot({ path: join(artefacts, 'diagnostics.png') });
+
+  step('fix this diagnostic');
+  await openFile('lint.ts');
+  await until('the TypeScript error in lint.ts', async () => /^\s*[1-9]/.test(await problems()));
+  // F8 puts the cursor on the problem (and peeks it: Escape closes that).
+  await page.keyboard.press('F8');
+  await page.keyboard.press('Escape');
+  await runCommand('bareagent: Fix this diagnostic');
+  await view.locator('.msg.assistant', { hasText: 'I see the type error.' }).waitFor();
+}
+
+/** Restricted Mode, and the palette commands. */
+async function palette() {
+  await workbench();
+  // code-server opens a folder not yet trusted in Restricted Mode (no dialog).
+  step('restricted mode');
+  await page.locator('.statusbar-item', { hasText: 'Restricted Mode' }).first().waitFor();
+  fact('restricted', true);
+
+  // VS Code's TypeScript does not run in Restricted Mode here: the
+  // diagnostics commands are in the `turn` scenario.
+  step('an edit asks');
+  await openFile('broken.ts');
+  const view = await chatView();
+  await view.locator('#prompt').fill('Fix broken.ts.');
+  await view.locator('#prompt').press('Enter');
+  const card = view.locator('.approval', { hasText: 'broken.ts' });
+  await card.waitFor();
+  fact('fix-question', JSON.stringify(text(await card.locator('.question').textContent())));
+  await card.getByRole('button', { name: 'Allow once' }).click();
+  await view.locator('.msg.assistant', { hasText: 'Fixed broken.ts.' }).waitFor();
+
+  step('status');
+  await runCommand('bareagent: Status');
+  const status = page.locator('.notification-toast', { hasText: 'bareagent — model:' });
+  await status.waitFor();
+  fact('status', JSON.stringify(text(await status.locator('.notification-list-item-message').innerText())));
+
+  step('ask about selection');
+  await openFile('greet.py');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+A');
+  await runCommand('bareagent: Ask about selection');
+  await answerInputBox('What does this do?');
+  await view.locator('.msg.assistant', { hasText: 'It greets a person by name.' }).waitFor();
+
+  step('cancel');
+  await view.locator('#prompt').fill('Take your time.');
+  await view.locator('#prompt').press('Enter');
+  await until('the running status bar', async () =>
+    text(await page.locator('#bareagent\\.bareagent\\.bareagent\\.status').textContent()).includes('running'),
+  );
+  await view.locator('#cancel').click();
+  await view.locator('.msg.failed', { hasText: 'Cancelled.' }).waitFor();
+  fact('cancelled', true);
+
+  step('new session');
+  await runCommand('bareagent: New session');
+  await until('an empty view', async () => (await view.locator('.msg').count()) === 0);
+
+  step('ask');
+  await runCommand('bareagent: Ask');
+  await answerInputBox('Hello after a new session');
+  await view.locator('.msg.assistant', { hasText: 'Hello again.' }).waitFor();
+
+  step('open chat file');
+  await runCommand('bareagent: Open chat file');
+  await tab('chat.md').waitFor();
+  fact('chat-file', 'chat.md');
+  await page.screenshot({ path: join(artefacts, 'palette.png') });
 }

@@ -70,8 +70,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const question = await vscode.window.showInputBox({ prompt: 'Ask about the selection', ignoreFocusOut: true });
     if (!question) return;
     const { start, end } = editor.selection;
-    const where = `${vscode.workspace.asRelativePath(editor.document.uri, false)}:${start.line + 1}-${end.line + 1}`;
-    const quoted = editor.document.getText(editor.selection);
+    // A selection of whole lines ends at column 0 of the next one: not a line of it.
+    const last = end.character === 0 && end.line > start.line ? end.line - 1 : end.line;
+    const where = `${vscode.workspace.asRelativePath(editor.document.uri, false)}:${start.line + 1}-${last + 1}`;
+    const quoted = editor.document.getText(editor.selection).replace(/\r?\n$/, '');
     await chat.focus();
     await agent.run('bareagent.ask', { prompt: `${question}\n\nThe selection, ${where}:\n\`\`\`\n${quoted}\n\`\`\`` });
   });
