@@ -440,6 +440,9 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
         "{context}"
     );
     assert_eq!(model.remaining(), 0, "{context}");
+    // Figures for the closing note (never asserted): VS Code's own activation
+    // measure and the package's size.
+    eprintln!("running extensions: {}", run.fact("running-extension"));
     if let Ok(meta) = std::fs::metadata(&found.vsix) {
         eprintln!(".vsix size: {} bytes", meta.len());
     }

@@ -257,6 +257,14 @@ async function turn() {
   await page.keyboard.press('Escape');
   await runCommand('bareagent: Fix this diagnostic');
   await view.locator('.msg.assistant', { hasText: 'I see the type error.' }).waitFor();
+
+  // VS Code's own measure of the activation (code loading + activate()).
+  step('running extensions');
+  await runCommand('Developer: Show Running Extensions');
+  const row = page.locator('.runtime-extensions-editor .monaco-list-row', { hasText: 'bareagent' });
+  await row.first().waitFor();
+  await until('an activation time', async () => /\d+\s*ms/.test(await row.first().innerText()));
+  fact('running-extension', JSON.stringify(text(await row.first().innerText())));
 }
 
 /** Restricted Mode, and the palette commands. */
