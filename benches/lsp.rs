@@ -811,8 +811,11 @@ fn edits_during_a_turn(rows: &mut Vec<Row>) {
     let count = latencies.len();
     let stats = Stats::of(latencies);
     println!(
-        "busy: {count} changes during the turn; didChange → answered p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({binary})",
-        stats.p50, stats.p99, stats.max
+        "busy: {count} changes during the turn; didChange → answered p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({})",
+        stats.p50,
+        stats.p99,
+        stats.max,
+        binary.display()
     );
     rows.push((
         "didChange + request during a streaming turn".into(),

@@ -135,6 +135,23 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The permission gate these settings describe, in `mode`, asking
+    /// `approver`; an "always" answer is saved under the project's entry in
+    /// the user's config. Both front ends build their gate here.
+    pub fn gate(
+        &self,
+        mode: PermissionMode,
+        approver: Box<dyn crate::permission::Approver>,
+        root: &Path,
+    ) -> Result<crate::permission::PermissionGate, crate::permission::RuleError> {
+        let rules = crate::permission::RuleSet::from_lists(&self.permissions.rules)?;
+        let gate = crate::permission::PermissionGate::new(mode, approver).with_rules(rules);
+        Ok(match user_config_path() {
+            Some(user) => gate.saving_to(std::sync::Arc::new(ProjectRules::new(user, root))),
+            None => gate,
+        })
+    }
+
     /// The user's config, then the project's over it — all of it if the
     /// user trusts the project, else only what restricts. A missing file is
     /// an empty config; a malformed one is an error naming the file.

@@ -16,10 +16,9 @@ use crate::agent::{
     Agent, AgentParts, Inbox, LoopConfig, LoopError, Message, run_loop, system_prompt,
 };
 use crate::config::Config;
-use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::retry::{RetryObserver, RetryPolicy};
 use crate::provider::{HttpSettings, Provider, ProviderChoice};
-use crate::sandbox::{Sandbox, SandboxPolicy, SandboxStatus};
+use crate::sandbox::{Sandbox, SandboxStatus};
 use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
@@ -52,15 +51,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .permission_mode
         .or(settings.permissions.mode)
         .unwrap_or_default();
-    let rules = RuleSet::from_lists(&settings.permissions.rules).map_err(anyhow::Error::msg)?;
-    let gate = PermissionGate::new(mode, Box::new(approver)).with_rules(rules);
-    let gate = match crate::config::user_config_path() {
-        Some(user) => gate.saving_to(std::sync::Arc::new(crate::config::ProjectRules::new(
-            user,
-            workspace.paths().root(),
-        ))),
-        None => gate,
-    };
+    let gate = settings.gate(mode, Box::new(approver), workspace.paths().root())?;
     let tools = ToolRegistry::standard();
     let config = LoopConfig {
         system: system_prompt(workspace.paths().root()),
@@ -68,9 +59,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         stream: !args.no_stream,
         ..LoopConfig::default()
     };
-    let sandbox = Sandbox::new(
-        SandboxPolicy::new(&settings.sandbox, workspace.paths().root())
-            .denying_reads(gate.denied_read_prefixes()),
+    let sandbox = Sandbox::for_commands(
+        &settings.sandbox,
+        workspace.paths().root(),
+        gate.denied_read_prefixes(),
     )
     .context("cannot set up the sandbox")?;
     if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {

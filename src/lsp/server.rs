@@ -109,9 +109,15 @@ impl LanguageServer for Backend {
             can_create_files: edit_caps
                 .and_then(|e| e.resource_operations.as_ref())
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+            // Helix has handled showDocument since 24.03 but advertises it
+            // only from its master branch (2026): 25.07 opens it all the same.
             can_show_document: window
                 .and_then(|w| w.show_document.as_ref())
-                .is_some_and(|s| s.support),
+                .is_some_and(|s| s.support)
+                || params
+                    .client_info
+                    .as_ref()
+                    .is_some_and(|c| c.name == "helix"),
             can_configure: workspace.and_then(|w| w.configuration).unwrap_or(false),
             can_save_documents: announces(&params, "saveDocuments"),
             options: params.initialization_options.clone().unwrap_or(Value::Null),

@@ -23,9 +23,8 @@ use crate::agent::{
     system_prompt_in_editor,
 };
 use crate::events::{AgentEvent, EventSink};
-use crate::permission::{PermissionGate, RuleSet};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
-use crate::sandbox::{Sandbox, SandboxPolicy};
+use crate::sandbox::Sandbox;
 use crate::tools::{Diagnostics, ReadLedger, ToolRegistry};
 
 pub struct Ask {
@@ -369,19 +368,13 @@ async fn run_agent(
             policy.sandbox,
         ),
         None => {
-            let rules =
-                RuleSet::from_lists(&settings.permissions.rules).map_err(|e| e.to_string())?;
-            let gate = PermissionGate::new(
-                settings.permissions.mode.unwrap_or_default(),
-                Box::new(approver),
-            )
-            .with_rules(rules);
-            let gate = match crate::config::user_config_path() {
-                Some(user) => {
-                    gate.saving_to(Arc::new(crate::config::ProjectRules::new(user, &root)))
-                }
-                None => gate,
-            };
+            let gate = settings
+                .gate(
+                    settings.permissions.mode.unwrap_or_default(),
+                    Box::new(approver),
+                    &root,
+                )
+                .map_err(|e| e.to_string())?;
             // Kept in the session, so "allow for session" outlives this turn.
             if let Some(session) = state
                 .lock_sessions()
@@ -412,10 +405,8 @@ async fn run_agent(
         max_iterations: editor.max_iterations.unwrap_or(200),
         ..LoopConfig::default()
     };
-    let sandbox = Sandbox::new(
-        SandboxPolicy::new(&sandbox_settings, &root).denying_reads(gate.denied_read_prefixes()),
-    )
-    .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
+    let sandbox = Sandbox::for_commands(&sandbox_settings, &root, gate.denied_read_prefixes())
+        .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
     let agent = Agent::new(AgentParts {
         provider: provider.as_ref(),
         tools: &tools,

@@ -89,10 +89,6 @@ impl WireFormat for Messages {
     fn parse_response(&self, body: &Value) -> Result<Response, String> {
         parse_message(body)
     }
-
-    fn decoder(&self) -> StreamDecoder {
-        StreamDecoder::default()
-    }
 }
 
 /// The request body, borrowed from the history: built afresh for every call,

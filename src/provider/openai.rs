@@ -101,10 +101,6 @@ impl WireFormat for ChatCompletions {
     fn parse_response(&self, body: &Value) -> Result<Response, String> {
         parse_completion(body)
     }
-
-    fn decoder(&self) -> StreamDecoder {
-        StreamDecoder::default()
-    }
 }
 
 #[derive(Serialize)]

@@ -30,7 +30,7 @@ pub trait WireFormat: Send + Sync + 'static {
     /// The endpoint, appended to the base URL (`/v1/messages`).
     const PATH: &'static str;
     /// Builds the response of a streamed call from its events.
-    type Decoder: SseDecoder;
+    type Decoder: SseDecoder + Default;
 
     /// The headers that prove who the user is, from `credentials`. An error
     /// when the credentials cannot prove it for this API: the provider is
@@ -46,7 +46,9 @@ pub trait WireFormat: Send + Sync + 'static {
     fn parse_response(&self, body: &Value) -> Result<Response, String>;
 
     /// A fresh decoder for one streamed call.
-    fn decoder(&self) -> Self::Decoder;
+    fn decoder(&self) -> Self::Decoder {
+        Self::Decoder::default()
+    }
 }
 
 /// A format's streaming state machine: wire events in, stream events out.

@@ -297,6 +297,17 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// The sandbox for the agent's commands in `workspace`: the settings'
+    /// policy, plus the paths the permission rules deny reading (the
+    /// gate's `denied_read_prefixes`), so a command cannot read around them.
+    pub fn for_commands(
+        settings: &SandboxSettings,
+        workspace: &Path,
+        denied_reads: Vec<String>,
+    ) -> Result<Sandbox, SandboxError> {
+        Sandbox::new(SandboxPolicy::new(settings, workspace).denying_reads(denied_reads))
+    }
+
     /// Probes the kernel and creates the private temp folder. Where Landlock
     /// is missing, says so once in the log and reports [`SandboxStatus::Unavailable`].
     pub fn new(policy: SandboxPolicy) -> Result<Sandbox, SandboxError> {

@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::change::edit_text;
-use super::{FileChange, Tool, ToolContext, ToolError, file_action};
-use crate::permission::{Action, ActionKind};
+use super::{FileChange, Tool, ToolContext, ToolError, edit_action};
+use crate::permission::Action;
 use crate::workspace::PathResolver;
 
 pub struct EditFile;
@@ -42,11 +42,10 @@ impl Tool for EditFile {
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
         let (added, removed) = line_delta(&input.old_string, &input.new_string);
-        file_action(
+        edit_action(
             Self::NAME,
-            ActionKind::Edit,
             &input.path,
-            Some(format!("(+{added} -{removed})")),
+            format!("(+{added} -{removed})"),
             paths,
         )
     }

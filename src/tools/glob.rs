@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use super::buffers::only_in_buffers;
 use super::visibility::HiddenFiles;
-use super::{Tool, ToolContext, ToolError, file_action};
-use crate::permission::{Action, ActionKind};
+use super::{Tool, ToolContext, ToolError, read_action};
+use crate::permission::Action;
 use crate::workspace::{Buffers, PathResolver};
 
 pub struct Glob;
@@ -37,14 +37,8 @@ impl Tool for Glob {
         and hidden files unless the pattern names them. Returns matching paths, newest first, at most 200.";
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
-        let dir = input.path.as_deref().unwrap_or(".");
-        file_action(
-            Self::NAME,
-            ActionKind::Read,
-            dir,
-            Some(format!("({})", input.pattern)),
-            paths,
-        )
+        let detail = format!("({})", input.pattern);
+        read_action(Self::NAME, input.path.as_deref(), detail, paths)
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use super::buffers::only_in_buffers;
 use super::output::MAX_OUTPUT_CHARS;
 use super::visibility::HiddenFiles;
-use super::{Tool, ToolContext, ToolError, file_action};
-use crate::permission::{Action, ActionKind};
+use super::{Tool, ToolContext, ToolError, read_action};
+use crate::permission::Action;
 use crate::text::truncate_chars;
 use crate::workspace::{Buffers, PathResolver};
 
@@ -68,14 +68,8 @@ impl Tool for Grep {
         `context`), or counts per file; capped by `head_limit`.";
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
-        let dir = input.path.as_deref().unwrap_or(".");
-        file_action(
-            Self::NAME,
-            ActionKind::Read,
-            dir,
-            Some(format!("/{}/", input.pattern)),
-            paths,
-        )
+        let detail = format!("/{}/", input.pattern);
+        read_action(Self::NAME, input.path.as_deref(), detail, paths)
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

@@ -449,6 +449,33 @@ pub fn file_action(
     })
 }
 
+/// An edit of one file: `detail` follows the path in the summary.
+pub fn edit_action(
+    tool: &str,
+    path: &str,
+    detail: String,
+    paths: &PathResolver,
+) -> Result<Action, ToolError> {
+    file_action(tool, ActionKind::Edit, path, Some(detail), paths)
+}
+
+/// A read of a file or a directory (`.` by default): `detail` follows the
+/// path in the summary.
+pub fn read_action(
+    tool: &str,
+    path: Option<&str>,
+    detail: String,
+    paths: &PathResolver,
+) -> Result<Action, ToolError> {
+    file_action(
+        tool,
+        ActionKind::Read,
+        path.unwrap_or("."),
+        Some(detail),
+        paths,
+    )
+}
+
 /// An action with nothing for rules to match but the tool's name.
 pub fn plain_action(tool: &str, kind: ActionKind, summary: String) -> Action {
     Action {

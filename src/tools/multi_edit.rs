@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use super::change::edit_text;
 use super::edit_file::{apply_edit, line_delta};
-use super::{FileChange, Tool, ToolContext, ToolError, file_action};
-use crate::permission::{Action, ActionKind};
+use super::{FileChange, Tool, ToolContext, ToolError, edit_action};
+use crate::permission::Action;
 use crate::workspace::PathResolver;
 
 pub struct MultiEdit;
@@ -44,13 +44,7 @@ impl Tool for MultiEdit {
             (a + da, r + dr)
         });
         let detail = format!("({} edits, +{added} -{removed})", input.edits.len());
-        file_action(
-            Self::NAME,
-            ActionKind::Edit,
-            &input.path,
-            Some(detail),
-            paths,
-        )
+        edit_action(Self::NAME, &input.path, detail, paths)
     }
 
     async fn change(

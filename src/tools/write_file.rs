@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::change::replace_file;
-use super::{FileChange, Previous, Tool, ToolContext, ToolError, file_action};
-use crate::permission::{Action, ActionKind};
+use super::{FileChange, Previous, Tool, ToolContext, ToolError, edit_action};
+use crate::permission::Action;
 use crate::workspace::PathResolver;
 
 pub struct WriteFile;
@@ -30,13 +30,7 @@ impl Tool for WriteFile {
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
         let detail = format!("({} lines)", input.content.lines().count());
-        file_action(
-            Self::NAME,
-            ActionKind::Edit,
-            &input.path,
-            Some(detail),
-            paths,
-        )
+        edit_action(Self::NAME, &input.path, detail, paths)
     }
 
     async fn change(

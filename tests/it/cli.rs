@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{TEST_KEY, bareagent, workspace};
+use crate::common::{TEST_KEY, bareagent, run_against_model, workspace};
 use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 
 const DEMO_PROMPT: &str = "Fix the bug in greet.py";
@@ -412,18 +412,8 @@ fn provider_keys_never_reach_commands() {
         Reply::tool("bash", json!({"command": "env"})).into(),
         Reply::text("done").into(),
     ]);
-    let out = bareagent(dir.path())
-        .args([
-            "run",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &server.anthropic_base(),
-            "--permission-mode",
-            "bypass",
-            "show env",
-        ])
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
+    let out = run_against_model(&mut bareagent(dir.path()), &server)
+        .args(["--permission-mode", "bypass", "show env"])
         .env("OPENAI_API_KEY", "sk-openai-secret")
         .env("SOME_SERVICE_API_KEY", "sk-other-secret")
         .env("HARMLESS_SETTING", "visible")
@@ -445,18 +435,8 @@ fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         Reply::tool("bash", json!({"command": "echo $$ > leader.pid; sleep 60"})).into(),
         Reply::text("unreachable").into(),
     ]);
-    let child = bareagent(dir.path())
-        .args([
-            "run",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &server.anthropic_base(),
-            "--permission-mode",
-            "bypass",
-            "sleep",
-        ])
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
+    let child = run_against_model(&mut bareagent(dir.path()), &server)
+        .args(["--permission-mode", "bypass", "sleep"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

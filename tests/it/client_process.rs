@@ -17,6 +17,22 @@ enum Told {
     Initialize,
 }
 
+/// A started, initialized server that answers a request.
+fn serving(options: ClientOptions) -> LspClient {
+    let client = LspClient::start(env!("CARGO_BIN_EXE_bareagent").as_ref(), options);
+    client.initialize();
+    let status = client.request(
+        "workspace/executeCommand",
+        serde_json::json!({"command": "bareagent.status"}),
+    );
+    assert!(
+        status.is_ok(),
+        "the server answers: {status:?}\n{}",
+        client.stderr()
+    );
+    client
+}
+
 #[test]
 fn the_server_accepts_client_flags_and_exits_when_the_editor_process_ends() {
     for told in [
@@ -46,18 +62,7 @@ fn the_server_accepts_client_flags_and_exits_when_the_editor_process_ends() {
             }
             Told::Initialize => options.process_id = pid,
         }
-        let client = LspClient::start(env!("CARGO_BIN_EXE_bareagent").as_ref(), options);
-        client.initialize();
-        let status = client.request(
-            "workspace/executeCommand",
-            serde_json::json!({"command": "bareagent.status"}),
-        );
-        assert!(
-            status.is_ok(),
-            "the server answers: {status:?}\n{}",
-            client.stderr()
-        );
-        assert!(client.is_running());
+        let client = serving(options);
         editor.kill().unwrap();
         editor.wait().unwrap();
         let exit = client.wait_for_exit(Duration::from_secs(20));
@@ -76,17 +81,7 @@ fn a_client_process_that_is_not_visible_is_not_taken_as_ended() {
     // No such process (above the kernel's pid_max): as an editor in
     // another PID namespace looks.
     options.process_id = 99_999_999;
-    let client = LspClient::start(env!("CARGO_BIN_EXE_bareagent").as_ref(), options);
-    client.initialize();
-    let status = client.request(
-        "workspace/executeCommand",
-        serde_json::json!({"command": "bareagent.status"}),
-    );
-    assert!(
-        status.is_ok(),
-        "still serving: {status:?}\n{}",
-        client.stderr()
-    );
+    let client = serving(options);
     client.wait_until(Duration::from_secs(10), "the warning", |c| {
         c.stderr().contains("not visible")
     });

@@ -51,6 +51,16 @@ fn run(dir: &Path, server: &ModelServer, extra: &[&str]) -> Command {
     command
 }
 
+/// Answers a `--json` question on the agent's stdin.
+fn decide(stdin: &mut impl Write, request: &Value, decision: &str) {
+    writeln!(
+        stdin,
+        "{}",
+        json!({"id": request["id"], "decision": decision})
+    )
+    .unwrap();
+}
+
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
         .filter_map(|line| serde_json::from_str(line).ok())
@@ -165,12 +175,7 @@ fn with_json_the_approval_request_carries_the_whole_diff() {
     let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
     assert_eq!(request["diff"], GREET_DIFF, "{request}");
     assert_eq!(request["kind"], "edit", "{request}");
-    writeln!(
-        stdin,
-        "{}",
-        json!({"id": request["id"], "decision": "allow"})
-    )
-    .unwrap();
+    decide(&mut stdin, &request, "allow");
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     let changed = of_type(&text, "file_changed");
@@ -192,12 +197,7 @@ fn a_file_that_changed_while_the_user_was_asked_is_not_edited() {
     // edit would still apply, but it is no longer the change shown.
     let theirs = "def greet(name):  # theirs\n    return 'hi ' + name\n";
     std::fs::write(dir.path().join("greet.py"), theirs).unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"id": request["id"], "decision": "allow"})
-    )
-    .unwrap();
+    decide(&mut stdin, &request, "allow");
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     let result = of_type(&text, "tool_result").remove(0);
@@ -351,10 +351,7 @@ fn pending_edit(dir: &Path, server: &ModelServer) -> (crate::support::lsp_client
 }
 
 fn show_diff(client: &crate::support::lsp_client::LspClient, id: u64) -> Result<Value, Value> {
-    client.request(
-        "workspace/executeCommand",
-        json!({"command": "bareagent.showDiff", "arguments": [{"id": id}]}),
-    )
+    client.execute("bareagent.showDiff", json!([{"id": id}]))
 }
 
 #[test]
@@ -363,18 +360,11 @@ fn the_approval_code_actions_offer_show_diff() {
     let server = ModelServer::start(fix_the_buffer());
     let (client, id) = pending_edit(dir.path(), &server);
     let other = client.open("other.rs", "fn main() {}\n");
-    let actions = client
-        .request("textDocument/codeAction", json!({
-            "textDocument": {"uri": other}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []},
-        }))
-        .unwrap();
+    let actions = client.code_actions(&other, 0);
     let show = actions
-        .as_array()
-        .unwrap()
         .iter()
         .find(|a| a["title"] == "Show diff: edit_file greet.py (+1 -1)")
-        .unwrap_or_else(|| panic!("{actions}"));
+        .unwrap_or_else(|| panic!("{actions:?}"));
     let answer = client
         .request("workspace/executeCommand", show["command"].clone())
         .unwrap();
@@ -398,10 +388,7 @@ fn the_approval_code_actions_offer_show_diff() {
             .contains("nme")
     );
     client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.approve", "arguments": [{"id": id}]}),
-        )
+        .execute("bareagent.approve", json!([{"id": id}]))
         .unwrap();
     client.wait_until(LONG, "the edit", |c| {
         c.text(&c.uri("greet.py"))
@@ -460,18 +447,24 @@ fn show_diff_never_writes_through_a_planted_link() {
     }
 }
 
+const SECRET_ENV: &str = "API_TOKEN=hunter2-secret\n";
+
+fn edit_env(old: &str, new: &str) -> Step {
+    Reply::tool(
+        "edit_file",
+        json!({"path": ".env", "old_string": old, "new_string": new}),
+    )
+    .into()
+}
+
 /// An edit whose change cannot be computed still asks (the model has not
 /// been allowed to read the file, so the question must come first), says
 /// why there is no diff, and quotes nothing of the file.
 #[test]
 fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() {
-    let dir = workspace(&[(".env", "API_TOKEN=hunter2-secret\n")]);
+    let dir = workspace(&[(".env", SECRET_ENV)]);
     let server = ModelServer::start(vec![
-        Reply::tool(
-            "edit_file",
-            json!({"path": ".env", "old_string": "API_TOKEN=guess", "new_string": "API_TOKEN=x"}),
-        )
-        .into(),
+        edit_env("API_TOKEN=guess", "API_TOKEN=x"),
         Reply::text("Done.").into(),
     ]);
     let (mut child, mut stdin, stdout, request) = first_json_approval(dir.path(), &server);
@@ -482,12 +475,7 @@ fn an_edit_that_cannot_apply_asks_without_a_diff_and_without_quoting_the_file() 
         "{reason}"
     );
     assert!(!reason.contains("hunter2"), "{reason}");
-    writeln!(
-        stdin,
-        "{}",
-        json!({"id": request["id"], "decision": "reject"})
-    )
-    .unwrap();
+    decide(&mut stdin, &request, "reject");
     assert!(wait_exit(&mut child).success());
     let text = stdout.wait_for("the final event", |t| !of_type(t, "final").is_empty());
     assert!(!text.contains("hunter2"), "{text}");
@@ -527,13 +515,9 @@ fn a_sub_agents_edit_applied_without_asking_prints_its_diff() {
 /// like reading `.env` does, and nothing of it reaches the model.
 #[test]
 fn the_diff_of_a_rejected_edit_cannot_be_read_unasked() {
-    let dir = workspace(&[(".env", "API_TOKEN=hunter2-secret\n")]);
+    let dir = workspace(&[(".env", SECRET_ENV)]);
     let server = ModelServer::start(vec![
-        Reply::tool(
-            "edit_file",
-            json!({"path": ".env", "old_string": "hunter2-secret", "new_string": "rotated"}),
-        )
-        .into(),
+        edit_env("hunter2-secret", "rotated"),
         Reply::tool("read_file", json!({"path": ".bareagent/diffs/1.diff"})).into(),
         Reply::tool("grep", json!({"pattern": "hunter2", "path": ".bareagent"})).into(),
         Reply::text("Done.").into(),

@@ -150,12 +150,7 @@ fn start(front: FrontEnd, dir: &Path, server: &ModelServer) -> Agent {
             });
             let client = LspClient::start(Path::new(env!("CARGO_BIN_EXE_bareagent")), options);
             client.initialize();
-            client
-                .request(
-                    "workspace/executeCommand",
-                    json!({"command": "bareagent.ask", "arguments": ["go"]}),
-                )
-                .expect("ask");
+            client.execute("bareagent.ask", json!(["go"])).expect("ask");
             Agent::Lsp(client)
         }
     }

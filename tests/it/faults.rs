@@ -63,6 +63,11 @@ async fn status_errors_before_output_are_retried() {
     }
 }
 
+/// A failed call leaves the history as it was: the prompt alone.
+fn assert_history_untouched(messages: &[Message], case: &str) {
+    assert_eq!(messages, [Message::user_text("question")], "{case}");
+}
+
 #[tokio::test]
 async fn retries_are_bounded_and_the_error_names_provider_status_and_message() {
     for api in [Api::Anthropic, Api::OpenAi] {
@@ -82,11 +87,7 @@ async fn retries_are_bounded_and_the_error_names_provider_status_and_message() {
         );
         assert!(!text.contains(TEST_KEY));
         assert_eq!(server.requests().len(), 4, "default of 4 attempts");
-        assert_eq!(
-            turn.messages,
-            vec![Message::user_text("question")],
-            "history untouched"
-        );
+        assert_history_untouched(&turn.messages, "history untouched");
     }
 }
 
@@ -197,11 +198,7 @@ async fn stream_faults_after_output_are_errors_not_retries() {
                 !turn.sink.streamed_text().is_empty(),
                 "{case}: text had been shown"
             );
-            assert_eq!(
-                turn.messages,
-                vec![Message::user_text("question")],
-                "{case}"
-            );
+            assert_history_untouched(&turn.messages, &case);
         }
     }
 }

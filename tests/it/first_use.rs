@@ -99,20 +99,10 @@ fn a_queued_prompt_the_turn_did_not_take_is_neither_lost_nor_reordered() {
         });
         assert_eq!(ask(&client, json!("second prompt"))["queued"], true);
         let expected: Vec<&str> = if cancel {
-            client
-                .request(
-                    "workspace/executeCommand",
-                    json!({"command": "bareagent.cancel"}),
-                )
-                .unwrap();
+            client.execute("bareagent.cancel", json!([])).unwrap();
             let end = turn_end(&client, first);
             assert_eq!(end["message"], "cancelled", "{end}");
-            let status = client
-                .request(
-                    "workspace/executeCommand",
-                    json!({"command": "bareagent.status"}),
-                )
-                .unwrap();
+            let status = client.execute("bareagent.status", json!([])).unwrap();
             assert_eq!(status["sessions"][0]["running"], Value::Null, "{status}");
             let third = ask(&client, json!("third prompt"));
             assert_eq!(third["queued"], false);
@@ -347,12 +337,7 @@ fn asking_about_a_selection_puts_the_cursor_where_the_question_goes() {
         let client = start(dir.path(), options(dir.path(), &server, "default"));
         let file = client.open("a.py", "def f():\n    return 1\n");
         let chat = chat_open.then(|| {
-            client
-                .request(
-                    "workspace/executeCommand",
-                    json!({"command": "bareagent.openChat"}),
-                )
-                .unwrap();
+            client.execute("bareagent.openChat", json!([])).unwrap();
             client.open(".bareagent/chat.md", &chat_on_disk(dir.path()))
         });
         let selection = json!({"uri": file, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 12}}});

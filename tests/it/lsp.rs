@@ -31,6 +31,12 @@ pub(crate) fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOp
     options
 }
 
+/// The user's config lives in `home` (not the developer's own).
+pub(crate) fn with_user_config(options: &mut ClientOptions, home: &Path) {
+    let home = home.display().to_string();
+    options.env.push(("XDG_CONFIG_HOME".into(), home));
+}
+
 pub(crate) fn start(root: &Path, options: ClientOptions) -> LspClient {
     let client = LspClient::start(binary(), options);
     client.initialize();
@@ -112,15 +118,8 @@ fn a_full_turn_reads_the_buffer_edits_through_the_editor_asks_and_streams_to_the
     let chat = client.open(".bareagent/chat.md", "# chat\n\n## You\n\nFix greet.py\n");
 
     // The prompt comes from the chat file, through its code action.
-    let actions = client
-        .request("textDocument/codeAction", json!({
-            "textDocument": {"uri": chat}, "range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 0}},
-            "context": {"diagnostics": []},
-        }))
-        .unwrap();
+    let actions = client.code_actions(&chat, 4);
     let send = actions
-        .as_array()
-        .unwrap()
         .iter()
         .find(|a| a["title"] == "Send to agent")
         .expect("a Send to agent action");
@@ -214,18 +213,11 @@ fn approve_through_code_action(client: &LspClient, any_uri: &str) {
     client.wait_for_notification(LONG, "an approval request", |m, p| {
         is_event(m, p, "approval_requested")
     });
-    let actions = client
-        .request("textDocument/codeAction", json!({
-            "textDocument": {"uri": any_uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []},
-        }))
-        .unwrap();
+    let actions = client.code_actions(any_uri, 0);
     let allow = actions
-        .as_array()
-        .unwrap()
         .iter()
         .find(|a| a["title"].as_str().unwrap().starts_with("Allow: edit_file"))
-        .unwrap_or_else(|| panic!("{actions}"));
+        .unwrap_or_else(|| panic!("{actions:?}"));
     client
         .request("workspace/executeCommand", allow["command"].clone())
         .unwrap();
@@ -271,12 +263,7 @@ fn without_message_requests_the_approval_waits_for_a_code_action() {
                 c.stderr().contains("it stays pending")
             });
         }
-        let status = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap();
+        let status = client.execute("bareagent.status", json!([])).unwrap();
         assert_eq!(
             status["pendingApprovals"].as_array().map(Vec::len),
             Some(1),
@@ -359,12 +346,7 @@ fn user_typing_in_the_chat_while_the_reply_streams_is_kept() {
         .into(),
     ]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.openChat"}),
-        )
-        .unwrap();
+    client.execute("bareagent.openChat", json!([])).unwrap();
     let chat = client.open(
         ".bareagent/chat.md",
         &std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).unwrap(),
@@ -420,12 +402,7 @@ fn cancel_by_command_and_by_progress_cancel() {
                 json!({"token": begin["token"]}),
             );
         } else {
-            let answer = client
-                .request(
-                    "workspace/executeCommand",
-                    json!({"command": "bareagent.cancel"}),
-                )
-                .unwrap();
+            let answer = client.execute("bareagent.cancel", json!([])).unwrap();
             assert_eq!(answer["cancelled"], turn);
         }
         let end = turn_end(&client, turn);
@@ -436,12 +413,7 @@ fn cancel_by_command_and_by_progress_cancel() {
         client.wait_for_notification(LONG, "progress end", |m, p| {
             m == "$/progress" && p["value"]["kind"] == "end"
         });
-        let status = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap();
+        let status = client.execute("bareagent.status", json!([])).unwrap();
         assert_eq!(status["sessions"][0]["running"], Value::Null, "{status}");
         assert_eq!(server.requests().len(), 1);
     }
@@ -531,12 +503,7 @@ fn malformed_messages_get_errors_or_are_dropped_and_the_server_keeps_serving() {
     let dir = workspace(&[]);
     let server = ModelServer::start(vec![]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
-    let status = || {
-        client.request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status"}),
-        )
-    };
+    let status = || client.execute("bareagent.status", json!([]));
     client.send_raw(b"Content-Length: 9\r\n\r\n{not json");
     client.send_raw(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc");
     client.send_raw(b"Content-Length: 26\r\n\r\n{\"id\": 777, \"hello\": true}");
@@ -544,40 +511,37 @@ fn malformed_messages_get_errors_or_are_dropped_and_the_server_keeps_serving() {
     client.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len() + 25).as_bytes());
     assert!(status().is_ok(), "still serving after bad frames");
     assert!(status().is_ok());
-    // Bad params, an unknown command, an unknown method: errors, not crashes.
-    let error = client
-        .request("workspace/executeCommand", json!({"command": 5}))
-        .unwrap_err();
-    assert_eq!(error["code"], -32602, "{error}");
-    let error = client
-        .request(
+    // Bad params, an unknown command, an unknown method, nothing to
+    // approve: errors, not crashes. (method, params, code, message part)
+    let bad: [(&str, Value, i64, &str); 4] = [
+        (
+            "workspace/executeCommand",
+            json!({"command": 5}),
+            -32602,
+            "",
+        ),
+        (
             "workspace/executeCommand",
             json!({"command": "bareagent.nope"}),
-        )
-        .unwrap_err();
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("unknown command"),
-        "{error}"
-    );
-    let error = client
-        .request("textDocument/nonsense", json!({}))
-        .unwrap_err();
-    assert_eq!(error["code"], -32601, "{error}");
-    let error = client
-        .request(
+            -32602,
+            "unknown command",
+        ),
+        ("textDocument/nonsense", json!({}), -32601, ""),
+        (
             "workspace/executeCommand",
             json!({"command": "bareagent.approve"}),
-        )
-        .unwrap_err();
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("no approval is pending")
-    );
+            -32602,
+            "no approval is pending",
+        ),
+    ];
+    for (method, params, code, message) in bad {
+        let error = client.request(method, params.clone()).unwrap_err();
+        assert_eq!(error["code"], code, "{method} {params}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(message),
+            "{method} {params}: {error}"
+        );
+    }
     // A change for a document that is not open, positions out of range.
     client.notify("textDocument/didChange", json!({"textDocument": {"uri": "file:///nowhere.txt", "version": 3}, "contentChanges": [{"text": "x"}]}));
     let uri = client.open("a.txt", "one\n");
@@ -623,12 +587,7 @@ fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
     });
     // The server still answers, and honours $/cancelRequest.
     for _ in 0..3 {
-        let status = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap();
+        let status = client.execute("bareagent.status", json!([])).unwrap();
         assert_eq!(status["pendingApprovals"].as_array().unwrap().len(), 5);
     }
     let id = client.request_async(
@@ -649,12 +608,7 @@ fn five_turns_waiting_for_approval_do_not_block_requests_or_cancellation() {
         "one dialog at a time"
     );
     for _ in 0..5 {
-        client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.reject"}),
-            )
-            .unwrap();
+        client.execute("bareagent.reject", json!([])).unwrap();
     }
     for turn in turns {
         assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -903,12 +857,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
     let old = ask(&client, json!("old prompt"))["turn"].as_u64().unwrap();
     client.wait_until(LONG, "the old turn to ask", |c| asking(c, old));
 
-    let cleared = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.newSession"}),
-        )
-        .unwrap();
+    let cleared = client.execute("bareagent.newSession", json!([])).unwrap();
     assert_eq!(cleared["cleared"], true);
     let started = ask(&client, json!("new prompt"));
     assert_eq!(started["queued"], false, "{started}");
@@ -928,12 +877,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
     let third = ask(&client, json!("third prompt"));
     assert_eq!(third["queued"], true, "a second turn started: {third}");
     assert_eq!(third["turn"], new);
-    let status = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status"}),
-        )
-        .unwrap();
+    let status = client.execute("bareagent.status", json!([])).unwrap();
     let main = status["sessions"]
         .as_array()
         .unwrap()
@@ -943,12 +887,7 @@ fn a_new_session_during_a_turn_stays_empty_and_never_runs_two_turns_at_once() {
         .unwrap();
     assert_eq!(main["running"], new, "{status}");
 
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.cancel"}),
-        )
-        .unwrap();
+    client.execute("bareagent.cancel", json!([])).unwrap();
     turn_end(&client, new);
     assert_eq!(server.requests().len(), 2, "no other turn called the model");
     assert_eq!(client.shutdown().code(), Some(0));
@@ -961,12 +900,7 @@ fn a_session_asks_one_question_at_a_time_in_call_order() {
     opts.default_message_answer = MessageRequestAnswer::NeverAnswer;
     let client = start(dir.path(), opts);
     let pending = || {
-        client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.status"}),
-            )
-            .unwrap()["pendingApprovals"]
+        client.execute("bareagent.status", json!([])).unwrap()["pendingApprovals"]
             .as_array()
             .unwrap()
             .clone()
@@ -982,10 +916,7 @@ fn a_session_asks_one_question_at_a_time_in_call_order() {
         assert_eq!(open.len(), 1, "one question at a time: {open:?}");
         assert_eq!(open[0]["id"], asked["id"]);
         client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.approve", "arguments": [{"id": asked["id"]}]}),
-            )
+            .execute("bareagent.approve", json!([{"id": asked["id"]}]))
             .unwrap();
     }
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -1014,10 +945,7 @@ fn approve_session_allows_the_same_command_for_the_rest_of_the_session() {
         (&Value::Null, &Value::Null, &Value::Null)
     );
     let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.approveSession", "arguments": [{"id": asked["id"]}]}),
-        )
+        .execute("bareagent.approveSession", json!([{"id": asked["id"]}]))
         .unwrap();
     assert_eq!(answer["resolved"], asked["id"], "{answer}");
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -1056,10 +984,7 @@ fn trust_workspace_in_the_editor() {
         Reply::text("third").into(),
     ]);
     let mut opts = options(dir.path(), &server, "default");
-    opts.env.push((
-        "XDG_CONFIG_HOME".into(),
-        config_home.path().display().to_string(),
-    ));
+    with_user_config(&mut opts, config_home.path());
     // Rejects the bash question; then confirms the trust dialog.
     opts.message_answers = vec![
         MessageRequestAnswer::Pick("Reject".into()),
@@ -1092,21 +1017,13 @@ fn trust_workspace_in_the_editor() {
     assert_eq!(notice(&client), 1, "told once, not every turn");
 
     let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.trustWorkspace", "arguments": []}),
-        )
+        .execute("bareagent.trustWorkspace", json!([]))
         .unwrap();
     assert_eq!(answer["trusted"], true, "{answer}");
     let text = std::fs::read_to_string(config_home.path().join("bareagent/config.toml")).unwrap();
     assert!(text.contains("trusted = true"), "{text}");
 
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.newSession", "arguments": []}),
-        )
-        .unwrap();
+    client.execute("bareagent.newSession", json!([])).unwrap();
     let turn = ask(&client, json!({"prompt": "go"}))["turn"]
         .as_u64()
         .unwrap();
@@ -1141,10 +1058,7 @@ fn settings_the_agent_changed_are_not_reloaded_into_its_session() {
         Reply::text("done").into(),
     ]);
     let mut opts = options(dir.path(), &server, "accept-edits");
-    opts.env.push((
-        "XDG_CONFIG_HOME".into(),
-        config_home.path().display().to_string(),
-    ));
+    with_user_config(&mut opts, config_home.path());
     // The write asks (a power file, even in accept-edits): allowed once.
     // Every later question is rejected.
     opts.message_answers = vec![MessageRequestAnswer::Pick("Allow once".into())];
@@ -1168,12 +1082,7 @@ fn settings_the_agent_changed_are_not_reloaded_into_its_session() {
     )
     .unwrap();
 
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.newSession", "arguments": []}),
-        )
-        .unwrap();
+    client.execute("bareagent.newSession", json!([])).unwrap();
     let turn = ask(&client, json!({"prompt": "again"}))["turn"]
         .as_u64()
         .unwrap();
@@ -1224,12 +1133,7 @@ fn did_save_is_handled_quietly() {
         json!({"textDocument": {"uri": uri}}),
     );
     // Answered in order after the notifications: they were handled by then.
-    client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status", "arguments": []}),
-        )
-        .unwrap();
+    client.execute("bareagent.status", json!([])).unwrap();
     assert_eq!(client.shutdown().code(), Some(0));
     let log = client.stderr();
     assert!(!log.contains("didSave"), "{log}");
@@ -1248,10 +1152,7 @@ fn a_planted_bareagent_link_does_not_lead_the_chat_out_of_the_workspace() {
     let started = ask(&client, json!({"prompt": "hi"}));
     let end = turn_end(&client, started["turn"].as_u64().unwrap());
     assert_eq!(end["type"], "turn_finished", "{end}");
-    let opened = client.request(
-        "workspace/executeCommand",
-        json!({"command": "bareagent.openChat", "arguments": []}),
-    );
+    let opened = client.execute("bareagent.openChat", json!([]));
     assert!(
         opened.is_err(),
         "creating the chat through the link is refused: {opened:?}"

@@ -142,12 +142,7 @@ fn hostile_frames_are_answered_or_dropped_and_later_requests_are_served() {
     options.env = vec![("BAREAGENT_LOG".into(), "info".into())];
     let client = LspClient::start(env!("CARGO_BIN_EXE_bareagent").as_ref(), options);
     client.initialize();
-    let status = || {
-        client.request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status"}),
-        )
-    };
+    let status = || client.execute("bareagent.status", json!([]));
     for (name, bytes, outcome) in cases() {
         let (refused_before, dropped_before) = (refusals(&client).len(), drop_lines(&client));
         client.send_raw(&bytes);

@@ -15,6 +15,7 @@ mod escapes;
 mod faults;
 mod first_use;
 mod fixtures;
+mod helix;
 mod layers;
 mod lsp;
 mod lsp_frames;

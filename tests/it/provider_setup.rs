@@ -179,10 +179,7 @@ fn the_language_server_logs_retries_at_info() {
         let client = LspClient::start(Path::new(env!("CARGO_BIN_EXE_bareagent")), options);
         client.initialize();
         let turn = client
-            .request(
-                "workspace/executeCommand",
-                json!({"command": "bareagent.ask", "arguments": ["hello"]}),
-            )
+            .execute("bareagent.ask", json!(["hello"]))
             .unwrap_or_else(|e| panic!("ask failed: {e}"))["turn"]
             .clone();
         let end = client.wait_for_notification(Duration::from_secs(30), "the turn", |m, p| {

@@ -333,10 +333,7 @@ fn the_language_server_reports_the_sandbox_in_its_status() {
     );
     client.initialize();
     let status = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.status", "arguments": []}),
-        )
+        .execute("bareagent.status", json!([]))
         .expect("status");
     let sandbox = status["sandbox"].as_str().unwrap_or_default();
     assert!(

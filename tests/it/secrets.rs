@@ -137,10 +137,7 @@ fn keys_printed_by_tools_reach_neither_the_chat_file_nor_editor_events() {
     let client = LspClient::start(Path::new(env!("CARGO_BIN_EXE_bareagent")), options);
     client.initialize();
     let turn = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.ask", "arguments": ["print your environment"]}),
-        )
+        .execute("bareagent.ask", json!(["print your environment"]))
         .unwrap_or_else(|e| panic!("ask failed: {e}"))["turn"]
         .clone();
     let end = client.wait_for_notification(Duration::from_secs(30), "the turn to end", |m, p| {

@@ -76,12 +76,7 @@ fn the_chat_file_after_a_turn_in_the_editor() {
     ]);
     let client = start(dir.path(), options(dir.path(), &server, "bypass"));
     let chat = client.open(".bareagent/chat.md", "# chat\n\n## You\n\nFix greet.py\n");
-    let started = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "bareagent.ask"}),
-        )
-        .expect("ask");
+    let started = client.execute("bareagent.ask", json!([])).expect("ask");
     let turn = started["turn"].as_u64().expect("a turn id");
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
     client.wait_until(crate::lsp::LONG, "the chat to end with a prompt", |c| {

@@ -84,6 +84,9 @@ pub struct ClientOptions {
     pub initialization_options: Value,
     /// The answer to `workspace/configuration`, once per requested item.
     pub configuration: Value,
+    /// Top-level `initialize` params sent in place of the built ones: a real
+    /// editor's `capabilities` and `clientInfo`, from a fixture.
+    pub initialize_overrides: serde_json::Map<String, Value>,
     /// Sent as `initialize`'s `processId` (default: this test process).
     pub process_id: u32,
 }
@@ -105,6 +108,7 @@ impl ClientOptions {
             default_message_answer: MessageRequestAnswer::Pick("Allow once".to_string()),
             initialization_options: Value::Null,
             configuration: Value::Null,
+            initialize_overrides: serde_json::Map::new(),
             process_id: std::process::id(),
         }
     }
@@ -279,6 +283,30 @@ impl LspClient {
 
     /// Sends a request without waiting; returns its id for [`LspClient::response`].
     /// `Null` params are omitted from the message.
+    /// `workspace/executeCommand` of `command` with `arguments` (a JSON
+    /// array; `[]` sends none).
+    pub fn execute(&self, command: &str, arguments: Value) -> Result<Value, Value> {
+        let mut params = json!({"command": command});
+        if arguments.as_array().is_some_and(|a| !a.is_empty()) {
+            params["arguments"] = arguments;
+        }
+        self.request("workspace/executeCommand", params)
+    }
+
+    /// The code actions at the start of `line` of `uri`, with no
+    /// diagnostics in the context.
+    pub fn code_actions(&self, uri: &str, line: u32) -> Vec<Value> {
+        let at = json!({"line": line, "character": 0});
+        let params = json!({
+            "textDocument": {"uri": uri}, "range": {"start": at, "end": at},
+            "context": {"diagnostics": []},
+        });
+        match self.request("textDocument/codeAction", params) {
+            Ok(Value::Array(actions)) => actions,
+            other => panic!("{}", self.report(&format!("codeAction: {other:?}"))),
+        }
+    }
+
     pub fn request_async(&self, method: &str, params: Value) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
@@ -602,6 +630,9 @@ impl LspClient {
         });
         if !options.initialization_options.is_null() {
             params["initializationOptions"] = options.initialization_options.clone();
+        }
+        for (key, value) in &options.initialize_overrides {
+            params[key] = value.clone();
         }
         params
     }
