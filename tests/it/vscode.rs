@@ -238,6 +238,10 @@ fn installed_or_skip() -> Option<Installed> {
     found
 }
 
+/// One VS Code at a time: two code-servers and two browsers on 2 cores
+/// beside the rest of the suite make every step slower than it needs to be.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Starts code-server on `dir` and runs the driver's `scenario` against it;
 /// fails (with everything the run left) unless the driver finished.
 fn drive(
@@ -247,6 +251,7 @@ fn drive(
     scenario: &str,
     trust: bool,
 ) -> Driven {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let state = tempfile::tempdir().expect("state dir");
     let (code_server, port) =
         start_code_server(found, state.path(), dir, &model.anthropic_base(), trust);
