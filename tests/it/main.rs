@@ -33,3 +33,4 @@ mod tool_ids;
 mod tools;
 mod transcripts;
 mod turns;
+mod vscode;

@@ -1,0 +1,77 @@
+/** The status bar item: idle / running / waiting for approval, and the tokens used. */
+import * as vscode from 'vscode';
+import { AgentEvent } from './agent';
+
+export class StatusItem implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('bareagent.status', vscode.StatusBarAlignment.Left, 10);
+  private readonly running = new Set<number>();
+  private readonly pending = new Set<number>();
+  private tokens = 0;
+  private serverUp = false;
+
+  constructor() {
+    this.item.name = 'bareagent';
+    this.item.command = 'bareagent.vscode.status';
+    this.render();
+    this.item.show();
+  }
+
+  serverRunning(up: boolean): void {
+    this.serverUp = up;
+    if (!up) {
+      this.running.clear();
+      this.pending.clear();
+    }
+    this.render();
+  }
+
+  onEvent(event: AgentEvent): void {
+    const turn = typeof event.turn === 'number' ? event.turn : undefined;
+    switch (event.type) {
+      case 'turn_started':
+        if (turn !== undefined) this.running.add(turn);
+        break;
+      case 'turn_finished':
+      case 'turn_failed':
+        if (turn !== undefined) this.running.delete(turn);
+        break;
+      case 'approval_requested':
+        if (typeof event.id === 'number') this.pending.add(event.id);
+        break;
+      case 'approval_resolved':
+        if (typeof event.id === 'number') this.pending.delete(event.id);
+        break;
+      case 'usage': {
+        const total = event.total as Record<string, number> | undefined;
+        if (total) this.tokens = (total.input_tokens ?? 0) + (total.output_tokens ?? 0);
+        break;
+      }
+    }
+    this.render();
+  }
+
+  private render(): void {
+    const tokens = this.tokens > 0 ? ` · ${formatTokens(this.tokens)} tokens` : '';
+    if (!this.serverUp) {
+      this.item.text = '$(circle-slash) bareagent: stopped';
+      this.item.tooltip = 'The bareagent server is not running: see the "bareagent" output';
+    } else if (this.pending.size > 0) {
+      this.item.text = `$(question) bareagent: waiting for approval${tokens}`;
+      this.item.tooltip = 'An action waits for your answer in the bareagent chat view';
+    } else if (this.running.size > 0) {
+      this.item.text = `$(sync~spin) bareagent: running${tokens}`;
+      this.item.tooltip = 'The agent is working';
+    } else {
+      this.item.text = `$(comment-discussion) bareagent: idle${tokens}`;
+      this.item.tooltip = 'bareagent: click for status';
+    }
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
+
+function formatTokens(n: number): string {
+  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
