@@ -35,7 +35,7 @@ mod tests {
     #[test]
     fn prompt_and_tools_fit_in_4000_tokens() {
         let prompt = system_prompt_in_editor(Path::new("/home/user/project"));
-        let tools = serde_json::to_string(ToolRegistry::standard().specs()).unwrap();
+        let tools = serde_json::to_string(ToolRegistry::in_editor().specs()).unwrap();
         let tokens = (prompt.len() + tools.len()) / 4;
         eprintln!(
             "system prompt {} chars + tools {} chars = {tokens} tokens",

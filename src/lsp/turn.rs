@@ -25,7 +25,7 @@ use crate::agent::{
 use crate::events::{AgentEvent, EventSink};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
 use crate::sandbox::Sandbox;
-use crate::tools::{Diagnostics, ReadLedger, ToolRegistry};
+use crate::tools::{ReadLedger, ToolRegistry};
 
 pub struct Ask {
     pub session: String,
@@ -398,8 +398,7 @@ async fn run_agent(
             crate::diagnostics::DEFAULT_SETTLE,
             std::time::Duration::from_millis,
         ));
-    let mut tools = ToolRegistry::standard();
-    tools.register(Diagnostics);
+    let tools = ToolRegistry::in_editor();
     let config = LoopConfig {
         system: system_prompt_in_editor(&root),
         max_iterations: editor.max_iterations.unwrap_or(200),

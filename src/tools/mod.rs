@@ -515,6 +515,14 @@ impl ToolRegistry {
         registry
     }
 
+    /// The standard tools and `diagnostics`: the language server's, where
+    /// an editor reports them.
+    pub fn in_editor() -> Self {
+        let mut registry = ToolRegistry::standard();
+        registry.register(Diagnostics);
+        registry
+    }
+
     /// Everything but `task`: a general sub-agent, which may not nest.
     pub fn general() -> Self {
         let mut registry = ToolRegistry::explore();
