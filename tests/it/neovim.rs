@@ -121,14 +121,31 @@ fn run_snippet(
     } else {
         "/usr/bin:/bin".to_string()
     };
-    let out = Command::new(nvim)
-        .args(["--headless", "--clean", "-l"])
+    let out = nvim_in(nvim, root, server)
+        .args(["--clean", "-l"])
         .arg(manifest.join("tests/neovim/snippet.lua"))
-        .current_dir(root)
         .env("PATH", path)
         .env("SCENARIO", scenario)
         .env("SNIPPET", manifest.join("editors/neovim/bareagent.lua"))
+        .output()
+        .expect("run nvim");
+    SnippetRun {
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        status: out.status,
+    }
+}
+
+/// Neovim, headless, in `root` and kept there: its own state, config and
+/// data under `root`, the scripted `server` as the model (`MODEL_URL` for
+/// a script's settings, and the environment), the test key and no other
+/// provider's settings, the server's debug log on.
+pub(crate) fn nvim_in(nvim: &Path, root: &Path, server: &ModelServer) -> Command {
+    let mut command = Command::new(nvim);
+    command
+        .arg("--headless")
+        .current_dir(root)
         .env("WORKSPACE", root)
+        .env("MODEL_URL", server.anthropic_base())
         .env("ANTHROPIC_BASE_URL", server.anthropic_base())
         .env("ANTHROPIC_API_KEY", TEST_KEY)
         .env_remove("OPENAI_API_KEY")
@@ -138,13 +155,8 @@ fn run_snippet(
         .env("XDG_STATE_HOME", root.join(".state"))
         .env("XDG_CONFIG_HOME", root.join(".config"))
         .env("XDG_DATA_HOME", root.join(".data"))
-        .env("BAREAGENT_LOG", "bareagent=debug")
-        .output()
-        .expect("run nvim");
-    SnippetRun {
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        status: out.status,
-    }
+        .env("BAREAGENT_LOG", "bareagent=debug");
+    command
 }
 
 pub(crate) fn nvim_or_skip() -> Option<PathBuf> {

@@ -9,12 +9,11 @@
 //! tests/it/neovim.rs).
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{TEST_KEY, sent_tool_results, workspace};
-use crate::neovim::nvim_or_skip;
+use crate::common::{sent_tool_results, workspace};
+use crate::neovim::{nvim_in, nvim_or_skip};
 use crate::support::model_server::{Fault, Hold, ModelServer, Reply};
 
 const GREET: &str = "def greet(name):\n    return 'hi ' + nme\n";
@@ -44,23 +43,11 @@ impl PluginRun {
 /// runtimepath, in workspace `root`, the model at `server`.
 fn run_script(nvim: &Path, script: &str, root: &Path, server: &ModelServer) -> PluginRun {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(nvim)
-        .args(["--headless", "--clean", "-l"])
+    let out = nvim_in(nvim, root, server)
+        .args(["--clean", "-l"])
         .arg(manifest.join("tests/neovim").join(script))
-        .current_dir(root)
         .env("PLUGIN", manifest.join("editors/neovim"))
         .env("BAREAGENT_BIN", env!("CARGO_BIN_EXE_bareagent"))
-        .env("WORKSPACE", root)
-        .env("MODEL_URL", server.anthropic_base())
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("BAREAGENT_PROVIDER")
-        .env_remove("BAREAGENT_MODEL")
-        .env("XDG_STATE_HOME", root.join(".state"))
-        .env("XDG_CONFIG_HOME", root.join(".config"))
-        .env("XDG_DATA_HOME", root.join(".data"))
-        .env("BAREAGENT_LOG", "bareagent=debug")
         .output()
         .expect("run nvim");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -324,19 +311,11 @@ fn plugin_works_from_the_packpath_as_the_readme_says() {
     .unwrap();
     let server = ModelServer::start(vec![Reply::text("Hello from the packpath.").into()]);
     let script = manifest.join("tests/neovim/plugin_packpath.lua");
-    let out = Command::new(&nvim)
-        .arg("--headless")
+    let out = nvim_in(&nvim, root, &server)
         .arg("-c")
         .arg(format!("luafile {}", script.display()))
-        .current_dir(root)
         .env("PLUGIN", manifest.join("editors/neovim"))
         .env("BAREAGENT_BIN", env!("CARGO_BIN_EXE_bareagent"))
-        .env("WORKSPACE", root)
-        .env("MODEL_URL", server.anthropic_base())
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
-        .env("XDG_STATE_HOME", root.join(".state"))
-        .env("XDG_CONFIG_HOME", root.join(".config"))
-        .env("XDG_DATA_HOME", root.join(".data"))
         .output()
         .expect("run nvim");
     let stderr = String::from_utf8_lossy(&out.stderr);

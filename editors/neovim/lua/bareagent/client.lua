@@ -18,15 +18,23 @@ local function notify(text, level)
 end
 M.notify = notify
 
--- Where a buffer's agent works: the nearest root marker, else the current
--- directory. Buffers that are not files (help, terminals, the chat split)
--- get no agent.
-local function root_of(buf)
-  if vim.bo[buf].buftype ~= '' then
+--- The file a buffer holds, or nil for buffers that are not files (help,
+--- terminals, the chat split, `scheme://` buffers).
+function M.file_name(buf)
+  if not vim.api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= '' then
     return nil
   end
   local name = vim.api.nvim_buf_get_name(buf)
   if name == '' or name:match('^%a[%w+.-]*://') then
+    return nil
+  end
+  return name
+end
+
+-- Where a buffer's agent works: the nearest root marker, else the current
+-- directory. Buffers that are not files get no agent.
+local function root_of(buf)
+  if not M.file_name(buf) then
     return nil
   end
   return vim.fs.root(buf, opts.root_markers) or vim.fn.getcwd()

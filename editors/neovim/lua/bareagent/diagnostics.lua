@@ -15,14 +15,8 @@ local opts = { enabled = true, debounce_ms = 200 }
 local timers = {}
 
 local function file_uri(buf)
-  if not vim.api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= '' then
-    return nil
-  end
-  local name = vim.api.nvim_buf_get_name(buf)
-  if name == '' or name:match('^%a[%w+.-]*://') then
-    return nil
-  end
-  return vim.uri_from_fname(name)
+  local name = require('bareagent.client').file_name(buf)
+  return name and vim.uri_from_fname(name)
 end
 
 -- A byte column as the client's position encoding counts it.
