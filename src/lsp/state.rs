@@ -60,10 +60,20 @@ pub struct EditorSettings {
     pub edits: crate::config::Edits,
     /// How long an edit waits for the editor's fresh diagnostics; 0: never.
     pub diagnostics_settle_ms: Option<u64>,
+    /// A permission setting that could not be read: turns refuse to start
+    /// until it is fixed (see `from_value`).
+    #[serde(skip)]
+    pub unreadable_permissions: Option<String>,
 }
 
+/// The settings that decide what the agent may do: one that cannot be read
+/// stops turns, rather than be dropped (dropping `deny` rules widens).
+const PERMISSION_SETTINGS: [&str; 2] = ["permissionMode", "permissions"];
+
 impl EditorSettings {
-    /// Lenient: a bad value is logged and the rest still applies.
+    /// Each setting on its own: a bad value is logged and the others still
+    /// apply — except a permission setting, which is never guessed at: the
+    /// settings then refuse turns, saying which value is wrong.
     pub fn from_value(value: &Value) -> EditorSettings {
         let value = value.get("bareagent").unwrap_or(value);
         if value.is_null() {
@@ -77,10 +87,39 @@ impl EditorSettings {
                 );
             }
         }
-        serde_json::from_value(value.clone()).unwrap_or_else(|error| {
-            tracing::warn!(%error, "ignoring malformed bareagent settings");
-            EditorSettings::default()
-        })
+        if let Ok(settings) = serde_json::from_value(value.clone()) {
+            return settings;
+        }
+        let Some(fields) = value.as_object() else {
+            tracing::warn!("ignoring bareagent settings that are not an object");
+            return EditorSettings::default();
+        };
+        // Keep every field that reads on its own.
+        let mut kept = serde_json::Map::new();
+        let mut unreadable = Vec::new();
+        for (key, field) in fields {
+            let alone = Value::Object([(key.clone(), field.clone())].into_iter().collect());
+            match serde_json::from_value::<EditorSettings>(alone) {
+                Ok(_) => {
+                    kept.insert(key.clone(), field.clone());
+                }
+                Err(error) => {
+                    tracing::warn!(setting = %key, %error, "ignoring a malformed bareagent setting");
+                    if PERMISSION_SETTINGS.contains(&key.as_str()) {
+                        unreadable.push(format!("`{key}`: {error}"));
+                    }
+                }
+            }
+        }
+        let mut settings: EditorSettings =
+            serde_json::from_value(Value::Object(kept)).unwrap_or_default();
+        if !unreadable.is_empty() {
+            settings.unreadable_permissions = Some(format!(
+                "the editor's bareagent settings cannot be read ({}); no turn runs until they are fixed",
+                unreadable.join("; ")
+            ));
+        }
+        settings
     }
 
     /// The editor's settings over the files' settings.
@@ -239,11 +278,11 @@ impl State {
     /// The settings in force: files, then the editor's.
     pub fn settings(&self) -> Result<Config, String> {
         let files = Config::load(&self.init().root).map_err(|e| e.to_string())?;
-        Ok(self
-            .editor_settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .over(&files))
+        let editor = self.editor_settings();
+        match &editor.unreadable_permissions {
+            Some(problem) => Err(problem.clone()),
+            None => Ok(editor.over(&files)),
+        }
     }
 
     /// [`State::settings`], read off the runtime's workers (it reads files).

@@ -699,6 +699,52 @@ fn settings_come_from_initialization_options_and_configuration_and_keys_are_igno
     );
 }
 
+/// A malformed editor setting is dropped alone, never the deny rules with
+/// it; a permission setting that cannot be read stops turns with a clear
+/// error rather than run without it.
+#[test]
+fn a_malformed_setting_never_takes_the_deny_rules_with_it() {
+    // (settings over the "bypass" options, what the turn ends with, what the bash call got)
+    let cases: [(Value, &str, &str); 2] = [
+        (
+            json!({"permissions": {"deny": ["bash"]}, "maxIterations": "many"}),
+            "turn_finished",
+            "Denied by the permission rule `bash`",
+        ),
+        (
+            json!({"permissionMode": "yolo"}),
+            "turn_failed",
+            "cannot be read (`permissionMode`",
+        ),
+    ];
+    for (settings, ending, said) in cases {
+        let dir = workspace(&[]);
+        let server = ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": "echo ran"})).into(),
+            Reply::text("done").into(),
+        ]);
+        let mut opts = options(dir.path(), &server, "bypass");
+        for (key, value) in settings.as_object().unwrap() {
+            opts.initialization_options[key] = value.clone();
+        }
+        let client = start(dir.path(), opts);
+        let turn = ask(&client, json!("run it"))["turn"].as_u64().unwrap();
+        let end = turn_end(&client, turn);
+        assert_eq!(end["type"], ending, "{settings}: {end}");
+        let told = match ending {
+            "turn_failed" => end["message"].as_str().unwrap().to_string(),
+            _ => crate::common::sent_tool_results(&server.requests()[1].body)[0]
+                .0
+                .clone(),
+        };
+        assert!(told.contains(said), "{settings}: {told}");
+        assert!(
+            !told.contains("ran\n"),
+            "{settings}: the command ran: {told}"
+        );
+    }
+}
+
 #[test]
 fn files_not_open_are_created_and_edited_through_the_editor() {
     for resource_operations in [true, false] {
