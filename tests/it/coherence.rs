@@ -96,6 +96,26 @@ fn read_and_rename() -> Vec<Step> {
 
 /// The agent edits calc.py and mine.py (which holds the user's unsaved
 /// `users()`), then runs a command that imports both.
+/// After `edit_both_then_import` in an editor that saves: the command (its
+/// result `ran`) saw both edits, the agent's edit of calc.py is on disk, and
+/// the user's unsaved work in mine.py is not.
+pub(crate) fn the_agents_edit_alone_was_saved(dir: &std::path::Path, ran: Option<(String, bool)>) {
+    let ran = ran.expect("the command's result reached the model");
+    assert!(
+        !ran.1 && ran.0.starts_with("5 3 2\n"),
+        "the command saw both edits: {ran:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("calc.py")).unwrap(),
+        "def product(a, b):\n    return a + b\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("mine.py")).unwrap(),
+        MINE_ON_DISK,
+        "the user's unsaved work is never written"
+    );
+}
+
 pub(crate) fn edit_both_then_import() -> Vec<Step> {
     vec![
         Reply::tools(vec![

@@ -384,20 +384,7 @@ fn plugin_saves_the_agents_edit_before_a_command_and_never_the_users_work() {
         .get(3)
         .and_then(|r| sent_tool_results(&r.body).last().cloned());
     assert!(run.ok, "{}\nthe command gave: {ran:?}", run.stderr);
-    let ran = ran.expect("the command's result reached the model");
-    assert!(
-        !ran.1 && ran.0.starts_with("5 3 2\n"),
-        "the command saw both edits: {ran:?}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
-        "def product(a, b):\n    return a + b\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("mine.py")).unwrap(),
-        MINE_ON_DISK,
-        "the user's unsaved work is never written"
-    );
+    crate::coherence::the_agents_edit_alone_was_saved(dir.path(), ran);
     // It was the plugin that saved: the server asked, the plugin answered.
     assert!(
         run.lsp_log.contains("bareagent/saveDocuments"),
