@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Inbox, Message};
+use crate::agent::{CompactRequest, Inbox, Message};
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
 use crate::sandbox::SandboxSettings;
@@ -26,6 +26,8 @@ pub struct Session {
     pub inbox: Inbox,
     /// What the model of this session has seen of each file.
     pub reads: Arc<ReadLedger>,
+    /// `bareagent.compact` during a turn: its loop compacts at its next step.
+    pub compact: CompactRequest,
 }
 
 /// What a session may do, fixed at its first turn.
@@ -53,6 +55,7 @@ impl Default for Session {
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
             reads: Arc::default(),
+            compact: CompactRequest::default(),
         }
     }
 }

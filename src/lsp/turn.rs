@@ -19,8 +19,8 @@ use super::editor::EditorWorkspace;
 use super::session::{Running, SessionPolicy};
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
-    Agent, AgentParts, LoopConfig, LoopError, Message, TurnOutcome, run_loop,
-    system_prompt_in_editor,
+    Agent, AgentParts, CompactRequest, Compaction, CompactionSettings, LoopConfig, LoopError,
+    Message, TurnOutcome, run_loop, system_prompt_in_editor,
 };
 use crate::events::{AgentEvent, EventSink};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
@@ -81,6 +81,7 @@ fn start_locked(
         background: session.background.clone(),
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
+        compact: session.compact.clone(),
     };
     tokio::spawn(turn.run(messages, ask));
     json!({"turn": id, "queued": false})
@@ -124,6 +125,7 @@ struct Turn {
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
+    compact: CompactRequest,
 }
 
 impl Turn {
@@ -174,6 +176,7 @@ impl Turn {
             inbox: self.inbox.clone(),
             reads: self.reads.clone(),
             cancel: self.cancel.clone(),
+            compact: self.compact.clone(),
         };
         let worker = tokio::spawn(async move {
             let mut messages = messages;
@@ -309,6 +312,8 @@ struct TurnParts {
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
     cancel: CancellationToken,
+    /// The user's `bareagent.compact`, taken at the loop's next step.
+    compact: CompactRequest,
 }
 
 /// Builds the agent for this turn and runs the loop.
@@ -325,6 +330,7 @@ async fn run_agent(
         inbox,
         reads,
         cancel,
+        compact,
     } = parts;
     state.wait_configured().await;
     let settings = state.load_settings().await?;
@@ -358,6 +364,16 @@ async fn run_agent(
         },
     };
     let provider = choice.build().map_err(|e| e.to_string())?;
+    let model = choice
+        .resolved_model()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let compaction = Compaction::new(CompactionSettings::for_model(
+        &model,
+        settings.context.window,
+        settings.context.compact_at,
+    ))
+    .with_request(compact);
     let approver = EditorApprover {
         state: state.clone(),
         turn: id,
@@ -418,6 +434,7 @@ async fn run_agent(
     .with_inbox(&inbox)
     .with_background(&*background)
     .with_reads(reads)
+    .with_compactor(&compaction)
     .with_cancel(cancel);
     match run_loop(&agent, messages).await {
         Ok(outcome) => Ok(outcome),
@@ -523,6 +540,22 @@ async fn forward_events(
             AgentEvent::UserMessage { text } => {
                 if let Some(chat) = &to.chat {
                     chat.write(layout.section(&chat::prompt_section(&text)));
+                }
+            }
+            AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+                how,
+            } => {
+                if let Some(chat) = &to.chat {
+                    let line = how.describe(before_tokens, after_tokens);
+                    chat.write(layout.list_item(&format!("- _{line}_")));
+                }
+            }
+            AgentEvent::CompactionFailed { reason } => {
+                if let Some(chat) = &to.chat {
+                    let line = format!("- _compaction failed ({reason}); the history is kept_");
+                    chat.write(layout.list_item(&line));
                 }
             }
             _ => {}
