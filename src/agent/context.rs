@@ -106,13 +106,18 @@ impl ContextMeter {
         self.fixed
     }
 
-    /// The context's size now, in tokens.
+    /// The context's size now, in tokens: the provider's count plus the
+    /// estimate of what came since — or the estimate of it all, when that
+    /// is more: a provider that counts less than bytes / 4 (a local server
+    /// that counts nothing, a scripted one) is not believed, as an
+    /// undercount would let the context overflow.
     pub(super) fn tokens(&self, messages: &[Message]) -> u64 {
+        let estimate = self.fixed + estimate_messages(messages);
         match self.reported {
             Some((tokens, covered)) if covered <= messages.len() => {
-                tokens + estimate_messages(&messages[covered..])
+                estimate.max(tokens + estimate_messages(&messages[covered..]))
             }
-            _ => self.fixed + estimate_messages(messages),
+            _ => estimate,
         }
     }
 
@@ -167,6 +172,15 @@ mod tests {
         assert_eq!(meter.tokens(&messages), 1015);
         messages.push(Message::user_text("y".repeat(40)));
         assert_eq!(meter.tokens(&messages), 1015 + 10 + BLOCK_OVERHEAD);
+        // A count below the estimate is not believed.
+        meter.observe(
+            Usage {
+                input_tokens: 1,
+                ..Usage::default()
+            },
+            messages.len(),
+        );
+        assert_eq!(meter.tokens(&messages), 50 + estimate_messages(&messages));
         meter.forget();
         assert_eq!(meter.tokens(&messages), 50 + estimate_messages(&messages));
         // No input reported: the estimate stands.
