@@ -91,7 +91,7 @@ impl ModelServer {
     /// Answers every request whose body `matches` with `step`, outside the
     /// script (which such requests leave alone): for calls the client makes
     /// at moments the test does not fix, such as a compaction's summary.
-    pub fn answer_matching(&self, matches: fn(&Value) -> bool, step: impl Into<Step>) {
+    pub fn answer_matching(&self, matches: Matcher, step: impl Into<Step>) {
         lock(&self.state).routes.push((matches, step.into()));
     }
 
@@ -400,12 +400,15 @@ const RESET_GRACE: Duration = Duration::from_millis(50);
 struct State {
     script: VecDeque<Step>,
     /// Answers to requests that match, taken before the script.
-    routes: Vec<(fn(&Value) -> bool, Step)>,
+    routes: Vec<(Matcher, Step)>,
     requests: Vec<RecordedRequest>,
     deltas_written: Vec<(String, std::time::Instant)>,
 }
 
 type Shared = Arc<Mutex<State>>;
+
+/// Which request bodies a route answers.
+type Matcher = fn(&Value) -> bool;
 
 /// Locks the state even if a panicking test thread poisoned it: the data is
 /// plain lists, always consistent.
