@@ -206,6 +206,32 @@ impl Compaction {
         self
     }
 
+    /// Compacts `messages` now, outside a turn (`bareagent.compact` on an
+    /// idle session): as at a turn's step the user asked at.
+    pub async fn compact_idle(
+        &self,
+        provider: &dyn Provider,
+        config: &super::LoopConfig,
+        tools: &[ToolSpec],
+        sink: &dyn EventSink,
+        messages: &mut Vec<Message>,
+    ) -> Result<Option<Compacted>, CompactError> {
+        self.request.ask();
+        let fixed = super::context::estimate_fixed(&config.system, tools);
+        let step = CompactStep {
+            tokens: fixed + estimate_messages(messages),
+            fixed_tokens: fixed,
+            trigger: Trigger::Step,
+            provider,
+            system: &config.system,
+            tools,
+            max_tokens: config.max_tokens,
+            sink,
+            main: true,
+        };
+        self.compact(&step, messages).await
+    }
+
     fn may_retry_summary(&self, tokens: u64) -> bool {
         let failed_at = *self.failed_at.lock().unwrap_or_else(|p| p.into_inner());
         failed_at.is_none_or(|at| tokens >= at + self.settings.context_window / 20)

@@ -346,34 +346,8 @@ async fn run_agent(
                 .await;
         }
     }
-    let selected = super::model::select(&state)?;
-    let choice = ProviderChoice {
-        kind: selected.kind,
-        model: selected.model,
-        base_url: editor.base_url.clone(),
-        replay: editor
-            .replay
-            .clone()
-            .map(|p| if p.is_relative() { root.join(p) } else { p }),
-        record: None,
-        http: HttpSettings {
-            idle_timeout: editor
-                .idle_timeout_secs
-                .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
-            ..HttpSettings::default()
-        },
-    };
-    let provider = choice.build().map_err(|e| e.to_string())?;
-    let model = choice
-        .resolved_model()
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    let compaction = Compaction::new(CompactionSettings::for_model(
-        &model,
-        settings.context.window,
-        settings.context.compact_at,
-    ))
-    .with_request(compact);
+    let (provider, compaction) = model_for(&state, &settings)?;
+    let compaction = compaction.with_request(compact);
     let approver = EditorApprover {
         state: state.clone(),
         turn: id,
@@ -441,6 +415,44 @@ async fn run_agent(
         Err(LoopError::Cancelled) => Err("cancelled".into()),
         Err(error) => Err(error.to_string()),
     }
+}
+
+/// The provider the editor's settings choose, and the compaction fitted to
+/// its model's context window (and the `[context]` settings).
+pub(super) fn model_for(
+    state: &State,
+    settings: &crate::config::Config,
+) -> Result<(Box<dyn crate::provider::Provider>, Compaction), String> {
+    let editor = state.editor_settings();
+    let root = &state.init().root;
+    let selected = super::model::select(state)?;
+    let choice = ProviderChoice {
+        kind: selected.kind,
+        model: selected.model,
+        base_url: editor.base_url.clone(),
+        replay: editor
+            .replay
+            .clone()
+            .map(|p| if p.is_relative() { root.join(p) } else { p }),
+        record: None,
+        http: HttpSettings {
+            idle_timeout: editor
+                .idle_timeout_secs
+                .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
+            ..HttpSettings::default()
+        },
+    };
+    let provider = choice.build().map_err(|e| e.to_string())?;
+    let model = choice
+        .resolved_model()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let compaction = Compaction::new(CompactionSettings::for_model(
+        &model,
+        settings.context.window,
+        settings.context.compact_at,
+    ));
+    Ok((provider, compaction))
 }
 
 /// What the chat footer reports.

@@ -337,3 +337,82 @@ async fn peak_context_of_a_50_turn_session_with_and_without_compaction() {
     }
     assert!(peaks[1] < peaks[0], "{peaks:?}");
 }
+
+/// `bareagent.compact` in the language server: on an idle session it
+/// compacts at once (the next turn's request starts with the summary); on a
+/// running turn, at its next step (and the chat file says so).
+#[test]
+fn bareagent_compact_through_the_editor() {
+    use crate::lsp::{LONG, ask, events_of, is_event, options, start, turn_end};
+    use crate::support::model_server::Hold;
+
+    let dir = workspace(&[("big.txt", &big_file())]);
+    let mut script = reads(4);
+    script.push(Reply::text("read it").into());
+    let hold = Hold::new();
+    script.push(
+        Reply::tool("read_file", json!({"path": "big.txt"}))
+            .held(&hold)
+            .into(),
+    );
+    script.push(Reply::text("again").into());
+    let server = ModelServer::start(script);
+    server.answer_matching(is_summary, Reply::text(SUMMARY));
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+
+    let first = ask(&client, json!({"prompt": "read big.txt"}));
+    turn_end(&client, first["turn"].as_u64().expect("a turn"));
+    assert_eq!(events_of(&client, "compacted"), Vec::<Value>::new());
+
+    // Idle: now.
+    let answer = client
+        .execute("bareagent.compact", json!([]))
+        .expect("compact answers");
+    assert_eq!(answer["when"], "now", "{answer}");
+    let compacted =
+        client.wait_for_notification(LONG, "the compaction", |m, p| is_event(m, p, "compacted"));
+    assert_eq!(compacted["how"], "summary", "{compacted}");
+    assert_eq!(compacted["session"], "main");
+    assert!(
+        compacted["after_tokens"].as_u64() < compacted["before_tokens"].as_u64(),
+        "{compacted}"
+    );
+
+    // Running: at the next step.
+    let second = ask(&client, json!({"prompt": "read it again"}));
+    client.wait_until(LONG, "the held request", |_| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| !is_summary(&r.body))
+            .count()
+            == 6
+    });
+    let answer = client
+        .execute("bareagent.compact", json!([]))
+        .expect("compact answers");
+    assert_eq!(answer["when"], "next step", "{answer}");
+    assert_eq!(answer["turn"], second["turn"]);
+    hold.release();
+    turn_end(&client, second["turn"].as_u64().expect("a turn"));
+    let all = events_of(&client, "compacted");
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[1]["turn"], second["turn"]);
+
+    let requests = server.requests();
+    let main: Vec<&Value> = requests
+        .iter()
+        .map(|r| &r.body)
+        .filter(|b| !is_summary(b))
+        .collect();
+    assert_eq!(main.len(), 7);
+    assert_eq!(requests.iter().filter(|r| is_summary(&r.body)).count(), 2);
+    // The second turn's first request starts with the idle summary; every
+    // request is a valid history.
+    assert!(sent_messages(main[5])[0].text().contains(SUMMARY));
+    for body in &main {
+        assert_eq!(check_history(&sent_messages(body)), Ok(()));
+    }
+    let chat = std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).expect("chat");
+    assert!(chat.contains("_context compacted: about "), "{chat}");
+}
