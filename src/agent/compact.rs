@@ -29,8 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::context::{ContextMeter, context_window, estimate_messages};
-use super::parts::Agent;
+use super::context::{context_window, estimate_fixed, estimate_messages};
 use crate::events::{AgentEvent, CompactHow, EventSink};
 use crate::history::{ContentBlock, Message, Role, push_user_blocks};
 use crate::provider::{Provider, ProviderError, Request, ToolSpec};
@@ -211,21 +210,22 @@ impl Compaction {
     pub async fn compact_idle(
         &self,
         provider: &dyn Provider,
-        config: &super::LoopConfig,
+        system: &str,
         tools: &[ToolSpec],
+        max_tokens: u32,
         sink: &dyn EventSink,
         messages: &mut Vec<Message>,
     ) -> Result<Option<Compacted>, CompactError> {
         self.request.ask();
-        let fixed = super::context::estimate_fixed(&config.system, tools);
+        let fixed = estimate_fixed(system, tools);
         let step = CompactStep {
             tokens: fixed + estimate_messages(messages),
             fixed_tokens: fixed,
             trigger: Trigger::Step,
             provider,
-            system: &config.system,
+            system,
             tools,
-            max_tokens: config.max_tokens,
+            max_tokens,
             sink,
             main: true,
         };
@@ -403,60 +403,6 @@ fn latest_todos(messages: &[Message]) -> Option<String> {
         .find(|call| call.name == "todo_write")?;
     let todos = call.input.get("todos").unwrap_or(&Value::Null);
     serde_json::to_string_pretty(todos).ok()
-}
-
-/// The loop's compaction point: measures, asks the agent's compactor, and
-/// says what happened (an event, and a log line for a failure, after which
-/// the turn goes on with the history as it was). Returns whether the
-/// history changed.
-pub(super) async fn compact_now(
-    agent: &Agent<'_>,
-    messages: &mut Vec<Message>,
-    meter: &mut ContextMeter,
-    trigger: Trigger,
-) -> bool {
-    let step = CompactStep {
-        tokens: meter.tokens(messages),
-        fixed_tokens: meter.fixed(),
-        trigger,
-        provider: agent.provider,
-        system: &agent.config.system,
-        tools: agent.tools.specs(),
-        max_tokens: agent.config.max_tokens,
-        sink: agent.sink,
-        main: agent.depth == 0,
-    };
-    let outcome = tokio::select! {
-        biased;
-        // A cancelled summary leaves the history as it was.
-        _ = agent.cancel.cancelled() => return false,
-        outcome = agent.compactor.compact(&step, messages) => outcome,
-    };
-    match outcome {
-        Ok(Some(done)) => {
-            tracing::info!(
-                before = done.before_tokens,
-                after = done.after_tokens,
-                how = ?done.how,
-                "compacted the history"
-            );
-            meter.forget();
-            agent.sink.emit(AgentEvent::Compacted {
-                before_tokens: done.before_tokens,
-                after_tokens: done.after_tokens,
-                how: done.how,
-            });
-            true
-        }
-        Ok(None) => false,
-        Err(error) => {
-            tracing::warn!(%error, "compaction failed; the history is kept as it was");
-            agent.sink.emit(AgentEvent::CompactionFailed {
-                reason: error.to_string(),
-            });
-            false
-        }
-    }
 }
 
 #[cfg(test)]

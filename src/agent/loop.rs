@@ -24,7 +24,8 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::{FutureExt, StreamExt};
 
-use super::compact::{Trigger, compact_now};
+use super::compact::Trigger;
+use super::compacting::compact_now;
 use super::context::{ContextMeter, estimate_fixed};
 use super::parts::Agent;
 use super::permit::permit;

@@ -6,6 +6,7 @@
 //! never the other way round (sub-agents go through `tools::SubAgents`).
 
 mod compact;
+mod compacting;
 mod context;
 mod r#loop;
 mod parts;

@@ -60,16 +60,14 @@ async fn compact_idle(state: Arc<State>, name: String, snapshot: Vec<Message>) {
     let outcome = async {
         let settings = state.load_settings().await?;
         let (provider, compaction) = super::turn::model_for(&state, &settings)?;
-        let config = LoopConfig {
-            system: system_prompt_in_editor(&state.init().root),
-            ..LoopConfig::default()
-        };
+        let system = system_prompt_in_editor(&state.init().root);
         let tools = ToolRegistry::in_editor();
         compaction
             .compact_idle(
                 provider.as_ref(),
-                &config,
+                &system,
                 tools.specs(),
+                LoopConfig::default().max_tokens,
                 &usage,
                 &mut messages,
             )
