@@ -416,3 +416,40 @@ fn bareagent_compact_through_the_editor() {
     let chat = std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).expect("chat");
     assert!(chat.contains("_context compacted: about "), "{chat}");
 }
+
+/// `bareagent run` compacts with the window of `[context]` (a project's
+/// setting applies untrusted: it decides only when to summarise) and shows
+/// it: a line on stderr, an event with `--json`.
+#[test]
+fn bareagent_run_shows_each_compaction() {
+    for json in [false, true] {
+        let dir = workspace(&[
+            ("big.txt", &big_file()),
+            (".bareagent/config.toml", "[context]\nwindow = 20000\n"),
+        ]);
+        let mut script = reads(5);
+        script.push(Reply::text("done").into());
+        let server = ModelServer::start(script);
+        server.answer_matching(is_summary, Reply::text(SUMMARY));
+        let mut command = bareagent(dir.path());
+        run_against_model(&mut command, &server).args(["--permission-mode", "bypass"]);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.arg("read big.txt").output().expect("bareagent run");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        if json {
+            let events: Vec<Value> = stdout
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .filter(|event: &Value| event["type"] == "compacted")
+                .collect();
+            assert!(!events.is_empty(), "{stdout}");
+            assert!(events[0]["before_tokens"].as_u64() > events[0]["after_tokens"].as_u64());
+        } else {
+            assert!(stderr.contains("(context compacted: about "), "{stderr}");
+        }
+    }
+}
