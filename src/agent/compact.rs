@@ -185,9 +185,11 @@ impl CompactRequest {
 pub struct Compaction {
     settings: CompactionSettings,
     request: CompactRequest,
-    /// The size at which the last summary failed: no new attempt (another
-    /// paid call) until the context has grown by a twentieth of the window.
-    failed_at: Mutex<Option<u64>>,
+    /// After a summary failed, or left the context over the threshold (the
+    /// verbatim tail alone is too big), no new one — another paid call —
+    /// until the context has grown to this size (a twentieth of the window
+    /// more), or the user or the provider asks.
+    no_summary_until: Mutex<Option<u64>>,
 }
 
 impl Compaction {
@@ -195,7 +197,7 @@ impl Compaction {
         Compaction {
             settings,
             request: CompactRequest::default(),
-            failed_at: Mutex::default(),
+            no_summary_until: Mutex::default(),
         }
     }
 
@@ -232,13 +234,21 @@ impl Compaction {
         self.compact(&step, messages).await
     }
 
-    fn may_retry_summary(&self, tokens: u64) -> bool {
-        let failed_at = *self.failed_at.lock().unwrap_or_else(|p| p.into_inner());
-        failed_at.is_none_or(|at| tokens >= at + self.settings.context_window / 20)
+    fn may_summarise(&self, tokens: u64) -> bool {
+        let until = *self
+            .no_summary_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        until.is_none_or(|until| tokens >= until)
     }
 
-    fn remember_failure(&self, tokens: Option<u64>) {
-        *self.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = tokens;
+    /// No summary until the context has grown a little past `tokens`.
+    fn hold_summaries(&self, tokens: Option<u64>) {
+        let until = tokens.map(|tokens| tokens + self.settings.context_window / 20);
+        *self
+            .no_summary_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = until;
     }
 }
 
@@ -269,21 +279,23 @@ impl Compactor for Compaction {
         if shrunk > 0 && !asked && measure(&work) < threshold {
             return Ok(done(messages, work, CompactHow::ToolResults));
         }
-        if !asked && !self.may_retry_summary(step.tokens) {
+        if !asked && !self.may_summarise(step.tokens) {
             return Ok((shrunk > 0)
                 .then(|| done(messages, work, CompactHow::ToolResults))
                 .flatten());
         }
         match summarise(step, &work, keep).await {
             Ok(Some(summarised)) => {
-                self.remember_failure(None);
-                Ok(done(messages, summarised, CompactHow::Summary))
+                let done = done(messages, summarised, CompactHow::Summary);
+                let still_over = done.filter(|done| done.after_tokens >= threshold);
+                self.hold_summaries(still_over.map(|done| done.after_tokens));
+                Ok(done)
             }
             // Too short to summarise: what shrinking did is all there is.
             Ok(None) if shrunk > 0 => Ok(done(messages, work, CompactHow::ToolResults)),
             Ok(None) => Ok(None),
             Err(error) => {
-                self.remember_failure(Some(step.tokens));
+                self.hold_summaries(Some(step.tokens));
                 Err(error)
             }
         }
