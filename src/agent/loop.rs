@@ -108,7 +108,7 @@ pub async fn run_loop(
 ) -> Result<TurnOutcome, LoopError> {
     // Every event of the turn passes the tally, so a sub-agent's usage,
     // which arrives as events through the tools' sink, is counted with ours.
-    let usage = UsageTally::new(agent.sink);
+    let usage = UsageTally::new(agent.sink, agent.config);
     let agent = &agent.reporting_to(&usage);
     // The pieces of an answer cut at the output limit, joined as they come.
     let mut answer = String::new();
@@ -130,7 +130,7 @@ pub async fn run_loop(
             _ = agent.cancel.cancelled() => return Err(LoopError::Cancelled),
             response = call_model(agent, request) => response?,
         };
-        usage.add(response.usage);
+        usage.add(response.usage, true);
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");
         let mut assistant = response.into_message();

@@ -5,6 +5,7 @@
 //! Tools see only their narrow `ToolContext`; the agent reaches down to them,
 //! never the other way round (sub-agents go through `tools::SubAgents`).
 
+mod instructions;
 mod r#loop;
 mod parts;
 mod permit;
@@ -16,6 +17,10 @@ pub use crate::history::{ContentBlock, Message, Role, check_history};
 pub use crate::inbox::{Arrival, Inbox};
 pub use r#loop::{
     CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
+};
+pub use instructions::{
+    INSTRUCTION_FILES, InstructionFile, Instructions, load as load_instructions, paths_in,
+    user_instructions_path,
 };
 pub use parts::MAX_DEPTH;
 pub use parts::{Agent, AgentParts};

@@ -13,11 +13,13 @@ use super::output::{JsonSink, TerminalSink, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    Agent, AgentParts, Inbox, LoopConfig, LoopError, Message, run_loop, system_prompt,
+    Agent, AgentParts, Inbox, LoopConfig, LoopError, Message, load_instructions, paths_in,
+    run_loop, system_prompt, user_instructions_path,
 };
 use crate::config::Config;
 use crate::provider::retry::{RetryObserver, RetryPolicy};
-use crate::provider::{HttpSettings, Provider, ProviderChoice};
+use crate::provider::openai::session_cache_key;
+use crate::provider::{HttpSettings, ProviderChoice, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
 use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
@@ -40,11 +42,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let sink: Arc<dyn TurnSink> = if args.json {
-        Arc::new(JsonSink)
+        Arc::new(JsonSink::default())
     } else {
         Arc::new(TerminalSink::new(args.quiet))
     };
-    let provider = build_provider(&args, &settings, sink.clone())?;
+    let choice = provider_choice(&args, &settings, workspace.paths().root(), sink.clone());
+    let provider = choice.build()?;
+    let model = choice.resolved_model().ok().flatten();
 
     let approver = TerminalApprover::for_run(args.json, std::io::stdin().is_terminal());
     let mode = args
@@ -53,10 +57,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let gate = settings.gate(mode, Box::new(approver), workspace.paths().root())?;
     let tools = ToolRegistry::standard();
+    let prompt = args.prompt.join(" ");
+    let instructions = load_instructions(
+        workspace.paths(),
+        user_instructions_path().as_deref(),
+        &paths_in(&prompt),
+    );
+    for file in &instructions.files {
+        if let Some(why) = &file.refused {
+            eprintln!("bareagent: not reading {}: {why}", file.path);
+        }
+    }
     let config = LoopConfig {
-        system: system_prompt(workspace.paths().root()),
+        system: system_prompt(workspace.paths().root()) + &instructions.prompt,
         max_iterations: args.max_iterations,
         stream: !args.no_stream,
+        price: model.as_deref().and_then(|m| settings.price(m)),
+        context_window: model.as_deref().and_then(context_window),
         ..LoopConfig::default()
     };
     let sandbox = Sandbox::for_commands(
@@ -84,7 +101,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .with_inbox(&inbox)
     .with_background(&background)
     .with_cancel(cancel);
-    let mut messages = vec![Message::user_text(args.prompt.join(" "))];
+    let mut messages = vec![Message::user_text(prompt)];
     sink.started();
     let outcome = run_loop(&agent, &mut messages).await;
     background.kill_all();
@@ -119,13 +136,14 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken, sink: Arc<dyn TurnSink>) {
     }
 }
 
-/// The provider, with each retry told to the user as one line.
-fn build_provider(
+/// Which provider to build, with each retry told to the user as one line.
+fn provider_choice(
     args: &RunArgs,
     config: &Config,
+    root: &std::path::Path,
     sink: Arc<dyn TurnSink>,
-) -> anyhow::Result<Box<dyn Provider>> {
-    let choice = ProviderChoice {
+) -> ProviderChoice {
+    ProviderChoice {
         kind: args.provider.or(config.provider),
         model: args.model.clone().or_else(|| config.model.clone()),
         base_url: args.base_url.clone(),
@@ -142,6 +160,7 @@ fn build_provider(
             })),
             ..HttpSettings::default()
         },
-    };
-    Ok(choice.build()?)
+        cache_key: Some(session_cache_key(root, std::time::SystemTime::now())),
+        send_cache_key: config.prompt_cache_key,
+    }
 }
