@@ -131,10 +131,9 @@ pub fn usage_line(usage: &Usage, spend: &Spend) -> String {
         thousands(usage.output_tokens),
     );
     match (spend.context_percent, spend.context_window) {
-        (Some(percent), Some(window)) => line.push_str(&format!(
-            " · context {percent:.0}% of {}k",
-            window / 1000
-        )),
+        (Some(percent), Some(window)) => {
+            line.push_str(&format!(" · context {percent:.0}% of {}k", window / 1000))
+        }
         _ if spend.context_tokens > 0 => line.push_str(&format!(
             " · context {} tokens (window unknown)",
             thousands(spend.context_tokens)
@@ -149,7 +148,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -95,7 +95,11 @@ pub fn load(paths: &PathResolver, user_file: Option<&Path>, near: &[PathBuf]) ->
         if entry.refused.is_some() {
             continue;
         }
-        let kept = &text[..text.floor_char_boundary(MAX_FILE_BYTES.min(budget))];
+        let mut cut = MAX_FILE_BYTES.min(budget).min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let kept = &text[..cut];
         entry.included = kept.len();
         budget -= kept.len();
         prompt.push_str(&format!("\n<instructions file=\"{}\">\n", entry.path));
@@ -142,15 +146,7 @@ enum Found {
 fn read(paths: &PathResolver, path: &Path) -> Found {
     use crate::workspace::WorkspaceError;
     match paths.open_file(path) {
-        Ok(file) => {
-            let mut bytes = Vec::new();
-            // A little over the cap is enough to know it was cut.
-            match Read::take(file, MAX_FILE_BYTES as u64 * 4).read_to_end(&mut bytes)
-            {
-                Ok(_) => Found::Text(String::from_utf8_lossy(&bytes).into_owned()),
-                Err(error) => Found::Refused(error.to_string()),
-            }
-        }
+        Ok(file) => read_capped(file),
         Err(WorkspaceError::NotFound(_)) => Found::Missing,
         Err(WorkspaceError::IsDirectory(_)) => Found::Missing,
         Err(error) => Found::Refused(error.to_string()),
@@ -242,10 +238,7 @@ mod tests {
             .iter()
             .map(|d| d.display().to_string())
             .collect();
-        assert_eq!(
-            dirs,
-            ["", "src", "docs", "src/lsp", "docs/a.md"]
-        );
+        assert_eq!(dirs, ["", "src", "docs", "src/lsp", "docs/a.md"]);
     }
 
     #[test]

@@ -15,12 +15,12 @@ mod usage;
 
 pub use crate::history::{ContentBlock, Message, Role, check_history};
 pub use crate::inbox::{Arrival, Inbox};
-pub use r#loop::{
-    CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
-};
 pub use instructions::{
     INSTRUCTION_FILES, InstructionFile, Instructions, load as load_instructions, paths_in,
     user_instructions_path,
+};
+pub use r#loop::{
+    CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
 };
 pub use parts::MAX_DEPTH;
 pub use parts::{Agent, AgentParts};

@@ -17,8 +17,8 @@ use crate::agent::{
     run_loop, system_prompt, user_instructions_path,
 };
 use crate::config::Config;
-use crate::provider::retry::{RetryObserver, RetryPolicy};
 use crate::provider::openai::session_cache_key;
+use crate::provider::retry::{RetryObserver, RetryPolicy};
 use crate::provider::{HttpSettings, ProviderChoice, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
 use crate::tools::{BackgroundTasks, ToolRegistry};

@@ -96,15 +96,15 @@ impl WireFormat for Messages {
         let body = WireRequest {
             model,
             max_tokens: request.max_tokens,
-            system: (!request.system.is_empty())
-                .then(|| {
-                    vec![SystemBlock {
-                        kind: "text",
-                        text: request.system,
-                        cache_control: EPHEMERAL,
-                    }]
-                })
-                .unwrap_or_default(),
+            system: if request.system.is_empty() {
+                Vec::new()
+            } else {
+                vec![SystemBlock {
+                    kind: "text",
+                    text: request.system,
+                    cache_control: EPHEMERAL,
+                }]
+            },
             messages,
             tools: request
                 .tools
