@@ -96,7 +96,10 @@ impl Spend {
             later
         };
         Spend {
-            cost_usd: self.cost_usd.zip(later.cost_usd).map(|(a, b)| a + b),
+            cost_usd: self
+                .cost_usd
+                .zip(later.cost_usd)
+                .map(|(a, b)| round_usd(a + b)),
             ..*context
         }
     }
@@ -113,6 +116,12 @@ impl Spend {
             .map(|w| self.context_tokens as f64 * 100.0 / w as f64);
         self
     }
+}
+
+/// USD to the nano-dollar: sums of prices with a few decimals stay the
+/// figures a person works out (0.000315, not 0.00031499999999999996).
+pub fn round_usd(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
 }
 
 /// One line for people: `1,200 in · 300 cache write · 5,000 cache read ·
@@ -132,7 +141,7 @@ pub fn usage_line(usage: &Usage, spend: &Spend) -> String {
     );
     match (spend.context_percent, spend.context_window) {
         (Some(percent), Some(window)) => {
-            line.push_str(&format!(" · context {percent:.0}% of {}k", window / 1000))
+            line.push_str(&format!(" · context {percent:.1}% of {}k", window / 1000))
         }
         _ if spend.context_tokens > 0 => line.push_str(&format!(
             " · context {} tokens (window unknown)",

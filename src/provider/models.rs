@@ -42,7 +42,7 @@ impl Price {
     /// What `usage` cost at this price, in USD.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per_token = |tokens: u64, usd_per_mtok: f64| tokens as f64 * usd_per_mtok / 1e6;
-        per_token(usage.input_tokens, self.input)
+        let usd = per_token(usage.input_tokens, self.input)
             + per_token(usage.output_tokens, self.output)
             + per_token(
                 usage.cache_creation_input_tokens,
@@ -51,7 +51,9 @@ impl Price {
             + per_token(
                 usage.cache_read_input_tokens,
                 self.cache_read.unwrap_or(self.input),
-            )
+            );
+        // To the nano-dollar, as `events::round_usd` sums them.
+        (usd * 1e9).round() / 1e9
     }
 }
 

@@ -3,11 +3,13 @@ mod support;
 
 mod approvals;
 mod attacks;
+mod caching;
 mod cli;
 mod client_process;
 mod coherence;
 mod common;
 mod concurrency;
+mod costs;
 mod diffs;
 mod dying;
 mod editor_diagnostics;

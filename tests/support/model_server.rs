@@ -27,6 +27,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+#[path = "prompt_cache.rs"]
+pub mod prompt_cache;
+
 // ---------------------------------------------------------------------------
 // Public API
 // ---------------------------------------------------------------------------
@@ -53,6 +56,7 @@ impl ModelServer {
             script: script.into(),
             requests: Vec::new(),
             deltas_written: Vec::new(),
+            prompt_cache: None,
         }));
         let (stop, stop_rx) = oneshot::channel();
         let thread_state = state.clone();
@@ -87,6 +91,13 @@ impl ModelServer {
     /// answered with faults or with "no scripted response left".
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.state).requests.clone()
+    }
+
+    /// From now on, Anthropic replies report the usage Anthropic's prompt
+    /// cache would give each request (see `prompt_cache.rs`), in place of
+    /// the scripted input and cache figures.
+    pub fn simulate_prompt_cache(&self) {
+        lock(&self.state).prompt_cache = Some(prompt_cache::PromptCache::default());
     }
 
     /// Script steps not yet consumed.
@@ -125,6 +136,8 @@ pub struct RecordedRequest {
     /// The parsed JSON body; a body that is not JSON is kept as a
     /// `Value::String` of its (lossy UTF-8) text, an empty one as `Null`.
     pub body: Value,
+    /// The body's bytes as sent (lossy UTF-8), for byte-for-byte checks.
+    pub raw_body: String,
     /// When the whole request had arrived.
     pub received: std::time::Instant,
 }
@@ -391,6 +404,7 @@ struct State {
     script: VecDeque<Step>,
     requests: Vec<RecordedRequest>,
     deltas_written: Vec<(String, std::time::Instant)>,
+    prompt_cache: Option<prompt_cache::PromptCache>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -500,13 +514,22 @@ async fn handle_connection(mut stream: TcpStream, state: Shared) {
 /// under one lock so request N always gets step N.
 fn record(state: &Shared, request: RecordedRequest, takes_step: bool) -> (usize, Option<Step>) {
     let mut state = lock(state);
+    let simulated = match (&mut state.prompt_cache, Provider::for_path(&request.path)) {
+        (Some(cache), Some(Provider::Anthropic)) => Some(cache.request(&request.body)),
+        _ => None,
+    };
     state.requests.push(request);
     let number = state.requests.len();
-    let step = if takes_step {
+    let mut step = if takes_step {
         state.script.pop_front()
     } else {
         None
     };
+    if let (Some(usage), Some(Step::Reply(reply))) = (simulated, &mut step) {
+        reply.input_tokens = usage.input_tokens;
+        reply.cache_creation_input_tokens = usage.cache_creation_input_tokens;
+        reply.cache_read_input_tokens = usage.cache_read_input_tokens;
+    }
     (number, step)
 }
 
@@ -562,6 +585,7 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
         path,
         headers,
         body: parse_body(&body),
+        raw_body: String::from_utf8_lossy(&body).into_owned(),
         received: std::time::Instant::now(),
     }))
 }
