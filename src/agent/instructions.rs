@@ -20,7 +20,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::workspace::PathResolver;
 
@@ -34,7 +34,7 @@ pub const MAX_TOTAL_BYTES: usize = 32 * 1024;
 const MAX_NEAR: usize = 64;
 
 /// One instruction file, as `bareagent.status` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstructionFile {
     /// Relative to the root; the user's file by its full path.
     pub path: String,
@@ -43,7 +43,7 @@ pub struct InstructionFile {
     /// How much of it the prompt holds (less than `bytes` when cut).
     pub included: usize,
     /// Why it was not read (a link, not a regular file), if it was not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
 }
 

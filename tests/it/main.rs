@@ -18,6 +18,7 @@ mod faults;
 mod first_use;
 mod fixtures;
 mod helix;
+mod instructions;
 mod layers;
 mod lsp;
 mod lsp_frames;
