@@ -81,7 +81,7 @@ fn instructions_from_the_user_the_root_and_the_path_to_the_files_named_go_in_cap
     assert!(system.contains(&format!("[cut: 16384 of {} bytes shown", 20 * 1024)));
     let kept_x = system.matches('x').count();
     let kept_y = system.matches('y').count();
-    assert!(kept_x >= 16 * 1024 && kept_x < 16 * 1024 + 200, "{kept_x}");
+    assert!((16 * 1024..16 * 1024 + 200).contains(&kept_x), "{kept_x}");
     assert!(kept_x + kept_y <= 32 * 1024 + 400, "{kept_x} + {kept_y}");
     assert!(
         system.contains("[cut: 0 of 37 bytes shown"),
