@@ -618,6 +618,78 @@ mod tests {
     }
 
     #[test]
+    fn breakpoints_mark_the_last_two_user_messages_that_can_carry_one() {
+        let user = |text: &str| Message::user_text(text);
+        let results = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::tool_result("a", "one", false),
+                ContentBlock::tool_result("b", "two", true),
+            ],
+        };
+        let answer = Message::assistant(vec![ContentBlock::Text { text: "ok".into() }]);
+        // (history, the messages marked)
+        let cases: Vec<(Vec<Message>, Vec<usize>)> = vec![
+            (vec![], vec![]),
+            (vec![user("hi")], vec![0]),
+            (
+                vec![user("hi"), answer.clone(), results.clone()],
+                vec![2, 0],
+            ),
+            (
+                vec![
+                    user("hi"),
+                    answer.clone(),
+                    results.clone(),
+                    answer.clone(),
+                    user("go on"),
+                ],
+                vec![4, 2],
+            ),
+            // An empty text cannot carry one: skipped, never moved elsewhere.
+            (vec![user("hi"), answer.clone(), user("")], vec![0]),
+        ];
+        for (history, marked) in cases {
+            assert_eq!(breakpoints(&history), marked, "{history:?}");
+        }
+    }
+
+    #[test]
+    fn the_body_carries_at_most_four_breakpoints() {
+        let tools = vec![
+            super::super::ToolSpec {
+                name: "a".into(),
+                description: "A".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            super::super::ToolSpec {
+                name: "b".into(),
+                description: "B".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ];
+        let answer = Message::assistant(vec![ContentBlock::Text { text: "ok".into() }]);
+        let mut messages = vec![Message::user_text("hi")];
+        for turn in 0..5 {
+            messages.push(answer.clone());
+            messages.push(Message::user_text(format!("turn {turn}")));
+            let request = Request {
+                system: "be brief",
+                messages: &messages,
+                tools: &tools,
+                max_tokens: 10,
+            };
+            let body = Messages.body("m", request, false).unwrap();
+            let text = String::from_utf8(body.to_vec()).unwrap();
+            assert_eq!(text.matches("\"cache_control\"").count(), 4, "{text}");
+            let value: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(value["system"][0]["text"], "be brief");
+            assert!(value["tools"][0].get("cache_control").is_none());
+            assert!(value["tools"][1]["cache_control"].is_object());
+        }
+    }
+
+    #[test]
     fn thinking_blocks_go_back_unchanged() {
         let message = Message::assistant(vec![ContentBlock::Thinking {
             thinking: "t".into(),

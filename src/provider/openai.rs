@@ -494,6 +494,33 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_key_goes_by_default_only_to_openai_itself() {
+        let cases = [
+            (None, true),
+            (Some("https://api.openai.com/v1"), true),
+            (Some("http://127.0.0.1:11434/v1"), false),
+            (Some("https://openrouter.ai/api/v1"), false),
+            (Some("https://api.openai.com.evil.example/v1"), false),
+            (Some("not a url"), false),
+        ];
+        for (base, sent) in cases {
+            assert_eq!(sends_cache_key_by_default(base), sent, "{base:?}");
+        }
+        let root = std::path::Path::new("/home/u/project");
+        let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let later = start + std::time::Duration::from_secs(1);
+        assert_eq!(
+            session_cache_key(root, start),
+            session_cache_key(root, start)
+        );
+        assert_ne!(
+            session_cache_key(root, start),
+            session_cache_key(root, later)
+        );
+        assert!(!session_cache_key(root, start).contains("project"));
+    }
+
+    #[test]
     fn the_error_flag_alone_marks_a_tool_result_as_an_error() {
         let cases = [
             // (content, is_error, what the model reads)
