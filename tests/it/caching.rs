@@ -207,6 +207,17 @@ fn the_prompt_cache_key_is_sent_where_the_settings_say_and_never_changes() {
             .map(|r| r.body["prompt_cache_key"].clone())
             .collect();
         assert_eq!(keys.len(), 3);
+        // The real system prompt and tools: the same bytes on every call.
+        let requests = server.requests();
+        for pair in requests.windows(2) {
+            let (before, now) = (&pair[0].raw_body, &pair[1].raw_body);
+            assert_eq!(
+                member(before, "tools", "stream"),
+                member(now, "tools", "stream")
+            );
+            let earlier = member(before, "messages", "tools");
+            assert!(member(now, "messages", "tools").starts_with(&earlier[..earlier.len() - 1]));
+        }
         if sent {
             assert!(
                 keys[0]
