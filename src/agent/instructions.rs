@@ -10,7 +10,9 @@
 //! turn is picked up by the next one (the system prompt stays the same for
 //! every call of a turn, which keeps the prompt cache warm).
 //!
-//! How: the workspace's files through the resolver, opened beneath the root
+//! How: the workspace's files only where the gate lets `read_file` show
+//! them without asking (a deny rule on `docs/**` keeps `docs/AGENTS.md`
+//! out), through the resolver, opened beneath the root
 //! without following any link (a planted `AGENTS.md -> /etc/passwd` is not
 //! read, and is named as refused), and from disk (an unsaved buffer of one
 //! is not what the project says). Each file is capped at
@@ -22,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::permission::{FileVisibility, PermissionGate};
 use crate::workspace::PathResolver;
 
 /// The names read in each directory, in this order.
@@ -62,8 +65,16 @@ pub fn user_instructions_path() -> Option<PathBuf> {
 }
 
 /// Gathers the instructions for a turn about the files `near` (absolute,
-/// or relative to the root; those outside it are ignored).
-pub fn load(paths: &PathResolver, user_file: Option<&Path>, near: &[PathBuf]) -> Instructions {
+/// or relative to the root; those outside it are ignored). A workspace file
+/// that `gate` would not let `read_file` show without asking (a deny or
+/// ask rule, a name that may hold secrets) is refused: going into the
+/// prompt is a read.
+pub fn load(
+    paths: &PathResolver,
+    gate: &PermissionGate,
+    user_file: Option<&Path>,
+    near: &[PathBuf],
+) -> Instructions {
     let mut found: Vec<(InstructionFile, String)> = Vec::new();
     if let Some(user) = user_file {
         if let Ok(file) = std::fs::File::open(user) {
@@ -77,7 +88,18 @@ pub fn load(paths: &PathResolver, user_file: Option<&Path>, near: &[PathBuf]) ->
         for name in INSTRUCTION_FILES {
             let path = paths.root().join(&dir).join(name);
             let shown = paths.display(&path);
-            match read(paths, &path) {
+            let outcome = match gate.file_visibility("read_file", &shown) {
+                FileVisibility::Visible => read(paths, &path),
+                FileVisibility::Denied(rule) => match read(paths, &path) {
+                    Found::Missing => Found::Missing,
+                    _ => Found::Refused(format!("the rule `{rule}` denies reading it")),
+                },
+                FileVisibility::NeedsApproval(why) => match read(paths, &path) {
+                    Found::Missing => Found::Missing,
+                    _ => Found::Refused(format!("reading it would ask first ({why})")),
+                },
+            };
+            match outcome {
                 Found::Text(text, size) => found.push((file_entry(shown, size), text)),
                 Found::Missing => {}
                 Found::Refused(why) => {

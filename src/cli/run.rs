@@ -60,6 +60,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let prompt = args.prompt.join(" ");
     let instructions = load_instructions(
         workspace.paths(),
+        &gate,
         user_instructions_path().as_deref(),
         &paths_in(&prompt),
     );

@@ -434,8 +434,9 @@ async fn run_agent(
         ));
     let tools = ToolRegistry::in_editor();
     let paths = state.init().paths.clone();
+    let reader = gate.clone();
     let instructions = tokio::task::spawn_blocking(move || {
-        load_instructions(&paths, user_instructions_path().as_deref(), &near)
+        load_instructions(&paths, &reader, user_instructions_path().as_deref(), &near)
     })
     .await
     .unwrap_or_default();

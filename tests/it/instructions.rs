@@ -7,6 +7,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use bareagent::agent::{InstructionFile, load_instructions};
+use bareagent::permission::{DenyAll, PermissionGate, PermissionMode, RuleLists, RuleSet};
 use bareagent::workspace::PathResolver;
 use serde_json::json;
 
@@ -101,39 +102,60 @@ fn outside() -> tempfile::TempDir {
 fn a_planted_link_is_never_read_as_instructions() {
     let out = outside();
     let secret = out.path().join("secret.md");
-    // (what is planted, where the prompt points, the file that must be refused)
+    // (what is planted, where the prompt points, the file that must be
+    // refused, the user's deny rules)
     type Plant = fn(&Path, &Path);
-    let cases: Vec<(&str, Plant, &str, &str)> = vec![
+    let cases: Vec<(&str, Plant, &str, &str, &[&str])> = vec![
         (
             "the root's AGENTS.md links to /etc/passwd",
             |root, _| symlink("/etc/passwd", root.join("AGENTS.md")).unwrap(),
             "src/a.rs",
             "AGENTS.md",
+            &[],
         ),
         (
             "a nested CLAUDE.md links outside",
             |root, secret| symlink(secret, root.join("src/CLAUDE.md")).unwrap(),
             "src/a.rs",
             "src/CLAUDE.md",
+            &[],
         ),
         (
             "a directory on the path links outside",
             |root, secret| symlink(secret.parent().unwrap(), root.join("src/linked")).unwrap(),
             "src/linked/secret.md",
             "",
+            &[],
         ),
         (
             "a link to a file inside the workspace",
             |root, _| symlink(root.join("README.md"), root.join("BAREAGENT.md")).unwrap(),
             "src/a.rs",
             "BAREAGENT.md",
+            &[],
+        ),
+        (
+            "a directory the user's deny rule hides",
+            |root, _| {
+                std::fs::create_dir_all(root.join("private")).unwrap();
+                std::fs::write(root.join("private/AGENTS.md"), SECRET).unwrap();
+            },
+            "private/notes.txt",
+            "private/AGENTS.md",
+            &["read(private/**)"],
         ),
     ];
-    for (name, plant, near, refused) in cases {
+    for (name, plant, near, refused, deny) in cases {
         let dir = workspace(&[("src/a.rs", "fn a() {}\n"), ("README.md", SECRET)]);
         plant(dir.path(), &secret);
         let paths = PathResolver::new(dir.path()).unwrap();
-        let loaded = load_instructions(&paths, None, &[PathBuf::from(near)]);
+        let rules = RuleLists {
+            deny: deny.iter().map(|r| r.to_string()).collect(),
+            ..RuleLists::default()
+        };
+        let gate = PermissionGate::new(PermissionMode::Default, Box::new(DenyAll("no".into())))
+            .with_rules(RuleSet::from_lists(&rules).unwrap());
+        let loaded = load_instructions(&paths, &gate, None, &[PathBuf::from(near)]);
         assert!(!loaded.prompt.contains(SECRET), "{name}: {}", loaded.prompt);
         assert!(!loaded.prompt.contains("root:x:0:0"), "{name}");
         if !refused.is_empty() {
