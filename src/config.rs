@@ -13,6 +13,7 @@
 //! ```toml
 //! provider = "anthropic"          # or "openai"
 //! model = "claude-sonnet-4-5"
+//! prompt_cache_key = true         # OpenAI-compatible: default only for api.openai.com
 //! [permissions]
 //! mode = "accept-edits"           # default | accept-edits | plan | bypass
 //! allow = ["bash(cargo test:*)", "edit_file(src/**)"]
@@ -23,6 +24,11 @@
 //! [context]
 //! window = 200000                 # tokens; default: the model's, from a table
 //! compact_at = 0.8                # compact past this share of the window
+//! [prices."my-model"]             # USD per million tokens; cache_* default to input
+//! input = 1.0
+//! output = 2.0
+//! cache_write = 1.25
+//! cache_read = 0.1
 //! ```
 
 use std::collections::BTreeMap;
@@ -38,6 +44,12 @@ use crate::provider::ProviderKind;
 pub struct Config {
     pub provider: Option<ProviderKind>,
     pub model: Option<String>,
+    /// Send OpenAI's `prompt_cache_key`; unset: only to api.openai.com
+    /// (a strict compatible server may refuse a field it does not know).
+    pub prompt_cache_key: Option<bool>,
+    /// Prices per model, over the built-in table (`provider::models`).
+    #[serde(default)]
+    pub prices: BTreeMap<String, crate::provider::Price>,
     #[serde(default)]
     pub permissions: Permissions,
     #[serde(default)]
@@ -195,6 +207,14 @@ impl Config {
         }
         config.provider = project.provider.or(config.provider);
         config.model = project.model.or(config.model);
+        // Not a permission: it only helps the provider route a request.
+        config.prompt_cache_key = project.prompt_cache_key.or(config.prompt_cache_key);
+        // A repository's prices could hide what a session costs the user.
+        if trusted {
+            config.prices.extend(project.prices);
+        } else if !project.prices.is_empty() {
+            config.ignored.push("[prices]".into());
+        }
         // Not a permission: any choice writes only what the agent may edit anyway.
         config.edits.save = project.edits.save.or(config.edits.save);
         // Not a permission either: it decides only when to summarise.
@@ -233,6 +253,14 @@ impl Config {
             sandbox
         };
         config
+    }
+
+    /// The price of `model`: the settings' entry, else the built-in one.
+    pub fn price(&self, model: &str) -> Option<crate::provider::Price> {
+        self.prices
+            .get(model)
+            .copied()
+            .or_else(|| crate::provider::builtin_price(model))
     }
 
     /// Whether the user's config trusts the project at `root`.

@@ -28,10 +28,15 @@ pub enum AgentEvent {
         content: String,
         is_error: bool,
     },
-    /// Usage of one model call, and the turn's running total.
+    /// Usage of one model call, and the turn's running total, with what
+    /// they cost and how full the context is (see [`Spend`]).
     Usage {
         call: Usage,
         total: Usage,
+        /// The call's cost in USD; `None` when the model has no price.
+        call_cost_usd: Option<f64>,
+        #[serde(flatten)]
+        spend: Spend,
     },
     /// The provider failed to stream and the call was made again without streaming.
     StreamFallback {
@@ -84,6 +89,112 @@ impl CompactHow {
     }
 }
 
+/// What tokens cost so far (a turn's, or a session's), and how full the
+/// context of the last model call was.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Spend {
+    /// USD; `None` when some call's model has no price (unknown, never 0).
+    pub cost_usd: Option<f64>,
+    /// The last call's prompt (input, cache write and cache read) and
+    /// answer: what the next call starts from.
+    pub context_tokens: u64,
+    /// The model's context window, if known.
+    pub context_window: Option<u64>,
+    /// `context_tokens` as a percentage of the window, if known.
+    pub context_percent: Option<f64>,
+}
+
+impl Default for Spend {
+    /// Nothing spent yet: zero dollars, an empty context.
+    fn default() -> Self {
+        Spend {
+            cost_usd: Some(0.0),
+            context_tokens: 0,
+            context_window: None,
+            context_percent: None,
+        }
+    }
+}
+
+impl Spend {
+    /// This spend followed by `later`'s: costs add (unknown stays unknown),
+    /// the context is the later one's, unless it made no call.
+    pub fn then(&self, later: &Spend) -> Spend {
+        let context = if later.context_tokens == 0 {
+            self
+        } else {
+            later
+        };
+        Spend {
+            cost_usd: self
+                .cost_usd
+                .zip(later.cost_usd)
+                .map(|(a, b)| round_usd(a + b)),
+            ..*context
+        }
+    }
+
+    /// The context of `call`, the last call made, in a window of `window`.
+    pub fn with_context(mut self, call: &Usage, window: Option<u64>) -> Spend {
+        self.context_tokens = call.input_tokens
+            + call.cache_creation_input_tokens
+            + call.cache_read_input_tokens
+            + call.output_tokens;
+        self.context_window = window;
+        self.context_percent = window
+            .filter(|w| *w > 0)
+            .map(|w| self.context_tokens as f64 * 100.0 / w as f64);
+        self
+    }
+}
+
+/// USD to the nano-dollar: sums of prices with a few decimals stay the
+/// figures a person works out (0.000315, not 0.00031499999999999996).
+pub fn round_usd(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
+}
+
+/// One line for people: `1,200 in · 300 cache write · 5,000 cache read ·
+/// 400 out · $0.0123 · context 3% of 200k`. Both front ends show this.
+pub fn usage_line(usage: &Usage, spend: &Spend) -> String {
+    let cost = match spend.cost_usd {
+        Some(usd) => format!("${usd:.4}"),
+        None => "cost unknown (no price for this model: add [prices.\"MODEL\"] to config.toml)"
+            .to_string(),
+    };
+    let mut line = format!(
+        "{} in · {} cache write · {} cache read · {} out · {cost}",
+        thousands(usage.input_tokens),
+        thousands(usage.cache_creation_input_tokens),
+        thousands(usage.cache_read_input_tokens),
+        thousands(usage.output_tokens),
+    );
+    match (spend.context_percent, spend.context_window) {
+        (Some(percent), Some(window)) => {
+            line.push_str(&format!(" · context {percent:.1}% of {}k", window / 1000))
+        }
+        _ if spend.context_tokens > 0 => line.push_str(&format!(
+            " · context {} tokens (window unknown)",
+            thousands(spend.context_tokens)
+        )),
+        _ => {}
+    }
+    line
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Where a turn's events go: a terminal, JSON lines, the chat file.
 ///
 /// Contract: `emit` is called in the order things happened, from the loop's
@@ -117,4 +228,28 @@ pub enum TodoStatus {
 pub struct TodoItem {
     pub content: String,
     pub status: TodoStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spends_add_up_and_unknown_stays_unknown() {
+        let known = Spend {
+            cost_usd: Some(0.5),
+            ..Spend::default()
+        };
+        let unknown = Spend {
+            cost_usd: None,
+            context_tokens: 10,
+            ..Spend::default()
+        };
+        assert_eq!(known.then(&known).cost_usd, Some(1.0));
+        assert_eq!(known.then(&unknown).cost_usd, None);
+        assert_eq!(unknown.then(&known).cost_usd, None);
+        assert_eq!(unknown.then(&Spend::default()).context_tokens, 10);
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
 }

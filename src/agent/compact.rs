@@ -384,9 +384,13 @@ async fn summarise(
         max_tokens: step.max_tokens,
     };
     let response = step.provider.create(request).await?;
+    // Through the loop's usage tally (the step's sink), which adds it to
+    // the turn's total and prices it.
     step.sink.emit(AgentEvent::Usage {
         call: response.usage,
         total: response.usage,
+        call_cost_usd: None,
+        spend: crate::events::Spend::default(),
     });
     let summary = response.into_message().text();
     if summary.trim().is_empty() {

@@ -22,19 +22,8 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 /// providers publish; [`DEFAULT_CONTEXT_WINDOW`] for a name not listed
 /// (a local model: set `context.window` for it).
 pub fn context_window(model: &str) -> u64 {
-    // Longest prefixes first, so `gpt-4.1` wins over `gpt-4`.
-    const TABLE: &[(&str, u64)] = &[
-        ("claude-", 200_000),
-        ("gpt-4.1", 1_047_576),
-        ("gpt-4o", 128_000),
-        ("gpt-5", 400_000),
-        ("o3", 200_000),
-        ("o4-mini", 200_000),
-    ];
-    TABLE
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map_or(DEFAULT_CONTEXT_WINDOW, |(_, window)| *window)
+    // The one table of windows is the provider's, beside its prices.
+    crate::provider::context_window(model).unwrap_or(DEFAULT_CONTEXT_WINDOW)
 }
 
 /// Estimated tokens of `text`: bytes / 4, rounded up.

@@ -116,7 +116,7 @@ pub async fn run_loop(
 ) -> Result<TurnOutcome, LoopError> {
     // Every event of the turn passes the tally, so a sub-agent's usage,
     // which arrives as events through the tools' sink, is counted with ours.
-    let usage = UsageTally::new(agent.sink);
+    let usage = UsageTally::new(agent.sink, agent.config);
     let agent = &agent.reporting_to(&usage);
     // The pieces of an answer cut at the output limit, joined as they come.
     let mut answer = String::new();
@@ -154,7 +154,7 @@ pub async fn run_loop(
             }
             response => response?,
         };
-        usage.add(response.usage);
+        usage.add(response.usage, true);
         let call_usage = response.usage;
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");

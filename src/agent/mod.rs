@@ -8,6 +8,7 @@
 mod compact;
 mod compacting;
 mod context;
+mod instructions;
 mod r#loop;
 mod parts;
 mod permit;
@@ -22,6 +23,10 @@ pub use compact::{
     Compactor, NoCompaction, STUB_PREFIX, SUMMARY_PROMPT, Trigger,
 };
 pub use context::{DEFAULT_CONTEXT_WINDOW, context_window, estimate_messages};
+pub use instructions::{
+    INSTRUCTION_FILES, InstructionFile, Instructions, load as load_instructions, paths_in,
+    user_instructions_path,
+};
 pub use r#loop::{CANCELLED, LoopConfig, LoopError, TurnOutcome, run_loop};
 pub use parts::MAX_DEPTH;
 pub use parts::{Agent, AgentParts};

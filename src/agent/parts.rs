@@ -157,6 +157,11 @@ pub struct LoopConfig {
     pub max_tokens: u32,
     /// Stream responses (falling back to a plain call where streaming fails).
     pub stream: bool,
+    /// The model's price, for the cost the usage events report; `None`:
+    /// the cost is unknown.
+    pub price: Option<crate::provider::Price>,
+    /// The model's context window, for the usage events' percentage.
+    pub context_window: Option<u64>,
 }
 
 impl Default for LoopConfig {
@@ -166,6 +171,8 @@ impl Default for LoopConfig {
             max_iterations: 200,
             max_tokens: 8192,
             stream: true,
+            price: None,
+            context_window: None,
         }
     }
 }

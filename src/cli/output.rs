@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
 use crate::agent::TurnOutcome;
-use crate::events::{AgentEvent, EventSink};
+use crate::events::{AgentEvent, EventSink, Spend, usage_line};
 use crate::sandbox::HINT_PREFIX;
 use crate::text::clip;
 use crate::tools::TodoStatus;
@@ -53,6 +53,8 @@ struct TerminalState {
     /// Tool calls started and not yet answered.
     running_tools: usize,
     waiting: Option<ProgressBar>,
+    /// The turn's spend, as its last usage event said.
+    spend: Spend,
 }
 
 impl TerminalSink {
@@ -117,9 +119,8 @@ impl EventSink for TerminalSink {
                 state.mid_line = !text.ends_with('\n');
                 state.streamed = true;
             }
-            AgentEvent::ThinkingDelta { .. }
-            | AgentEvent::Usage { .. }
-            | AgentEvent::UserMessage { .. } => {}
+            AgentEvent::Usage { spend, .. } => state.spend = spend,
+            AgentEvent::ThinkingDelta { .. } | AgentEvent::UserMessage { .. } => {}
             AgentEvent::ToolCall { name, input, .. } => {
                 Self::stop_waiting(&mut state);
                 Self::end_line(&mut state);
@@ -220,13 +221,10 @@ impl TurnSink for TerminalSink {
             state.mid_line = !outcome.text.ends_with('\n');
         }
         Self::end_line(&mut state);
-        let u = outcome.usage;
         eprintln!(
-            "[{} model calls · {} input + {} cached · {} output tokens]",
+            "[{} model calls · {}]",
             outcome.iterations,
-            u.input_tokens + u.cache_creation_input_tokens,
-            u.cache_read_input_tokens,
-            u.output_tokens
+            usage_line(&outcome.usage, &state.spend)
         );
     }
 
@@ -296,7 +294,11 @@ fn result_lines(tool: &str, content: &str, is_error: bool) -> Vec<String> {
 }
 
 /// `--json`: every event, then `final` or `error`, one object per line.
-pub struct JsonSink;
+#[derive(Default)]
+pub struct JsonSink {
+    /// The turn's spend, as its last usage event said.
+    spend: Mutex<Spend>,
+}
 
 pub(super) fn print_json_line(value: &Value) {
     let mut out = std::io::stdout().lock();
@@ -306,6 +308,9 @@ pub(super) fn print_json_line(value: &Value) {
 
 impl EventSink for JsonSink {
     fn emit(&self, event: AgentEvent) {
+        if let AgentEvent::Usage { spend, .. } = &event {
+            *self.spend.lock().unwrap_or_else(|p| p.into_inner()) = *spend;
+        }
         print_json_line(&json!(event));
     }
 }
@@ -319,9 +324,14 @@ impl TurnSink for JsonSink {
     }
 
     fn finished(&self, outcome: &TurnOutcome) {
-        print_json_line(&json!({
+        let spend = *self.spend.lock().unwrap_or_else(|p| p.into_inner());
+        let mut line = json!({
             "type": "final", "text": outcome.text, "usage": outcome.usage, "iterations": outcome.iterations,
-        }));
+        });
+        if let (Some(line), Value::Object(spend)) = (line.as_object_mut(), json!(spend)) {
+            line.extend(spend);
+        }
+        print_json_line(&line);
     }
 
     fn failed(&self, reason: &str) {

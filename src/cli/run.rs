@@ -14,11 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
     Agent, AgentParts, Compaction, CompactionSettings, Inbox, LoopConfig, LoopError, Message,
-    run_loop, system_prompt,
+    load_instructions, paths_in, run_loop, system_prompt, user_instructions_path,
 };
 use crate::config::Config;
+use crate::provider::openai::session_cache_key;
 use crate::provider::retry::{RetryObserver, RetryPolicy};
-use crate::provider::{HttpSettings, Provider, ProviderChoice};
+use crate::provider::{HttpSettings, ProviderChoice, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
 use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
@@ -41,13 +42,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let sink: Arc<dyn TurnSink> = if args.json {
-        Arc::new(JsonSink)
+        Arc::new(JsonSink::default())
     } else {
         Arc::new(TerminalSink::new(args.quiet))
     };
-    let (provider, model) = build_provider(&args, &settings, sink.clone())?;
+    let choice = provider_choice(&args, &settings, workspace.paths().root(), sink.clone());
+    let provider = choice.build()?;
+    let model = choice.resolved_model().ok().flatten();
     let compaction = Compaction::new(CompactionSettings::for_model(
-        &model,
+        model.as_deref().unwrap_or_default(),
         settings.context.window,
         settings.context.compact_at,
     ));
@@ -59,10 +62,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let gate = settings.gate(mode, Box::new(approver), workspace.paths().root())?;
     let tools = ToolRegistry::standard();
+    let prompt = args.prompt.join(" ");
+    let instructions = load_instructions(
+        workspace.paths(),
+        &gate,
+        user_instructions_path().as_deref(),
+        &paths_in(&prompt),
+    );
+    for file in &instructions.files {
+        if let Some(why) = &file.refused {
+            eprintln!("bareagent: not reading {}: {why}", file.path);
+        }
+    }
     let config = LoopConfig {
-        system: system_prompt(workspace.paths().root()),
+        system: system_prompt(workspace.paths().root()) + &instructions.prompt,
         max_iterations: args.max_iterations,
         stream: !args.no_stream,
+        price: model.as_deref().and_then(|m| settings.price(m)),
+        context_window: model.as_deref().and_then(context_window),
         ..LoopConfig::default()
     };
     let sandbox = Sandbox::for_commands(
@@ -91,7 +108,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .with_background(&background)
     .with_compactor(&compaction)
     .with_cancel(cancel);
-    let mut messages = vec![Message::user_text(args.prompt.join(" "))];
+    let mut messages = vec![Message::user_text(prompt)];
     sink.started();
     let outcome = run_loop(&agent, &mut messages).await;
     background.kill_all();
@@ -126,14 +143,14 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken, sink: Arc<dyn TurnSink>) {
     }
 }
 
-/// The provider, with each retry told to the user as one line, and the
-/// model it asks (empty for a replay).
-fn build_provider(
+/// Which provider to build, with each retry told to the user as one line.
+fn provider_choice(
     args: &RunArgs,
     config: &Config,
+    root: &std::path::Path,
     sink: Arc<dyn TurnSink>,
-) -> anyhow::Result<(Box<dyn Provider>, String)> {
-    let choice = ProviderChoice {
+) -> ProviderChoice {
+    ProviderChoice {
         kind: args.provider.or(config.provider),
         model: args.model.clone().or_else(|| config.model.clone()),
         base_url: args.base_url.clone(),
@@ -150,7 +167,7 @@ fn build_provider(
             })),
             ..HttpSettings::default()
         },
-    };
-    let model = choice.resolved_model()?.unwrap_or_default();
-    Ok((choice.build()?, model))
+        cache_key: Some(session_cache_key(root, std::time::SystemTime::now())),
+        send_cache_key: config.prompt_cache_key,
+    }
 }

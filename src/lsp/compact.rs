@@ -59,7 +59,11 @@ async fn compact_idle(state: Arc<State>, name: String, snapshot: Vec<Message>) {
     let mut messages = snapshot.clone();
     let outcome = async {
         let settings = state.load_settings().await?;
-        let (provider, compaction) = super::turn::model_for(&state, &settings)?;
+        let super::turn::TurnModel {
+            provider,
+            compaction,
+            ..
+        } = super::turn::model_for(&state, &settings, None)?;
         let system = system_prompt_in_editor(&state.init().root);
         let tools = ToolRegistry::in_editor();
         compaction

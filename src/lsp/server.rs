@@ -664,6 +664,7 @@ pub fn status(state: &State) -> Value {
             json!({
                 "name": name, "running": session.running.as_ref().map(|r| r.id),
                 "messages": session.messages.len(), "usage": session.usage,
+                "spend": session.spend, "instructions": session.instructions,
             })
         })
         .collect();

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{CompactRequest, Inbox, Message};
+use crate::agent::{CompactRequest, Inbox, InstructionFile, Message};
+use crate::events::Spend;
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
 use crate::sandbox::SandboxSettings;
@@ -17,6 +18,12 @@ pub struct Session {
     pub messages: Vec<Message>,
     pub running: Option<Running>,
     pub usage: Usage,
+    /// What the session's turns cost, and its context after the last one.
+    pub spend: Spend,
+    /// When it started: with the root, its `prompt_cache_key`.
+    pub started: std::time::SystemTime,
+    /// The instruction files its last turn read (`bareagent.status`).
+    pub instructions: Vec<InstructionFile>,
     /// Built at the first turn from the settings; "allow for session"
     /// answers accumulate in it. Dropped when the editor's settings change;
     /// a settings file changed during the session (by the agent or anyone)
@@ -51,6 +58,9 @@ impl Default for Session {
             messages: Vec::new(),
             running: None,
             usage: Usage::default(),
+            spend: Spend::default(),
+            started: std::time::SystemTime::now(),
+            instructions: Vec::new(),
             policy: None,
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,

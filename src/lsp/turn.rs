@@ -20,10 +20,12 @@ use super::session::{Running, SessionPolicy};
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
     Agent, AgentParts, CompactRequest, Compaction, CompactionSettings, LoopConfig, LoopError,
-    Message, TurnOutcome, run_loop, system_prompt_in_editor,
+    Message, TurnOutcome, load_instructions, paths_in, run_loop, system_prompt_in_editor,
+    user_instructions_path,
 };
-use crate::events::{AgentEvent, EventSink};
-use crate::provider::{HttpSettings, ProviderChoice, Usage};
+use crate::events::{AgentEvent, EventSink, Spend, usage_line};
+use crate::provider::openai::session_cache_key;
+use crate::provider::{HttpSettings, ProviderChoice, Usage, context_window};
 use crate::sandbox::Sandbox;
 use crate::tools::{ReadLedger, ToolRegistry};
 
@@ -82,6 +84,8 @@ fn start_locked(
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
         compact: session.compact.clone(),
+        started: session.started,
+        before: (session.usage, session.spend),
     };
     tokio::spawn(turn.run(messages, ask));
     json!({"turn": id, "queued": false})
@@ -126,6 +130,10 @@ struct Turn {
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
     compact: CompactRequest,
+    /// When the session started (its `prompt_cache_key`).
+    started: std::time::SystemTime,
+    /// The session's usage and spend before this turn.
+    before: (Usage, Spend),
 }
 
 impl Turn {
@@ -162,6 +170,7 @@ impl Turn {
                 chat: chat.as_ref().map(ChatWriter::handle),
                 progress: progress.clone(),
                 totals: totals.clone(),
+                before: self.before,
             },
             receiver,
         ));
@@ -177,6 +186,8 @@ impl Turn {
             reads: self.reads.clone(),
             cancel: self.cancel.clone(),
             compact: self.compact.clone(),
+            near: near_paths(&state, &ask.prompt),
+            cache_key: session_cache_key(&state.init().root, self.started),
         };
         let worker = tokio::spawn(async move {
             let mut messages = messages;
@@ -207,7 +218,7 @@ impl Turn {
             Err(reason) => format!("bareagent: {reason}"),
         };
         if let Some(chat) = &mut chat {
-            chat.write(footer(layout, &totals, &outcome));
+            chat.write(footer(layout, &totals, self.before, &outcome));
             chat.finish().await;
         }
         {
@@ -221,6 +232,7 @@ impl Turn {
                     session.messages = messages;
                     session.running = None;
                     session.usage += totals.usage;
+                    session.spend = session.spend.then(&totals.spend);
                     // Prompts the loop did not take (they came after its
                     // last look, or the turn failed): the next turn starts
                     // with them now, not after the user's next prompt. Under
@@ -314,6 +326,24 @@ struct TurnParts {
     cancel: CancellationToken,
     /// The user's `bareagent.compact`, taken at the loop's next step.
     compact: CompactRequest,
+    /// Files the turn is about: its instructions are read near them.
+    near: Vec<std::path::PathBuf>,
+    cache_key: String,
+}
+
+/// The files a turn is about: those its prompt names and those open in
+/// the editor (the chat file aside).
+fn near_paths(state: &State, prompt: &str) -> Vec<std::path::PathBuf> {
+    let chat = state.chat_path();
+    let mut near = paths_in(prompt);
+    near.extend(
+        state
+            .lock_documents()
+            .iter()
+            .map(|(path, _)| path.clone())
+            .filter(|path| *path != chat),
+    );
+    near
 }
 
 /// Builds the agent for this turn and runs the loop.
@@ -331,6 +361,8 @@ async fn run_agent(
         reads,
         cancel,
         compact,
+        near,
+        cache_key,
     } = parts;
     state.wait_configured().await;
     let settings = state.load_settings().await?;
@@ -346,7 +378,11 @@ async fn run_agent(
                 .await;
         }
     }
-    let (provider, compaction) = model_for(&state, &settings)?;
+    let TurnModel {
+        provider,
+        compaction,
+        model,
+    } = model_for(&state, &settings, Some(cache_key))?;
     let compaction = compaction.with_request(compact);
     let approver = EditorApprover {
         state: state.clone(),
@@ -389,9 +425,25 @@ async fn run_agent(
             std::time::Duration::from_millis,
         ));
     let tools = ToolRegistry::in_editor();
+    let paths = state.init().paths.clone();
+    let reader = gate.clone();
+    let instructions = tokio::task::spawn_blocking(move || {
+        load_instructions(&paths, &reader, user_instructions_path().as_deref(), &near)
+    })
+    .await
+    .unwrap_or_default();
+    if let Some(session) = state
+        .lock_sessions()
+        .values_mut()
+        .find(|s| s.running.as_ref().is_some_and(|r| r.id == id))
+    {
+        session.instructions = instructions.files.clone();
+    }
     let config = LoopConfig {
-        system: system_prompt_in_editor(&root),
+        system: system_prompt_in_editor(&root) + &instructions.prompt,
         max_iterations: editor.max_iterations.unwrap_or(200),
+        price: model.as_deref().and_then(|m| settings.price(m)),
+        context_window: model.as_deref().and_then(context_window),
         ..LoopConfig::default()
     };
     let sandbox = Sandbox::for_commands(&sandbox_settings, &root, gate.denied_read_prefixes())
@@ -419,10 +471,12 @@ async fn run_agent(
 
 /// The provider the editor's settings choose, and the compaction fitted to
 /// its model's context window (and the `[context]` settings).
+/// `cache_key`: the session's `prompt_cache_key`.
 pub(super) fn model_for(
     state: &State,
     settings: &crate::config::Config,
-) -> Result<(Box<dyn crate::provider::Provider>, Compaction), String> {
+    cache_key: Option<String>,
+) -> Result<TurnModel, String> {
     let editor = state.editor_settings();
     let root = &state.init().root;
     let selected = super::model::select(state)?;
@@ -441,24 +495,38 @@ pub(super) fn model_for(
                 .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
             ..HttpSettings::default()
         },
+        cache_key,
+        send_cache_key: settings.prompt_cache_key,
     };
     let provider = choice.build().map_err(|e| e.to_string())?;
-    let model = choice
-        .resolved_model()
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let model = choice.resolved_model().map_err(|e| e.to_string())?;
     let compaction = Compaction::new(CompactionSettings::for_model(
-        &model,
+        model.as_deref().unwrap_or_default(),
         settings.context.window,
         settings.context.compact_at,
     ));
-    Ok((provider, compaction))
+    Ok(TurnModel {
+        provider,
+        compaction,
+        model,
+    })
+}
+
+/// The model a turn calls.
+pub(super) struct TurnModel {
+    pub provider: Box<dyn crate::provider::Provider>,
+    /// Fitted to the model's context window.
+    pub compaction: Compaction,
+    /// Its name, where the provider names one (not a replay).
+    pub model: Option<String>,
 }
 
 /// What the chat footer reports.
 #[derive(Clone, Debug, Default)]
 struct Totals {
     usage: Usage,
+    /// The turn's, as its last usage event said.
+    spend: Spend,
     calls: u32,
     /// Edited files with +/- line counts.
     edits: BTreeMap<String, (usize, usize)>,
@@ -472,9 +540,10 @@ struct LspSink {
 
 impl EventSink for LspSink {
     fn emit(&self, event: AgentEvent) {
-        if let AgentEvent::Usage { call, .. } = &event {
+        if let AgentEvent::Usage { call, spend, .. } = &event {
             let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
             totals.usage += *call;
+            totals.spend = *spend;
             totals.calls += 1;
         }
         let _ = self.sender.send(event);
@@ -490,6 +559,8 @@ struct Forwarding {
     /// The turn's `$/progress`, if the editor shows progress.
     progress: Option<Arc<TurnProgress>>,
     totals: Arc<Mutex<Totals>>,
+    /// The session's usage and spend before the turn.
+    before: (Usage, Spend),
 }
 
 /// Sends each event as `bareagent/event`, feeds the chat, reports progress,
@@ -505,6 +576,15 @@ async fn forward_events(
         if let Some(object) = value.as_object_mut() {
             object.insert("turn".into(), json!(to.turn));
             object.insert("session".into(), json!(to.session));
+            if let AgentEvent::Usage { total, spend, .. } = &event {
+                let mut usage = to.before.0;
+                usage += *total;
+                object.insert("session_total".into(), json!(usage));
+                object.insert(
+                    "session_cost_usd".into(),
+                    json!(to.before.1.then(spend).cost_usd),
+                );
+            }
         }
         to.state.event(value).await;
         match event {
@@ -601,6 +681,7 @@ fn edit_counts(tool: &str, input: &Value) -> Option<(String, usize, usize)> {
 fn footer(
     mut layout: chat::Layout,
     totals: &Totals,
+    before: (Usage, Spend),
     outcome: &Result<TurnOutcome, String>,
 ) -> String {
     let mut text = String::new();
@@ -615,13 +696,13 @@ fn footer(
     if let Err(reason) = outcome {
         text.push_str(&layout.section(&format!("**Stopped:** {reason}")));
     }
-    let u = totals.usage;
+    let mut session = before.0;
+    session += totals.usage;
     text.push_str(&layout.section(&format!(
-        "_{} · {} tokens in ({} cached) · {} out_",
+        "_{} · {}_  \n_session: {}_",
         chat::count(totals.calls as usize, "model call"),
-        u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
-        u.cache_read_input_tokens,
-        u.output_tokens,
+        usage_line(&totals.usage, &totals.spend),
+        usage_line(&session, &before.1.then(&totals.spend)),
     )));
     text.push_str(&layout.section(chat::YOU));
     text

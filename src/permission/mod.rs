@@ -199,8 +199,9 @@ pub const SENSITIVE_FILES: [&str; 11] = [
 
 /// Files whose change grants the agent power it was not given: its own
 /// settings, git's configuration and hooks, files that editors, direnv or
-/// hook managers run. Changing one asks in every mode but bypass.
-pub const POWER_FILES: [&str; 17] = [
+/// hook managers run, and the instructions the agent reads into its system
+/// prompt. Changing one asks in every mode but bypass.
+pub const POWER_FILES: [&str; 20] = [
     ".bareagent/**",
     ".git/**",
     "**/.git/**",
@@ -220,6 +221,10 @@ pub const POWER_FILES: [&str; 17] = [
     "**/.cargo/config.toml",
     ".husky/**",
     ".pre-commit-config.yaml",
+    // Read into the system prompt of every later turn (`agent::instructions`).
+    "**/AGENTS.md",
+    "**/CLAUDE.md",
+    "**/BAREAGENT.md",
 ];
 
 /// Case-insensitive: on macOS and Windows `.GIT/config` is `.git/config`.

@@ -2,7 +2,9 @@
 //! its [`WireFormat`], [`Messages`]; [`HttpProvider`] does the HTTP.
 //!
 //! Our history already has Anthropic's shape, so conversion is mostly
-//! renaming. Unknown block and event types are skipped, never fatal: the API
+//! renaming. Every request marks up to four prompt-cache breakpoints
+//! (`cache_control`, see [`breakpoints`]), so that in a long session
+//! nearly every input token is read from the cache. Unknown block and event types are skipped, never fatal: the API
 //! grows new ones, and an old client must keep working.
 
 use bytes::Bytes;
@@ -75,12 +77,46 @@ impl WireFormat for Messages {
         request: Request<'_>,
         stream: bool,
     ) -> Result<Bytes, ProviderError> {
+        let marked = breakpoints(request.messages);
+        let messages = request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                let mut wire = WireMessage::from(message);
+                if marked.contains(&index) {
+                    if let Some(last) = wire.content.last_mut() {
+                        last.mark();
+                    }
+                }
+                wire
+            })
+            .collect();
+        let last_tool = request.tools.len().checked_sub(1);
         let body = WireRequest {
             model,
             max_tokens: request.max_tokens,
-            system: request.system,
-            messages: request.messages.iter().map(WireMessage::from).collect(),
-            tools: request.tools,
+            system: if request.system.is_empty() {
+                Vec::new()
+            } else {
+                vec![SystemBlock {
+                    kind: "text",
+                    text: request.system,
+                    cache_control: EPHEMERAL,
+                }]
+            },
+            messages,
+            tools: request
+                .tools
+                .iter()
+                .enumerate()
+                .map(|(index, tool)| WireTool {
+                    name: &tool.name,
+                    description: &tool.description,
+                    input_schema: &tool.input_schema,
+                    cache_control: (Some(index) == last_tool).then_some(EPHEMERAL),
+                })
+                .collect(),
             stream,
         };
         encode(&body)
@@ -91,19 +127,72 @@ impl WireFormat for Messages {
     }
 }
 
+/// Which messages get a cache breakpoint on their last block: the last
+/// user message (the moving end: what this call writes to the cache) and
+/// the user message before it (the end of the previous call's prompt,
+/// which the cache already holds, so this call reads it back even when
+/// the part between them is longer than the API looks back). With the one
+/// on the tools and the one on the system prompt, four: the API's limit.
+///
+/// A message whose last block cannot carry a breakpoint (an empty text,
+/// or thinking) is skipped, never moved to another block, so the
+/// breakpoints of consecutive calls fall on the same places.
+fn breakpoints(messages: &[Message]) -> Vec<usize> {
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, m)| m.role == Role::User)
+        .take(2)
+        .filter(|(_, m)| match m.content.last() {
+            Some(ContentBlock::Text { text }) => !text.is_empty(),
+            Some(ContentBlock::ToolResult { .. }) => true,
+            _ => false,
+        })
+        .map(|(index, _)| index)
+        .collect()
+}
+
+/// `{"type": "ephemeral"}`: the 5-minute prompt cache.
+#[derive(Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
 /// The request body, borrowed from the history: built afresh for every call,
 /// so it must not copy the history into a `Value` tree first.
 #[derive(Serialize)]
 struct WireRequest<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<SystemBlock<'a>>,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: &'a [super::ToolSpec],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+}
+
+/// The system prompt as one text block, so it can carry a breakpoint.
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
 }
 
 #[derive(Serialize)]
@@ -118,6 +207,8 @@ struct WireMessage<'a> {
 enum WireBlock<'a> {
     Text {
         text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
     },
     Thinking {
         thinking: &'a str,
@@ -137,7 +228,21 @@ enum WireBlock<'a> {
         content: &'a str,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
     },
+}
+
+impl WireBlock<'_> {
+    /// Puts a cache breakpoint on this block, where the API allows one.
+    fn mark(&mut self) {
+        match self {
+            WireBlock::Text { cache_control, .. } | WireBlock::ToolResult { cache_control, .. } => {
+                *cache_control = Some(EPHEMERAL)
+            }
+            _ => {}
+        }
+    }
 }
 
 impl<'a> From<&'a Message> for WireMessage<'a> {
@@ -146,7 +251,10 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             .content
             .iter()
             .map(|block| match block {
-                ContentBlock::Text { text } => WireBlock::Text { text },
+                ContentBlock::Text { text } => WireBlock::Text {
+                    text,
+                    cache_control: None,
+                },
                 ContentBlock::Thinking {
                     thinking,
                     signature,
@@ -166,6 +274,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                     tool_use_id,
                     content,
                     is_error: *is_error,
+                    cache_control: None,
                 },
             })
             .collect();
@@ -506,6 +615,78 @@ mod tests {
         };
         assert_eq!(input, json!({}));
         assert!(input_error.unwrap().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn breakpoints_mark_the_last_two_user_messages_that_can_carry_one() {
+        let user = |text: &str| Message::user_text(text);
+        let results = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::tool_result("a", "one", false),
+                ContentBlock::tool_result("b", "two", true),
+            ],
+        };
+        let answer = Message::assistant(vec![ContentBlock::Text { text: "ok".into() }]);
+        // (history, the messages marked)
+        let cases: Vec<(Vec<Message>, Vec<usize>)> = vec![
+            (vec![], vec![]),
+            (vec![user("hi")], vec![0]),
+            (
+                vec![user("hi"), answer.clone(), results.clone()],
+                vec![2, 0],
+            ),
+            (
+                vec![
+                    user("hi"),
+                    answer.clone(),
+                    results.clone(),
+                    answer.clone(),
+                    user("go on"),
+                ],
+                vec![4, 2],
+            ),
+            // An empty text cannot carry one: skipped, never moved elsewhere.
+            (vec![user("hi"), answer.clone(), user("")], vec![0]),
+        ];
+        for (history, marked) in cases {
+            assert_eq!(breakpoints(&history), marked, "{history:?}");
+        }
+    }
+
+    #[test]
+    fn the_body_carries_at_most_four_breakpoints() {
+        let tools = vec![
+            super::super::ToolSpec {
+                name: "a".into(),
+                description: "A".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            super::super::ToolSpec {
+                name: "b".into(),
+                description: "B".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ];
+        let answer = Message::assistant(vec![ContentBlock::Text { text: "ok".into() }]);
+        let mut messages = vec![Message::user_text("hi")];
+        for turn in 0..5 {
+            messages.push(answer.clone());
+            messages.push(Message::user_text(format!("turn {turn}")));
+            let request = Request {
+                system: "be brief",
+                messages: &messages,
+                tools: &tools,
+                max_tokens: 10,
+            };
+            let body = Messages.body("m", request, false).unwrap();
+            let text = String::from_utf8(body.to_vec()).unwrap();
+            assert_eq!(text.matches("\"cache_control\"").count(), 4, "{text}");
+            let value: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(value["system"][0]["text"], "be brief");
+            assert!(value["tools"][0].get("cache_control").is_none());
+            assert!(value["tools"][1]["cache_control"].is_object());
+        }
     }
 
     #[test]

@@ -99,6 +99,11 @@ pub struct ProviderChoice {
     /// Record every exchange to this file.
     pub record: Option<PathBuf>,
     pub http: HttpSettings,
+    /// The session's `prompt_cache_key` (OpenAI-compatible only), see
+    /// [`super::openai::session_cache_key`].
+    pub cache_key: Option<String>,
+    /// Whether to send it; `None`: only to api.openai.com.
+    pub send_cache_key: Option<bool>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -162,7 +167,14 @@ impl ProviderChoice {
                         "openai: OPENAI_API_KEY is not set (for a local server that needs no key, set OPENAI_BASE_URL or --base-url; or use --replay FILE)".into(),
                     ));
                 }
-                Box::new(OpenAi::with_credentials(
+                let send = self
+                    .send_cache_key
+                    .unwrap_or_else(|| super::openai::sends_cache_key_by_default(base.as_deref()));
+                let wire = super::openai::ChatCompletions {
+                    prompt_cache_key: self.cache_key.clone().filter(|_| send),
+                };
+                Box::new(OpenAi::with_wire(
+                    wire,
                     base.as_deref().unwrap_or(super::openai::DEFAULT_BASE_URL),
                     credentials,
                     &model(DEFAULT_OPENAI_MODEL),

@@ -2,6 +2,11 @@
 //! OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and OpenRouter share:
 //! its [`WireFormat`], [`ChatCompletions`]; [`HttpProvider`] does the HTTP.
 //!
+//! The prompt prefix is kept byte for byte the same between calls (the
+//! tools in the registry's order, the system prompt first, no timestamps),
+//! so OpenAI's automatic prompt cache can serve it; a stable
+//! `prompt_cache_key` per session helps its routing find that cache.
+//!
 //! Parsing is lenient on purpose: compatible servers differ in small ways
 //! (missing ids, `null` where OpenAI sends `""`, no `[DONE]`), and a field we
 //! do not need must never fail a call.
@@ -43,8 +48,32 @@ impl OpenAi {
 }
 
 /// The Chat Completions wire format.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ChatCompletions;
+#[derive(Clone, Debug, Default)]
+pub struct ChatCompletions {
+    /// Sent as `prompt_cache_key` on every call, when set.
+    pub prompt_cache_key: Option<String>,
+}
+
+/// A session's `prompt_cache_key`: the same for every call of the session
+/// (so they reach the same cache), different between sessions and
+/// workspaces, and without the path in it.
+pub fn session_cache_key(root: &std::path::Path, started: std::time::SystemTime) -> String {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same value in every run of this binary.
+    let mut hasher = std::hash::DefaultHasher::new();
+    root.hash(&mut hasher);
+    started.hash(&mut hasher);
+    format!("bareagent-{:016x}", hasher.finish())
+}
+
+/// Whether to send `prompt_cache_key` to `base_url` (`None`: OpenAI's own)
+/// when the settings do not say: only to api.openai.com, since a strict
+/// compatible server may refuse a field it does not know.
+pub fn sends_cache_key_by_default(base_url: Option<&str>) -> bool {
+    base_url.is_none_or(|url| {
+        reqwest::Url::parse(url).is_ok_and(|url| url.host_str() == Some("api.openai.com"))
+    })
+}
 
 impl WireFormat for ChatCompletions {
     const NAME: &'static str = "openai";
@@ -94,6 +123,7 @@ impl WireFormat for ChatCompletions {
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
             }),
+            prompt_cache_key: self.prompt_cache_key.as_deref(),
         };
         encode(&body)
     }
@@ -113,6 +143,8 @@ struct ChatRequest<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -459,6 +491,33 @@ mod tests {
                 json!({"role":"user","content":"and also"}),
             ])
         );
+    }
+
+    #[test]
+    fn the_cache_key_goes_by_default_only_to_openai_itself() {
+        let cases = [
+            (None, true),
+            (Some("https://api.openai.com/v1"), true),
+            (Some("http://127.0.0.1:11434/v1"), false),
+            (Some("https://openrouter.ai/api/v1"), false),
+            (Some("https://api.openai.com.evil.example/v1"), false),
+            (Some("not a url"), false),
+        ];
+        for (base, sent) in cases {
+            assert_eq!(sends_cache_key_by_default(base), sent, "{base:?}");
+        }
+        let root = std::path::Path::new("/home/u/project");
+        let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let later = start + std::time::Duration::from_secs(1);
+        assert_eq!(
+            session_cache_key(root, start),
+            session_cache_key(root, start)
+        );
+        assert_ne!(
+            session_cache_key(root, start),
+            session_cache_key(root, later)
+        );
+        assert!(!session_cache_key(root, start).contains("project"));
     }
 
     #[test]

@@ -482,7 +482,7 @@ async fn sub_agent_usage_arrives_as_events_with_the_turns_running_total() {
         .events()
         .into_iter()
         .filter_map(|event| match event {
-            bareagent::events::AgentEvent::Usage { call, total } => Some((call, total)),
+            bareagent::events::AgentEvent::Usage { call, total, .. } => Some((call, total)),
             _ => None,
         })
         .collect();

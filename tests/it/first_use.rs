@@ -307,15 +307,30 @@ fn the_chat_reads_as_markdown() {
     });
     let chat = chat_on_disk(dir.path());
     let after_intro = &chat[chat.find("\n## You\n").unwrap() + 1..];
-    let footer = |calls: &str, tokens_in: u32, out: u32| {
-        format!("_{calls} · {tokens_in} tokens in (0 cached) · {out} out_")
+    // The turn's line, then the session's: claude-sonnet-4-5 at $3 in and
+    // $15 out per million tokens (20 in + 10 out: $0.00021).
+    let usage = |tokens_in: u32, out: u32, usd: &str| {
+        format!(
+            "{tokens_in} in · 0 cache write · 0 cache read · {out} out · ${usd} · context 0.0% of 200k"
+        )
+    };
+    let footer = |calls: &str, turn: String, session: String| {
+        format!("_{calls} · {turn}_  \n_session: {session}_")
     };
     assert_eq!(
         after_intro,
         format!(
             "## You\n\nwhat is in a.txt?\n\n## Agent\n\nReading it.\n\n- `read_file` a.txt\n\nIt holds x.\n\n{}\n\n## You\n\nsure?\n\n## Agent\n\nYes.\n\n{}\n\n## You\n\n",
-            footer("2 model calls", 20, 10),
-            footer("1 model call", 10, 5)
+            footer(
+                "2 model calls",
+                usage(20, 10, "0.0002"),
+                usage(20, 10, "0.0002")
+            ),
+            footer(
+                "1 model call",
+                usage(10, 5, "0.0001"),
+                usage(30, 15, "0.0003")
+            )
         )
     );
     client.wait_for_notification(LONG, "the singular in the status", |m, p| {

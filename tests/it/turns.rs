@@ -88,7 +88,7 @@ async fn read_edit_answer_changes_the_file_in_every_mode() {
                 assert_eq!(requests[0].path, "/v1/messages");
                 assert_eq!(requests[0].header("x-api-key"), Some(TEST_KEY));
                 assert_eq!(requests[0].header("anthropic-version"), Some("2023-06-01"));
-                assert_eq!(requests[0].body["system"], "You are a test.");
+                assert_eq!(requests[0].body["system"][0]["text"], "You are a test.");
                 assert_eq!(requests[0].body["tools"][0]["name"], "read_file");
                 assert!(requests[0].body["tools"][0]["input_schema"].is_object());
             }

@@ -27,6 +27,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+#[path = "prompt_cache.rs"]
+pub mod prompt_cache;
+
 // ---------------------------------------------------------------------------
 // Public API
 // ---------------------------------------------------------------------------
@@ -95,6 +98,13 @@ impl ModelServer {
         lock(&self.state).routes.push((matches, step.into()));
     }
 
+    /// From now on, Anthropic replies report the usage Anthropic's prompt
+    /// cache would give each request (see `prompt_cache.rs`), in place of
+    /// the scripted input and cache figures.
+    pub fn simulate_prompt_cache(&self) {
+        lock(&self.state).prompt_cache = Some(prompt_cache::PromptCache::default());
+    }
+
     /// Script steps not yet consumed.
     pub fn remaining(&self) -> usize {
         lock(&self.state).script.len()
@@ -131,6 +141,8 @@ pub struct RecordedRequest {
     /// The parsed JSON body; a body that is not JSON is kept as a
     /// `Value::String` of its (lossy UTF-8) text, an empty one as `Null`.
     pub body: Value,
+    /// The body's bytes as sent (lossy UTF-8), for byte-for-byte checks.
+    pub raw_body: String,
     /// When the whole request had arrived.
     pub received: std::time::Instant,
 }
@@ -403,6 +415,7 @@ struct State {
     routes: Vec<(Matcher, Step)>,
     requests: Vec<RecordedRequest>,
     deltas_written: Vec<(String, std::time::Instant)>,
+    prompt_cache: Option<prompt_cache::PromptCache>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -520,13 +533,22 @@ fn record(state: &Shared, request: RecordedRequest, takes_step: bool) -> (usize,
         .iter()
         .find(|(matches, _)| matches(&request.body))
         .map(|(_, step)| step.clone());
+    let simulated = match (&mut state.prompt_cache, Provider::for_path(&request.path)) {
+        (Some(cache), Some(Provider::Anthropic)) => Some(cache.request(&request.body)),
+        _ => None,
+    };
     state.requests.push(request);
     let number = state.requests.len();
-    let step = match (takes_step, routed) {
+    let mut step = match (takes_step, routed) {
         (false, _) => None,
         (true, Some(step)) => Some(step),
         (true, None) => state.script.pop_front(),
     };
+    if let (Some(usage), Some(Step::Reply(reply))) = (simulated, &mut step) {
+        reply.input_tokens = usage.input_tokens;
+        reply.cache_creation_input_tokens = usage.cache_creation_input_tokens;
+        reply.cache_read_input_tokens = usage.cache_read_input_tokens;
+    }
     (number, step)
 }
 
@@ -582,6 +604,7 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
         path,
         headers,
         body: parse_body(&body),
+        raw_body: String::from_utf8_lossy(&body).into_owned(),
         received: std::time::Instant::now(),
     }))
 }
