@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::provider::retry::{RetryObserver, RetryPolicy};
 use crate::provider::{HttpSettings, Provider, ProviderChoice};
 use crate::sandbox::{Sandbox, SandboxStatus};
+use crate::sessions::{Entry, Transcript};
 use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
@@ -84,9 +85,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .with_inbox(&inbox)
     .with_background(&background)
     .with_cancel(cancel);
-    let mut messages = vec![Message::user_text(args.prompt.join(" "))];
+    let (session, mut messages) = super::sessions::open(workspace.paths(), &args)?;
+    let agent = agent.with_transcript(&session);
+    let prompt = Message::user_text(args.prompt.join(" "));
+    crate::sessions::append(&mut messages, prompt, &session);
     sink.started();
     let outcome = run_loop(&agent, &mut messages).await;
+    session.record(Entry::TurnEnd);
     background.kill_all();
     match outcome {
         Ok(outcome) => {
