@@ -12,6 +12,7 @@ mod model;
 mod parent;
 mod pending;
 mod pump;
+mod resume;
 mod saving;
 mod server;
 mod session;

@@ -11,6 +11,7 @@ use crate::agent::{Inbox, Message};
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
 use crate::sandbox::SandboxSettings;
+use crate::sessions::SessionFile;
 use crate::tools::{BackgroundTasks, ReadLedger};
 
 pub struct Session {
@@ -26,6 +27,12 @@ pub struct Session {
     pub inbox: Inbox,
     /// What the model of this session has seen of each file.
     pub reads: Arc<ReadLedger>,
+    /// Where the main session is saved; made at its first turn, or the
+    /// session resumed (other sessions live in memory only).
+    pub file: Option<Arc<SessionFile>>,
+    /// Which conversation this is, for the chat, when it could not be said
+    /// at start (the user's prompt was waiting there): said at the next turn.
+    pub chat_notice: Option<String>,
 }
 
 /// What a session may do, fixed at its first turn.
@@ -53,6 +60,8 @@ impl Default for Session {
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
             reads: Arc::default(),
+            file: None,
+            chat_notice: None,
         }
     }
 }

@@ -60,6 +60,9 @@ pub struct EditorSettings {
     pub edits: crate::config::Edits,
     /// How long an edit waits for the editor's fresh diagnostics; 0: never.
     pub diagnostics_settle_ms: Option<u64>,
+    /// Which conversation the main session starts with (read from
+    /// `initializationOptions`, at start).
+    pub resume: Option<super::resume::ResumeSetting>,
     /// A permission setting that could not be read: turns refuse to start
     /// until it is fixed (see `from_value`).
     #[serde(skip)]

@@ -25,6 +25,7 @@ use crate::agent::{
 use crate::events::{AgentEvent, EventSink};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
 use crate::sandbox::Sandbox;
+use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
 use crate::tools::{ReadLedger, ToolRegistry};
 
 pub struct Ask {
@@ -64,12 +65,14 @@ fn start_locked(
         cancel: cancel.clone(),
         progress_token: progress_token.clone(),
     });
+    if ask.session == MAIN_SESSION && session.file.is_none() {
+        session.file = Some(Arc::new(SessionFile::create(&state.init().paths)));
+    }
     let mut messages = std::mem::take(&mut session.messages);
-    crate::history::push_user_blocks(
+    crate::sessions::append(
         &mut messages,
-        vec![crate::agent::ContentBlock::Text {
-            text: ask.prompt.clone(),
-        }],
+        Message::user_text(ask.prompt.clone()),
+        transcript_of(&session.file),
     );
     let turn = Turn {
         state: state.clone(),
@@ -81,6 +84,7 @@ fn start_locked(
         background: session.background.clone(),
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
+        file: session.file.clone(),
     };
     tokio::spawn(turn.run(messages, ask));
     json!({"turn": id, "queued": false})
@@ -124,6 +128,15 @@ struct Turn {
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
+    file: Option<Arc<SessionFile>>,
+}
+
+/// The session's file as a transcript, or none.
+fn transcript_of(file: &Option<Arc<SessionFile>>) -> &dyn Transcript {
+    match file {
+        Some(file) => file.as_ref(),
+        None => &NoTranscript,
+    }
 }
 
 impl Turn {
@@ -142,6 +155,9 @@ impl Turn {
             }
             let current = chat::current_text(&state).unwrap_or_default();
             chat.write(chat::turn_header(&current, &ask.prompt, ask.prompt_in_chat));
+            if let Some(notice) = super::resume::take_notice(&state) {
+                chat.write(format!("_{notice}_\n\n"));
+            }
         }
         state.event(json!({"type": "turn_started", "turn": self.id, "session": self.session, "prompt": ask.prompt})).await;
         let progress = self.begin_progress(&ask.prompt).await;
@@ -174,6 +190,7 @@ impl Turn {
             inbox: self.inbox.clone(),
             reads: self.reads.clone(),
             cancel: self.cancel.clone(),
+            file: self.file.clone(),
         };
         let worker = tokio::spawn(async move {
             let mut messages = messages;
@@ -193,6 +210,7 @@ impl Turn {
             }
         };
         let layout = forwarder.await.unwrap_or_default();
+        transcript_of(&self.file).record(Entry::TurnEnd);
 
         let totals = totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let summary = match &outcome {
@@ -232,7 +250,12 @@ impl Turn {
                                 text: format!("<user-message>\n{prompt}\n</user-message>"),
                             })
                             .collect();
-                        crate::history::push_user_blocks(&mut session.messages, blocks);
+                        let queued = Message {
+                            role: crate::agent::Role::User,
+                            content: blocks,
+                        };
+                        let transcript = transcript_of(&session.file);
+                        crate::sessions::append(&mut session.messages, queued, transcript);
                     } else if !queued.is_empty() {
                         let ask = Ask {
                             session: self.session.clone(),
@@ -309,6 +332,7 @@ struct TurnParts {
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
     cancel: CancellationToken,
+    file: Option<Arc<SessionFile>>,
 }
 
 /// Builds the agent for this turn and runs the loop.
@@ -325,6 +349,7 @@ async fn run_agent(
         inbox,
         reads,
         cancel,
+        file,
     } = parts;
     state.wait_configured().await;
     let settings = state.load_settings().await?;
@@ -418,7 +443,8 @@ async fn run_agent(
     .with_inbox(&inbox)
     .with_background(&*background)
     .with_reads(reads)
-    .with_cancel(cancel);
+    .with_cancel(cancel)
+    .with_transcript(transcript_of(&file));
     match run_loop(&agent, messages).await {
         Ok(outcome) => Ok(outcome),
         Err(LoopError::Cancelled) => Err("cancelled".into()),
