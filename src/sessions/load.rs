@@ -25,7 +25,7 @@ pub const INTERRUPTED: &str = "Interrupted: bareagent stopped before this tool c
 pub enum SessionError {
     #[error("no session `{0}` in this workspace (see `bareagent sessions`)")]
     NotFound(String),
-    #[error("`{0}` is not a session id (they look like 20261201T143000-ab12)")]
+    #[error("`{0}` is not a session id (they look like 20261201T143000123-ab12)")]
     BadId(String),
     #[error("{path}, line {line}: {reason}; the session is not loaded (the file is kept as it is)")]
     Corrupt {
@@ -225,9 +225,8 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
     Ok(loaded)
 }
 
-/// The sessions of this workspace, newest first. A file that cannot be read
-/// is listed with what its name says, and logged.
-pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
+/// The ids of this workspace's session files, newest first.
+fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
     let mut ids: Vec<String> = paths
         .file_names(&sessions_dir(paths))?
         .into_iter()
@@ -235,8 +234,14 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
         .filter(|id| check_id(id).is_ok())
         .collect();
     ids.sort_unstable_by(|a, b| b.cmp(a));
-    let mut summaries = Vec::with_capacity(ids.len());
-    for id in ids {
+    Ok(ids)
+}
+
+/// The sessions of this workspace, newest first. A file that cannot be read
+/// is left out of the list, and logged.
+pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
+    let mut summaries = Vec::new();
+    for id in ids(paths)? {
         match read(paths, &id) {
             Ok(loaded) => summaries.push(SessionSummary {
                 date: loaded.header.created.clone(),
@@ -256,9 +261,11 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
     Ok(summaries)
 }
 
-/// The newest session of this workspace that can be read, if any.
+/// The newest session of this workspace, by its id — readable or not: a
+/// damaged last session is an error when loaded, never silently passed
+/// over for an older one.
 pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
-    Ok(list(paths)?.into_iter().next().map(|s| s.id))
+    Ok(ids(paths)?.into_iter().next())
 }
 
 /// Deletes session `id`.

@@ -63,11 +63,15 @@ pub struct EditRecord {
     pub after: String,
 }
 
-/// A new session id: the UTC time to the second, then four random
-/// characters — ids sort by time, and two sessions started in one second
-/// still differ.
+/// A new session id: the UTC time to the millisecond, then four random
+/// characters — ids sort by time, and two sessions started in one
+/// millisecond still differ.
 pub fn new_id() -> String {
-    let (date, time) = utc_parts(std::time::SystemTime::now());
+    let now = std::time::SystemTime::now();
+    let (date, time) = utc_parts(now);
+    let millis = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_millis());
     let suffix: String = (0..4)
         .map(|_| {
             let n = fastrand::u8(0..36);
@@ -75,7 +79,7 @@ pub fn new_id() -> String {
         })
         .collect();
     format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}-{suffix}",
+        "{:04}{:02}{:02}T{:02}{:02}{:02}{millis:03}-{suffix}",
         date.0, date.1, date.2, time.0, time.1, time.2
     )
 }
@@ -125,7 +129,7 @@ mod tests {
         assert_eq!(utc_parts(at(951_827_696)), ((2000, 2, 29), (12, 34, 56)));
         assert_eq!(utc_parts(at(1_796_135_400)), ((2026, 12, 1), (14, 30, 0)));
         let id = new_id();
-        assert_eq!(id.len(), "20261201T143000-abcd".len(), "{id}");
+        assert_eq!(id.len(), "20261201T143000123-abcd".len(), "{id}");
         assert_eq!(&id[8..9], "T");
     }
 }
