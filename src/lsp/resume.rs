@@ -7,24 +7,12 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::chat;
 use super::session::Session;
-use super::state::{MAIN_SESSION, State};
+use super::state::{MAIN_SESSION, ResumeSetting, State};
 use crate::sessions::{self, Loaded, SessionFile};
-
-/// The `resume` setting.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResumeSetting {
-    /// The workspace's last session (the default).
-    #[default]
-    Last,
-    /// Always a new conversation.
-    Never,
-}
 
 /// At `initialize`, before any command can run: the main session resumes
 /// the last session, as the settings say. The chat is told in a task.
@@ -39,7 +27,7 @@ pub fn at_start(state: &Arc<State>) {
             Some(id) => sessions::load(&paths, &id).map(Some),
             None => Ok(None),
         }) {
-            Ok(Some((loaded, file))) => Some(install(state, loaded, file)),
+            Ok(Some((loaded, file))) => install(state, loaded, file).ok(),
             Ok(None) => Some("A new conversation starts: there is no saved conversation to resume, so the agent does not remember what is above.".to_string()),
             Err(error) => {
                 tracing::warn!(%error, "cannot resume the last session");
@@ -114,14 +102,13 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
         .map_err(|e| e.to_string())?;
     let messages = loaded.messages.len();
     let repaired = loaded.repaired;
-    super::turn::clear_session(state, MAIN_SESSION);
-    let notice = install(state, loaded, file);
+    let notice = install(state, loaded, file)?;
     tell_chat(state, &notice).await;
     Ok(json!({"resumed": id, "messages": messages, "repaired": repaired, "message": notice}))
 }
 
 /// Makes `loaded` the main session; returns what the chat is told.
-fn install(state: &State, loaded: Loaded, file: SessionFile) -> String {
+fn install(state: &State, loaded: Loaded, file: SessionFile) -> Result<String, String> {
     let id = file.id().to_string();
     let repaired = match loaded.repaired {
         0 => String::new(),
@@ -138,11 +125,22 @@ fn install(state: &State, loaded: Loaded, file: SessionFile) -> String {
         file: Some(Arc::new(file)),
         ..Session::default()
     };
-    state
-        .lock_sessions()
-        .insert(MAIN_SESSION.to_string(), session);
-    notice
+    let mut sessions = state.lock_sessions();
+    // Checked again under the lock: a turn may have started while loading.
+    if sessions
+        .get(MAIN_SESSION)
+        .is_some_and(|s| s.running.is_some())
+    {
+        return Err(BUSY.into());
+    }
+    if let Some(old) = sessions.insert(MAIN_SESSION.to_string(), session) {
+        old.background.kill_all();
+    }
+    Ok(notice)
 }
+
+const BUSY: &str =
+    "a turn is running: cancel it (bareagent.cancel) before resuming another conversation";
 
 /// Appends `notice` to the chat under a heading of its own, then a fresh
 /// `## You` (so the notice is never taken for the user's prompt).

@@ -62,11 +62,22 @@ pub struct EditorSettings {
     pub diagnostics_settle_ms: Option<u64>,
     /// Which conversation the main session starts with (read from
     /// `initializationOptions`, at start).
-    pub resume: Option<super::resume::ResumeSetting>,
+    pub resume: Option<ResumeSetting>,
     /// A permission setting that could not be read: turns refuse to start
     /// until it is fixed (see `from_value`).
     #[serde(skip)]
     pub unreadable_permissions: Option<String>,
+}
+
+/// The `resume` setting: which conversation the main session starts with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResumeSetting {
+    /// The workspace's last session (the default).
+    #[default]
+    Last,
+    /// Always a new conversation.
+    Never,
 }
 
 /// The settings that decide what the agent may do: one that cannot be read
