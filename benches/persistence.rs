@@ -15,7 +15,7 @@ use bareagent::workspace::PathResolver;
 
 /// A tool result of about 10 KB, as a command's output would be.
 fn message() -> Message {
-    let output: String = (0..160)
+    let output: String = (0..250)
         .map(|n| format!("line {n:>4}: some output of a command that ran\n"))
         .collect::<String>()
         .chars()

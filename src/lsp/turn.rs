@@ -210,7 +210,13 @@ impl Turn {
             }
         };
         let layout = forwarder.await.unwrap_or_default();
-        transcript_of(&self.file).record(Entry::TurnEnd);
+        if let Some(file) = self.file.clone() {
+            // The sync waits for the disk: off the runtime's thread.
+            let synced = tokio::task::spawn_blocking(move || file.record(Entry::TurnEnd)).await;
+            if let Err(error) = synced {
+                tracing::warn!(%error, "cannot sync the session file");
+            }
+        }
 
         let totals = totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let summary = match &outcome {

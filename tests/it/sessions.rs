@@ -464,3 +464,28 @@ fn a_restarted_language_server_resumes_the_conversation_and_its_chat_says_so() {
     );
     assert_eq!(client.shutdown().code(), Some(0));
 }
+
+/// The opener sessions append through: a link at the file's own name is
+/// refused whether the file is new or old, and the file it points at is
+/// left as it was. (create a new file?)
+#[test]
+fn appending_never_writes_through_a_link_at_the_files_name() {
+    use std::io::Write;
+    for create_new in [true, false] {
+        let dir = workspace(&[]);
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let link = dir.path().join(".bareagent/sessions/s.jsonl");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let paths = bareagent::workspace::PathResolver::new(dir.path()).unwrap();
+        let link = paths.root().join(".bareagent/sessions/s.jsonl");
+        let opened = paths.open_append(&link, create_new);
+        if let Ok(mut file) = opened {
+            let _ = file.write_all(b"record\n");
+            panic!("create_new {create_new}: opened through the link");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+}
