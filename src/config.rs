@@ -20,6 +20,9 @@
 //! deny = ["read_file(secrets/**)"]
 //! [edits]
 //! save = "before-commands"        # after-each-edit | never (editors only)
+//! [context]
+//! window = 200000                 # tokens; default: the model's, from a table
+//! compact_at = 0.8                # compact past this share of the window
 //! ```
 
 use std::collections::BTreeMap;
@@ -41,6 +44,8 @@ pub struct Config {
     pub sandbox: crate::sandbox::SandboxSettings,
     #[serde(default)]
     pub edits: Edits,
+    #[serde(default)]
+    pub context: ContextSettings,
     /// Directories the user trusts (read from the user's config only).
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectEntry>,
@@ -54,6 +59,17 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct Edits {
     pub save: Option<SaveEdits>,
+}
+
+/// `[context]`: the model's context window and when to compact it. (Not
+/// under `model`, which is the model's name.)
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSettings {
+    /// Tokens; without it, the window of the model's entry in the table.
+    pub window: Option<u64>,
+    /// The share of the window past which the history is compacted.
+    pub compact_at: Option<f64>,
 }
 
 /// When the agent's edits (unsaved, in the editor) are saved.
@@ -181,6 +197,9 @@ impl Config {
         config.model = project.model.or(config.model);
         // Not a permission: any choice writes only what the agent may edit anyway.
         config.edits.save = project.edits.save.or(config.edits.save);
+        // Not a permission either: it decides only when to summarise.
+        config.context.window = project.context.window.or(config.context.window);
+        config.context.compact_at = project.context.compact_at.or(config.context.compact_at);
         let user_mode = config.permissions.mode.unwrap_or_default();
         match project.permissions.mode {
             Some(mode) if trusted || mode.latitude() <= user_mode.latitude() => {

@@ -52,6 +52,36 @@ pub enum AgentEvent {
     Todos {
         todos: Vec<TodoItem>,
     },
+    /// The history was compacted to fit the model's context window.
+    Compacted {
+        before_tokens: u64,
+        after_tokens: u64,
+        how: CompactHow,
+    },
+    /// A compaction failed; the history is as it was and the turn goes on.
+    CompactionFailed {
+        reason: String,
+    },
+}
+
+/// How a compaction made room: old tool results shrunk to one-line stubs,
+/// or the older part of the conversation summarised by the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactHow {
+    ToolResults,
+    Summary,
+}
+
+impl CompactHow {
+    /// What a compaction did, in a few words for the user.
+    pub fn describe(self, before_tokens: u64, after_tokens: u64) -> String {
+        let how = match self {
+            CompactHow::ToolResults => "old tool results shrunk",
+            CompactHow::Summary => "older messages summarised",
+        };
+        format!("context compacted: about {before_tokens} → {after_tokens} tokens, {how}")
+    }
 }
 
 /// Where a turn's events go: a terminal, JSON lines, the chat file.

@@ -24,6 +24,9 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::{FutureExt, StreamExt};
 
+use super::compact::Trigger;
+use super::compacting::compact_now;
+use super::context::{ContextMeter, estimate_fixed};
 use super::parts::Agent;
 use super::permit::permit;
 use super::usage::UsageTally;
@@ -35,7 +38,7 @@ use crate::secrets::Secrets;
 use crate::sessions::Entry;
 use crate::tools::{PreparedCall, ToolError};
 
-pub use super::parts::{Compactor, LoopConfig, NoCompaction};
+pub use super::parts::LoopConfig;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnOutcome {
@@ -81,6 +84,11 @@ pub enum LoopError {
         /// It stopped at the output limit before writing anything.
         cut: bool,
     },
+    /// The provider refused the request as too long even after compaction.
+    #[error(
+        "the conversation does not fit the model's context window, even after compacting it ({0}); the history is intact: start a new session to go on"
+    )]
+    ContextFull(ProviderError),
     /// The model call failed after the provider's retries.
     #[error(transparent)]
     Provider(#[from] ProviderError),
@@ -114,25 +122,42 @@ pub async fn run_loop(
     // The pieces of an answer cut at the output limit, joined as they come.
     let mut answer = String::new();
     let mut continuations = 0;
+    let mut meter = ContextMeter::new(estimate_fixed(&agent.config.system, agent.tools.specs()));
     for iteration in 1..=agent.config.max_iterations {
         if let Some(inbox) = agent.inbox {
             deliver(agent, inbox, messages);
         }
-        agent.compactor.compact(messages);
+        compact_now(agent, messages, &mut meter, Trigger::Step).await;
 
-        let request = Request {
-            system: &agent.config.system,
-            messages,
-            tools: agent.tools.specs(),
-            max_tokens: agent.config.max_tokens,
-        };
         let response = tokio::select! {
             biased;
             _ = agent.cancel.cancelled() => return Err(LoopError::Cancelled),
-            response = call_model(agent, request) => response?,
+            response = call_model(agent, request(agent, messages)) => response,
+        };
+        // Refused as too long: compact and try once more; refused again
+        // (or nothing left to compact), the turn ends saying so.
+        let response = match response {
+            Err(error @ ProviderError::ContextTooLong { .. }) => {
+                tracing::warn!(%error, "the provider refused the request as too long; compacting");
+                if !compact_now(agent, messages, &mut meter, Trigger::TooLong).await {
+                    return Err(LoopError::ContextFull(error));
+                }
+                tokio::select! {
+                    biased;
+                    _ = agent.cancel.cancelled() => return Err(LoopError::Cancelled),
+                    response = call_model(agent, request(agent, messages)) => match response {
+                        Err(error @ ProviderError::ContextTooLong { .. }) => {
+                            return Err(LoopError::ContextFull(error));
+                        }
+                        response => response?,
+                    },
+                }
+            }
+            response => response?,
         };
         usage.add(response.usage);
         agent.transcript.record(Entry::Usage(response.usage));
+        let call_usage = response.usage;
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");
         let mut assistant = response.into_message();
@@ -145,6 +170,7 @@ pub async fn run_loop(
             return Err(LoopError::EmptyAnswer { cut });
         }
         append(agent, messages, assistant.clone());
+        meter.observe(call_usage, messages.len());
         let calls: Vec<ToolCall<'_>> = assistant.tool_calls().collect();
         if calls.is_empty() {
             answer.push_str(&assistant.text());
@@ -192,6 +218,16 @@ pub async fn run_loop(
     Err(LoopError::IterationCap {
         cap: agent.config.max_iterations,
     })
+}
+
+/// The model call for the history as it stands.
+fn request<'a>(agent: &'a Agent<'_>, messages: &'a [Message]) -> Request<'a> {
+    Request {
+        system: &agent.config.system,
+        messages,
+        tools: agent.tools.specs(),
+        max_tokens: agent.config.max_tokens,
+    }
 }
 
 /// Puts what arrived during the turn into the history, as user content. A

@@ -5,6 +5,9 @@
 //! Tools see only their narrow `ToolContext`; the agent reaches down to them,
 //! never the other way round (sub-agents go through `tools::SubAgents`).
 
+mod compact;
+mod compacting;
+mod context;
 mod r#loop;
 mod parts;
 mod permit;
@@ -14,9 +17,12 @@ mod usage;
 
 pub use crate::history::{ContentBlock, Message, Role, check_history};
 pub use crate::inbox::{Arrival, Inbox};
-pub use r#loop::{
-    CANCELLED, Compactor, LoopConfig, LoopError, NoCompaction, TurnOutcome, run_loop,
+pub use compact::{
+    CompactError, CompactRequest, CompactStep, Compacted, Compaction, CompactionSettings,
+    Compactor, NoCompaction, STUB_PREFIX, SUMMARY_PROMPT, Trigger,
 };
+pub use context::{DEFAULT_CONTEXT_WINDOW, context_window, estimate_messages};
+pub use r#loop::{CANCELLED, LoopConfig, LoopError, TurnOutcome, run_loop};
 pub use parts::MAX_DEPTH;
 pub use parts::{Agent, AgentParts};
 pub use prompt::{system_prompt, system_prompt_in_editor};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::compact::{Compactor, NoCompaction};
 use crate::events::EventSink;
-use crate::history::Message;
 use crate::inbox::Inbox;
 use crate::permission::PermissionGate;
 use crate::provider::Provider;
@@ -179,15 +179,4 @@ impl Default for LoopConfig {
             stream: true,
         }
     }
-}
-
-/// Shrinks the history when it grows too large. Called before every model call.
-pub trait Compactor: Send + Sync {
-    fn compact(&self, messages: &mut Vec<Message>);
-}
-
-pub struct NoCompaction;
-
-impl Compactor for NoCompaction {
-    fn compact(&self, _messages: &mut Vec<Message>) {}
 }

@@ -171,6 +171,23 @@ impl EventSink for TerminalSink {
                     eprint!("{}", super::diff_view::for_stderr(&diff));
                 }
             }
+            AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+                how,
+            } => {
+                drop(state);
+                self.notice(&format!(
+                    "  ({})",
+                    how.describe(before_tokens, after_tokens)
+                ));
+            }
+            AgentEvent::CompactionFailed { reason } => {
+                drop(state);
+                self.notice(&format!(
+                    "  (compaction failed: {reason}; the history is kept as it was)"
+                ));
+            }
             AgentEvent::StreamFallback { reason } => {
                 drop(state);
                 self.notice(&format!(

@@ -13,7 +13,8 @@ use super::output::{JsonSink, TerminalSink, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    Agent, AgentParts, Inbox, LoopConfig, LoopError, Message, run_loop, system_prompt,
+    Agent, AgentParts, Compaction, CompactionSettings, Inbox, LoopConfig, LoopError, Message,
+    run_loop, system_prompt,
 };
 use crate::config::Config;
 use crate::provider::retry::{RetryObserver, RetryPolicy};
@@ -45,7 +46,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Arc::new(TerminalSink::new(args.quiet))
     };
-    let provider = build_provider(&args, &settings, sink.clone())?;
+    let (provider, model) = build_provider(&args, &settings, sink.clone())?;
+    let compaction = Compaction::new(CompactionSettings::for_model(
+        &model,
+        settings.context.window,
+        settings.context.compact_at,
+    ));
 
     let approver = TerminalApprover::for_run(args.json, std::io::stdin().is_terminal());
     let mode = args
@@ -84,6 +90,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
     .with_inbox(&inbox)
     .with_background(&background)
+    .with_compactor(&compaction)
     .with_cancel(cancel);
     let (session, mut messages) = super::sessions::open(workspace.paths(), &args)?;
     let agent = agent.with_transcript(&session);
@@ -124,12 +131,13 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken, sink: Arc<dyn TurnSink>) {
     }
 }
 
-/// The provider, with each retry told to the user as one line.
+/// The provider, with each retry told to the user as one line, and the
+/// model it asks (empty for a replay).
 fn build_provider(
     args: &RunArgs,
     config: &Config,
     sink: Arc<dyn TurnSink>,
-) -> anyhow::Result<Box<dyn Provider>> {
+) -> anyhow::Result<(Box<dyn Provider>, String)> {
     let choice = ProviderChoice {
         kind: args.provider.or(config.provider),
         model: args.model.clone().or_else(|| config.model.clone()),
@@ -148,5 +156,6 @@ fn build_provider(
             ..HttpSettings::default()
         },
     };
-    Ok(choice.build()?)
+    let model = choice.resolved_model()?.unwrap_or_default();
+    Ok((choice.build()?, model))
 }

@@ -5,6 +5,7 @@
 
 mod approvals;
 mod chat;
+mod compact;
 mod diagnostics;
 mod documents;
 mod editor;

@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 13] = [
+pub const COMMANDS: [&str; 14] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -31,6 +31,7 @@ pub const COMMANDS: [&str; 13] = [
     "bareagent.trustWorkspace",
     "bareagent.setModel",
     "bareagent.showDiff",
+    "bareagent.compact",
 ];
 
 pub struct Backend {
@@ -288,6 +289,7 @@ impl LanguageServer for Backend {
                     .map_err(invalid)?
             }
             "bareagent.showDiff" => self.show_diff(&arguments).await?,
+            "bareagent.compact" => super::compact::compact(&self.state, &arguments),
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Inbox, Message};
+use crate::agent::{CompactRequest, Inbox, Message};
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
 use crate::sandbox::SandboxSettings;
@@ -33,6 +33,8 @@ pub struct Session {
     /// Which conversation this is, for the chat, when it could not be said
     /// at start (the user's prompt was waiting there): said at the next turn.
     pub chat_notice: Option<String>,
+    /// `bareagent.compact` during a turn: its loop compacts at its next step.
+    pub compact: CompactRequest,
 }
 
 /// What a session may do, fixed at its first turn.
@@ -62,6 +64,7 @@ impl Default for Session {
             reads: Arc::default(),
             file: None,
             chat_notice: None,
+            compact: CompactRequest::default(),
         }
     }
 }

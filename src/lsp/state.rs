@@ -63,6 +63,10 @@ pub struct EditorSettings {
     /// Which conversation the main session starts with (read from
     /// `initializationOptions`, at start).
     pub resume: Option<ResumeSetting>,
+    /// The model's context window in tokens (over `[context] window`).
+    pub context_window: Option<u64>,
+    /// Compact past this share of the window (over `[context] compact_at`).
+    pub compact_at: Option<f64>,
     /// A permission setting that could not be read: turns refuse to start
     /// until it is fixed (see `from_value`).
     #[serde(skip)]
@@ -143,6 +147,8 @@ impl EditorSettings {
         merged.model = self.model.clone().or_else(|| files.model.clone());
         merged.permissions.mode = self.permission_mode.or(files.permissions.mode);
         merged.edits.save = self.edits.save.or(files.edits.save);
+        merged.context.window = self.context_window.or(files.context.window);
+        merged.context.compact_at = self.compact_at.or(files.context.compact_at);
         merged
             .permissions
             .rules

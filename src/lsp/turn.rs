@@ -19,8 +19,8 @@ use super::editor::EditorWorkspace;
 use super::session::{Running, SessionPolicy};
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{
-    Agent, AgentParts, LoopConfig, LoopError, Message, TurnOutcome, run_loop,
-    system_prompt_in_editor,
+    Agent, AgentParts, CompactRequest, Compaction, CompactionSettings, LoopConfig, LoopError,
+    Message, TurnOutcome, run_loop, system_prompt_in_editor,
 };
 use crate::events::{AgentEvent, EventSink};
 use crate::provider::{HttpSettings, ProviderChoice, Usage};
@@ -85,6 +85,7 @@ fn start_locked(
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
         file: session.file.clone(),
+        compact: session.compact.clone(),
     };
     tokio::spawn(turn.run(messages, ask));
     json!({"turn": id, "queued": false})
@@ -128,6 +129,7 @@ struct Turn {
     background: Arc<crate::tools::BackgroundTasks>,
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
+    compact: CompactRequest,
     file: Option<Arc<SessionFile>>,
 }
 
@@ -191,6 +193,7 @@ impl Turn {
             reads: self.reads.clone(),
             cancel: self.cancel.clone(),
             file: self.file.clone(),
+            compact: self.compact.clone(),
         };
         let worker = tokio::spawn(async move {
             let mut messages = messages;
@@ -339,6 +342,8 @@ struct TurnParts {
     reads: Arc<ReadLedger>,
     cancel: CancellationToken,
     file: Option<Arc<SessionFile>>,
+    /// The user's `bareagent.compact`, taken at the loop's next step.
+    compact: CompactRequest,
 }
 
 /// Builds the agent for this turn and runs the loop.
@@ -356,6 +361,7 @@ async fn run_agent(
         reads,
         cancel,
         file,
+        compact,
     } = parts;
     state.wait_configured().await;
     let settings = state.load_settings().await?;
@@ -371,24 +377,8 @@ async fn run_agent(
                 .await;
         }
     }
-    let selected = super::model::select(&state)?;
-    let choice = ProviderChoice {
-        kind: selected.kind,
-        model: selected.model,
-        base_url: editor.base_url.clone(),
-        replay: editor
-            .replay
-            .clone()
-            .map(|p| if p.is_relative() { root.join(p) } else { p }),
-        record: None,
-        http: HttpSettings {
-            idle_timeout: editor
-                .idle_timeout_secs
-                .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
-            ..HttpSettings::default()
-        },
-    };
-    let provider = choice.build().map_err(|e| e.to_string())?;
+    let (provider, compaction) = model_for(&state, &settings)?;
+    let compaction = compaction.with_request(compact);
     let approver = EditorApprover {
         state: state.clone(),
         turn: id,
@@ -449,6 +439,7 @@ async fn run_agent(
     .with_inbox(&inbox)
     .with_background(&*background)
     .with_reads(reads)
+    .with_compactor(&compaction)
     .with_cancel(cancel)
     .with_transcript(transcript_of(&file));
     match run_loop(&agent, messages).await {
@@ -456,6 +447,44 @@ async fn run_agent(
         Err(LoopError::Cancelled) => Err("cancelled".into()),
         Err(error) => Err(error.to_string()),
     }
+}
+
+/// The provider the editor's settings choose, and the compaction fitted to
+/// its model's context window (and the `[context]` settings).
+pub(super) fn model_for(
+    state: &State,
+    settings: &crate::config::Config,
+) -> Result<(Box<dyn crate::provider::Provider>, Compaction), String> {
+    let editor = state.editor_settings();
+    let root = &state.init().root;
+    let selected = super::model::select(state)?;
+    let choice = ProviderChoice {
+        kind: selected.kind,
+        model: selected.model,
+        base_url: editor.base_url.clone(),
+        replay: editor
+            .replay
+            .clone()
+            .map(|p| if p.is_relative() { root.join(p) } else { p }),
+        record: None,
+        http: HttpSettings {
+            idle_timeout: editor
+                .idle_timeout_secs
+                .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
+            ..HttpSettings::default()
+        },
+    };
+    let provider = choice.build().map_err(|e| e.to_string())?;
+    let model = choice
+        .resolved_model()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let compaction = Compaction::new(CompactionSettings::for_model(
+        &model,
+        settings.context.window,
+        settings.context.compact_at,
+    ));
+    Ok((provider, compaction))
 }
 
 /// What the chat footer reports.
@@ -555,6 +584,22 @@ async fn forward_events(
             AgentEvent::UserMessage { text } => {
                 if let Some(chat) = &to.chat {
                     chat.write(layout.section(&chat::prompt_section(&text)));
+                }
+            }
+            AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+                how,
+            } => {
+                if let Some(chat) = &to.chat {
+                    let line = how.describe(before_tokens, after_tokens);
+                    chat.write(layout.list_item(&format!("- _{line}_")));
+                }
+            }
+            AgentEvent::CompactionFailed { reason } => {
+                if let Some(chat) = &to.chat {
+                    let line = format!("- _compaction failed ({reason}); the history is kept_");
+                    chat.write(layout.list_item(&line));
                 }
             }
             _ => {}

@@ -31,6 +31,12 @@ pub enum ProviderError {
     #[error("{provider}: {}", self.reason())]
     Decode { provider: String, message: String },
 
+    /// The provider refused the request as longer than the model's context
+    /// window (Anthropic's 400 "prompt is too long", OpenAI's
+    /// `context_length_exceeded`): the loop compacts and tries once more.
+    #[error("{provider}: the request is longer than the model's context window ({message})")]
+    ContextTooLong { provider: String, message: String },
+
     #[error("{provider}: streaming is not supported")]
     StreamingUnsupported { provider: String },
 

@@ -111,6 +111,12 @@ impl HttpClient {
         let status = response.status().as_u16();
         let retry_after = parse_retry_after(response.headers());
         let text = self.read_to_end(response).await.unwrap_or_default();
+        if says_context_too_long(status, &text) {
+            return Err(ProviderError::ContextTooLong {
+                provider: self.provider.to_string(),
+                message: self.redact(&server_message(&text)),
+            });
+        }
         Err(ProviderError::Status {
             provider: self.provider.to_string(),
             status,
@@ -293,6 +299,25 @@ fn server_message(body: &[u8]) -> String {
     crate::text::clip(&text, 500)
 }
 
+/// Whether an error answer says the request was longer than the model's
+/// context window, in either API's shape: Anthropic's `invalid_request_error`
+/// "prompt is too long", OpenAI's code `context_length_exceeded` (and the
+/// message compatible servers copy from it, "maximum context length").
+fn says_context_too_long(status: u16, body: &[u8]) -> bool {
+    if status != 400 {
+        return false;
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let field = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
+    let message = field("/error/message").unwrap_or_default().to_lowercase();
+    field("/error/code") == Some("context_length_exceeded")
+        || (field("/error/type") == Some("invalid_request_error")
+            && (message.contains("prompt is too long")
+                || message.contains("maximum context length")))
+}
+
 /// A request that got no response, in a few words that say what and to
 /// where: `connection refused to 127.0.0.1:9`, `cannot resolve the host
 /// api.example.com`, not reqwest's chain of five wrappers.
@@ -354,4 +379,32 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::says_context_too_long;
+
+    #[test]
+    fn a_context_too_long_answer_is_told_from_other_bad_requests() {
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 214321 tokens > 200000 maximum"}}"#;
+        let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130552 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        let other = r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}"#;
+        let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"prompt is too long"}}"#;
+        let cases = [
+            (400, anthropic, true),
+            (400, openai, true),
+            (400, other, false),
+            (400, overloaded, false),
+            (500, anthropic, false),
+            (400, "prompt is too long", false),
+        ];
+        for (status, body, want) in cases {
+            assert_eq!(
+                says_context_too_long(status, body.as_bytes()),
+                want,
+                "{status} {body}"
+            );
+        }
+    }
 }

@@ -136,6 +136,8 @@ pub struct TurnOptions {
     pub approver: Box<dyn Approver>,
     pub inbox: Option<bareagent::agent::Inbox>,
     pub rules: RuleLists,
+    /// Compact the history with these settings (else never).
+    pub compaction: Option<bareagent::agent::CompactionSettings>,
 }
 
 impl Default for TurnOptions {
@@ -149,6 +151,7 @@ impl Default for TurnOptions {
             approver: Box::new(DenyAll("Denied by user".into())),
             inbox: None,
             rules: RuleLists::default(),
+            compaction: None,
         }
     }
 }
@@ -181,6 +184,11 @@ pub async fn continue_turn(
     };
     let sink = Recorded::default();
     let sandbox = bareagent::sandbox::Sandbox::off();
+    let compaction = options.compaction.map(bareagent::agent::Compaction::new);
+    let compactor: &dyn bareagent::agent::Compactor = match &compaction {
+        Some(compaction) => compaction,
+        None => &bareagent::agent::NoCompaction,
+    };
     let agent = Agent::new(AgentParts {
         provider,
         tools: &tools,
@@ -192,6 +200,7 @@ pub async fn continue_turn(
     })
     .with_inbox(options.inbox.as_ref())
     .with_background(options.background.as_ref())
+    .with_compactor(compactor)
     .with_cancel(options.cancel);
     let result = run_loop(&agent, &mut messages).await;
     Turn {

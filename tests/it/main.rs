@@ -7,6 +7,7 @@ mod cli;
 mod client_process;
 mod coherence;
 mod common;
+mod compaction;
 mod concurrency;
 mod diffs;
 mod dying;

@@ -489,3 +489,42 @@ fn appending_never_writes_through_a_link_at_the_files_name() {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     }
 }
+
+/// A compaction is recorded with the history it made: `--continue` sends
+/// the compacted history (the summary), not what it replaced.
+#[test]
+fn a_continued_session_starts_from_its_last_compaction() {
+    use crate::compaction::{SUMMARY, big_file, is_summary, reads};
+    let dir = workspace(&[
+        ("big.txt", &big_file()),
+        (".bareagent/config.toml", "[context]\nwindow = 20000\n"),
+    ]);
+    let mut script = reads(5);
+    script.push(Reply::text("done").into());
+    let server = ModelServer::start(script);
+    server.answer_matching(is_summary, Reply::text(SUMMARY));
+    let out = run_command(dir.path(), &server, &["read big.txt"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = std::fs::read_to_string(&session_files(dir.path())[0]).unwrap();
+    assert!(
+        file.contains("{\"type\":\"compaction\",\"before_tokens\":"),
+        "{file}"
+    );
+    // Without the record, the continued history would start again from
+    // the prompt the summary replaced.
+    let (history, _) = continue_run(dir.path(), &["--continue"]);
+    assert_eq!(check_history(&history), Ok(()));
+    let start: String = shape(&history).chars().take(300).collect();
+    assert!(history[0].text().contains(SUMMARY), "{start}");
+    assert!(
+        history.iter().all(|m| m.text() != "read big.txt"),
+        "{start}"
+    );
+    assert_eq!(history[history.len() - 1].text(), "go on");
+}

@@ -51,8 +51,7 @@ impl ModelServer {
         let addr = listener.local_addr().expect("model server: local_addr");
         let state: Shared = Arc::new(Mutex::new(State {
             script: script.into(),
-            requests: Vec::new(),
-            deltas_written: Vec::new(),
+            ..State::default()
         }));
         let (stop, stop_rx) = oneshot::channel();
         let thread_state = state.clone();
@@ -87,6 +86,13 @@ impl ModelServer {
     /// answered with faults or with "no scripted response left".
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.state).requests.clone()
+    }
+
+    /// Answers every request whose body `matches` with `step`, outside the
+    /// script (which such requests leave alone): for calls the client makes
+    /// at moments the test does not fix, such as a compaction's summary.
+    pub fn answer_matching(&self, matches: Matcher, step: impl Into<Step>) {
+        lock(&self.state).routes.push((matches, step.into()));
     }
 
     /// Script steps not yet consumed.
@@ -369,6 +375,10 @@ pub enum Fault {
     /// Stream: a 200 stream that carries an error event at the cut point of a
     /// short text reply, then ends. Non-stream: the same as `Overloaded`.
     ErrorEvent { after_text: bool },
+    /// HTTP 400: the request is longer than the model's context window, as
+    /// each API says it (Anthropic: `invalid_request_error` "prompt is too
+    /// long: …"; OpenAI: code `context_length_exceeded`).
+    ContextTooLong,
 }
 
 // ---------------------------------------------------------------------------
@@ -389,11 +399,16 @@ const RESET_GRACE: Duration = Duration::from_millis(50);
 #[derive(Default)]
 struct State {
     script: VecDeque<Step>,
+    /// Answers to requests that match, taken before the script.
+    routes: Vec<(Matcher, Step)>,
     requests: Vec<RecordedRequest>,
     deltas_written: Vec<(String, std::time::Instant)>,
 }
 
 type Shared = Arc<Mutex<State>>;
+
+/// Which request bodies a route answers.
+type Matcher = fn(&Value) -> bool;
 
 /// Locks the state even if a panicking test thread poisoned it: the data is
 /// plain lists, always consistent.
@@ -500,12 +515,17 @@ async fn handle_connection(mut stream: TcpStream, state: Shared) {
 /// under one lock so request N always gets step N.
 fn record(state: &Shared, request: RecordedRequest, takes_step: bool) -> (usize, Option<Step>) {
     let mut state = lock(state);
+    let routed = state
+        .routes
+        .iter()
+        .find(|(matches, _)| matches(&request.body))
+        .map(|(_, step)| step.clone());
     state.requests.push(request);
     let number = state.requests.len();
-    let step = if takes_step {
-        state.script.pop_front()
-    } else {
-        None
+    let step = match (takes_step, routed) {
+        (false, _) => None,
+        (true, Some(step)) => Some(step),
+        (true, None) => state.script.pop_front(),
     };
     (number, step)
 }
@@ -864,6 +884,10 @@ async fn respond_fault(mut out: Responder, call: &Call, fault: Fault) -> io::Res
             send_error(out, 500, ErrorKind::Server, "Internal server error", &[]).await
         }
         Fault::Overloaded => send_error(out, 529, ErrorKind::Overloaded, "Overloaded", &[]).await,
+        Fault::ContextTooLong => {
+            let body = call.provider.context_too_long().to_string();
+            send_json(out, 400, &body, &[]).await
+        }
         Fault::ResetMidStream { reply, after_text } => {
             if call.stream {
                 let events = call.events(&reply);
@@ -1058,6 +1082,22 @@ impl Provider {
         match self {
             Provider::Anthropic => anthropic::error(kind, message),
             Provider::OpenAi => openai::error(kind, message),
+        }
+    }
+
+    /// The body of `Fault::ContextTooLong`, as each API's documentation shows it.
+    fn context_too_long(self) -> Json {
+        match self {
+            Provider::Anthropic => anthropic::error(
+                ErrorKind::InvalidRequest,
+                "prompt is too long: 214321 tokens > 200000 maximum",
+            ),
+            Provider::OpenAi => serde_json::json!({"error": {
+                "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130552 tokens. Please reduce the length of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }}),
         }
     }
 
