@@ -20,6 +20,7 @@ pub mod permission;
 pub mod provider;
 pub mod sandbox;
 pub mod secrets;
+pub mod sessions;
 pub mod text;
 pub mod tool_line;
 pub mod tools;

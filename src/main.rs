@@ -58,6 +58,13 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Sessions { action }) => match bareagent::cli::sessions(action) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bareagent: {error:#}");
+                ExitCode::from(2)
+            }
+        },
         Some(Command::Run(args)) => {
             let result = runtime.block_on(bareagent::cli::run(args));
             // A prompt cut short by Ctrl-C leaves its reader blocked in

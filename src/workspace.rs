@@ -227,6 +227,72 @@ impl PathResolver {
         beneath::write_atomically(self.fd.as_fd(), relative, bytes).map_err(|e| io_error(&shown, e))
     }
 
+    /// Opens a resolved file for appending, through the walk (its missing
+    /// parents created): with `create_new` it must not exist yet (a planted
+    /// link at its name fails with "exists"), else it must be a regular file
+    /// reached through no link. For files the agent itself keeps (sessions).
+    pub fn open_append(
+        &self,
+        path: &Path,
+        create_new: bool,
+    ) -> Result<std::fs::File, WorkspaceError> {
+        use rustix::fs::{Mode, OFlags};
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+            return Err(WorkspaceError::Empty);
+        };
+        let dir =
+            beneath::open_dir(self.fd.as_fd(), parent, true).map_err(|e| io_error(&shown, e))?;
+        let mut flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if create_new {
+            flags |= OFlags::CREATE | OFlags::EXCL;
+        }
+        let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o600))
+            .map_err(|e| io_error(&shown, e.into()))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| io_error(&shown, e.into()))?;
+        if beneath::file_type(&stat) != FileType::RegularFile {
+            return Err(WorkspaceError::NotRegular(shown));
+        }
+        Ok(std::fs::File::from(fd))
+    }
+
+    /// The names in a resolved directory reached through no link; empty
+    /// when it does not exist.
+    pub fn file_names(&self, dir: &Path) -> Result<Vec<String>, WorkspaceError> {
+        let shown = self.display(dir);
+        let relative = self.relative(dir)?;
+        let fd = match beneath::open_dir(self.fd.as_fd(), relative, false) {
+            Ok(fd) => fd,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(io_error(&shown, error)),
+        };
+        let entries = rustix::fs::Dir::read_from(&fd).map_err(|e| io_error(&shown, e.into()))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&shown, e.into()))?;
+            if let Ok(name) = entry.file_name().to_str() {
+                if name != "." && name != ".." {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    /// Removes a resolved file (a link there is removed, not followed).
+    pub fn remove_file(&self, path: &Path) -> Result<(), WorkspaceError> {
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+            return Err(WorkspaceError::Empty);
+        };
+        let dir =
+            beneath::open_dir(self.fd.as_fd(), parent, false).map_err(|e| io_error(&shown, e))?;
+        rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::empty())
+            .map_err(|e| io_error(&shown, e.into()))
+    }
+
     /// The path as the model should see it: relative to the root.
     pub fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)

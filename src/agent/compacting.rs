@@ -9,6 +9,7 @@ use super::context::ContextMeter;
 use super::parts::Agent;
 use crate::events::AgentEvent;
 use crate::history::Message;
+use crate::sessions::Entry;
 
 /// The loop's compaction point. Returns whether the history changed.
 pub(super) async fn compact_now(
@@ -43,6 +44,13 @@ pub(super) async fn compact_now(
                 "compacted the history"
             );
             meter.forget();
+            // The session file takes the new history whole: a resume
+            // starts from it, not from what it replaced.
+            agent.transcript.record(Entry::Compaction {
+                before_tokens: done.before_tokens,
+                after_tokens: done.after_tokens,
+                messages,
+            });
             agent.sink.emit(AgentEvent::Compacted {
                 before_tokens: done.before_tokens,
                 after_tokens: done.after_tokens,

@@ -31,10 +31,11 @@ use super::parts::Agent;
 use super::permit::permit;
 use super::usage::UsageTally;
 use crate::events::AgentEvent;
-use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique, push_user_blocks};
+use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique};
 use crate::inbox::{Arrival, Inbox};
 use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
+use crate::sessions::Entry;
 use crate::tools::{PreparedCall, ToolError};
 
 pub use super::parts::LoopConfig;
@@ -155,6 +156,7 @@ pub async fn run_loop(
             response => response?,
         };
         usage.add(response.usage, true);
+        agent.transcript.record(Entry::Usage(response.usage));
         let call_usage = response.usage;
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");
@@ -167,7 +169,7 @@ pub async fn run_loop(
             // message or the tool results, as it did before this call.
             return Err(LoopError::EmptyAnswer { cut });
         }
-        messages.push(assistant.clone());
+        append(agent, messages, assistant.clone());
         meter.observe(call_usage, messages.len());
         let calls: Vec<ToolCall<'_>> = assistant.tool_calls().collect();
         if calls.is_empty() {
@@ -184,12 +186,7 @@ pub async fn run_loop(
                     continuations,
                     "the answer was cut at the output limit; asking the model to go on"
                 );
-                push_user_blocks(
-                    messages,
-                    vec![ContentBlock::Text {
-                        text: CONTINUE.into(),
-                    }],
-                );
+                append(agent, messages, Message::user_text(CONTINUE));
                 continue;
             }
             // The user wrote while the model answered: the turn goes on with
@@ -209,10 +206,11 @@ pub async fn run_loop(
         continuations = 0;
 
         let results = run_tool_calls(agent, &calls).await;
-        messages.push(Message {
+        let results = Message {
             role: super::Role::User,
             content: results,
-        });
+        };
+        append(agent, messages, results);
         if agent.cancel.is_cancelled() {
             return Err(LoopError::Cancelled);
         }
@@ -254,7 +252,17 @@ fn deliver(agent: &Agent<'_>, inbox: &Inbox, messages: &mut Vec<Message>) {
             }
         })
         .collect();
-    push_user_blocks(messages, arrived);
+    let arrived = Message {
+        role: super::Role::User,
+        content: arrived,
+    };
+    append(agent, messages, arrived);
+}
+
+/// The one way the loop adds to the history: the transcript (the session
+/// file) is told each message as it joins.
+fn append(agent: &Agent<'_>, messages: &mut Vec<Message>, message: Message) {
+    crate::sessions::append(messages, message, agent.transcript);
 }
 
 /// One model call. Streams when configured; falls back to `create` when the

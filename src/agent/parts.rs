@@ -13,6 +13,7 @@ use crate::inbox::Inbox;
 use crate::permission::PermissionGate;
 use crate::provider::Provider;
 use crate::sandbox::Sandbox;
+use crate::sessions::{NoTranscript, Transcript};
 use crate::tools::{Approved, BackgroundTasks, ReadLedger, SubAgents, ToolContext, ToolRegistry};
 use crate::workspace::Workspace;
 
@@ -29,6 +30,8 @@ pub struct Agent<'a> {
     pub(super) workspace: &'a dyn Workspace,
     pub(super) sink: &'a dyn EventSink,
     pub(super) compactor: &'a dyn Compactor,
+    /// Told every message the loop appends (a session file, or nothing).
+    pub(super) transcript: &'a dyn Transcript,
     pub(super) inbox: Option<&'a Inbox>,
     pub(super) config: &'a LoopConfig,
     /// Cancels the model call and every running tool; the turn then ends
@@ -77,6 +80,7 @@ impl<'a> Agent<'a> {
             workspace,
             sink,
             compactor: &NoCompaction,
+            transcript: &NoTranscript,
             inbox: None,
             config,
             cancel: CancellationToken::new(),
@@ -113,6 +117,13 @@ impl<'a> Agent<'a> {
 
     pub fn with_compactor(mut self, compactor: &'a dyn Compactor) -> Self {
         self.compactor = compactor;
+        self
+    }
+
+    /// Where the conversation is kept as it goes (`bareagent run` and the
+    /// language server: the session file).
+    pub fn with_transcript(mut self, transcript: &'a dyn Transcript) -> Self {
+        self.transcript = transcript;
         self
     }
 

@@ -1,10 +1,11 @@
 //! The command line: `bareagent` (the language server), `bareagent run`
-//! (one headless turn), `bareagent --version`.
+//! (one headless turn), `bareagent sessions`, `bareagent --version`.
 
 mod approve;
 mod diff_view;
 mod output;
 mod run;
+mod sessions;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
 
 pub use run::run;
+pub use sessions::sessions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,11 +49,25 @@ pub enum Command {
     Lsp,
     /// Run one agent turn in the current directory, without an editor.
     Run(RunArgs),
+    /// List this workspace's saved sessions (newest first), or remove one.
+    Sessions {
+        #[command(subcommand)]
+        action: Option<SessionsAction>,
+    },
     /// Trust a directory's own settings (`.bareagent/config.toml`): until
     /// then they may only restrict what the agent may do.
     Trust {
         /// The project directory (default: the current one).
         path: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// Delete a session's file.
+    Rm {
+        /// The session's id (as `bareagent sessions` lists it).
+        id: String,
     },
 }
 
@@ -75,6 +91,14 @@ pub struct RunArgs {
     /// What to ask the agent.
     #[arg(required = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
+
+    /// Go on with this workspace's latest session instead of starting one.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_last: bool,
+
+    /// Go on with the session ID (see `bareagent sessions`).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
 
     /// Model API to use. Default: anthropic if ANTHROPIC_API_KEY or
     /// ANTHROPIC_AUTH_TOKEN is set, else openai if OPENAI_API_KEY or

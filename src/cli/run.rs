@@ -21,6 +21,7 @@ use crate::provider::openai::session_cache_key;
 use crate::provider::retry::{RetryObserver, RetryPolicy};
 use crate::provider::{HttpSettings, ProviderChoice, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
+use crate::sessions::{Entry, Transcript};
 use crate::tools::{BackgroundTasks, ToolRegistry};
 use crate::workspace::{DiskWorkspace, Workspace};
 
@@ -108,9 +109,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .with_background(&background)
     .with_compactor(&compaction)
     .with_cancel(cancel);
-    let mut messages = vec![Message::user_text(prompt)];
+    let (session, mut messages) = super::sessions::open(workspace.paths(), &args)?;
+    let agent = agent.with_transcript(&session);
+    crate::sessions::append(&mut messages, Message::user_text(prompt), &session);
     sink.started();
     let outcome = run_loop(&agent, &mut messages).await;
+    session.record(Entry::TurnEnd);
     background.kill_all();
     match outcome {
         Ok(outcome) => {

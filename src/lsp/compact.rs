@@ -85,6 +85,14 @@ async fn compact_idle(state: Arc<State>, name: String, snapshot: Vec<Message>) {
             let session = sessions.get_mut(&name);
             let kept = match session {
                 Some(session) if session.running.is_none() && session.messages == snapshot => {
+                    if let Some(file) = &session.file {
+                        use crate::sessions::Transcript;
+                        file.record(crate::sessions::Entry::Compaction {
+                            before_tokens: done.before_tokens,
+                            after_tokens: done.after_tokens,
+                            messages: &messages,
+                        });
+                    }
                     session.messages = messages;
                     session.usage += *usage.0.lock().unwrap_or_else(|p| p.into_inner());
                     true

@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 13] = [
+pub const COMMANDS: [&str; 14] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -25,6 +25,7 @@ pub const COMMANDS: [&str; 13] = [
     "bareagent.approveAlways",
     "bareagent.reject",
     "bareagent.newSession",
+    "bareagent.resume",
     "bareagent.status",
     "bareagent.openChat",
     "bareagent.trustWorkspace",
@@ -132,6 +133,7 @@ impl LanguageServer for Backend {
             self.state.diagnostics.set_pushed();
         }
         let _ = self.state.init.set(init);
+        super::resume::at_start(&self.state);
         if let Some(pid) = params.process_id {
             super::parent::watch(pid, self.state.parent_gone.clone());
         }
@@ -273,6 +275,11 @@ impl LanguageServer for Backend {
                     .unwrap_or(MAIN_SESSION);
                 turn::clear_session(&self.state, name);
                 json!({"session": name, "cleared": true})
+            }
+            "bareagent.resume" => {
+                super::resume::command(&self.state, arguments.first().unwrap_or(&Value::Null))
+                    .await
+                    .map_err(invalid)?
             }
             "bareagent.status" => status(&self.state),
             "bareagent.openChat" => self.open_chat().await?,
@@ -665,6 +672,7 @@ pub fn status(state: &State) -> Value {
                 "name": name, "running": session.running.as_ref().map(|r| r.id),
                 "messages": session.messages.len(), "usage": session.usage,
                 "spend": session.spend, "instructions": session.instructions,
+                "sessionId": session.file.as_ref().map(|f| f.id()),
             })
         })
         .collect();

@@ -12,6 +12,7 @@ use crate::events::Spend;
 use crate::permission::PermissionGate;
 use crate::provider::Usage;
 use crate::sandbox::SandboxSettings;
+use crate::sessions::SessionFile;
 use crate::tools::{BackgroundTasks, ReadLedger};
 
 pub struct Session {
@@ -33,6 +34,12 @@ pub struct Session {
     pub inbox: Inbox,
     /// What the model of this session has seen of each file.
     pub reads: Arc<ReadLedger>,
+    /// Where the main session is saved; made at its first turn, or the
+    /// session resumed (other sessions live in memory only).
+    pub file: Option<Arc<SessionFile>>,
+    /// Which conversation this is, for the chat, when it could not be said
+    /// at start (the user's prompt was waiting there): said at the next turn.
+    pub chat_notice: Option<String>,
     /// `bareagent.compact` during a turn: its loop compacts at its next step.
     pub compact: CompactRequest,
 }
@@ -65,6 +72,8 @@ impl Default for Session {
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
             reads: Arc::default(),
+            file: None,
+            chat_notice: None,
             compact: CompactRequest::default(),
         }
     }

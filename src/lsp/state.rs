@@ -60,6 +60,9 @@ pub struct EditorSettings {
     pub edits: crate::config::Edits,
     /// How long an edit waits for the editor's fresh diagnostics; 0: never.
     pub diagnostics_settle_ms: Option<u64>,
+    /// Which conversation the main session starts with (read from
+    /// `initializationOptions`, at start).
+    pub resume: Option<ResumeSetting>,
     /// The model's context window in tokens (over `[context] window`).
     pub context_window: Option<u64>,
     /// Compact past this share of the window (over `[context] compact_at`).
@@ -68,6 +71,17 @@ pub struct EditorSettings {
     /// until it is fixed (see `from_value`).
     #[serde(skip)]
     pub unreadable_permissions: Option<String>,
+}
+
+/// The `resume` setting: which conversation the main session starts with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResumeSetting {
+    /// The workspace's last session (the default).
+    #[default]
+    Last,
+    /// Always a new conversation.
+    Never,
 }
 
 /// The settings that decide what the agent may do: one that cannot be read

@@ -27,6 +27,7 @@ use crate::events::{AgentEvent, EventSink, Spend, usage_line};
 use crate::provider::openai::session_cache_key;
 use crate::provider::{HttpSettings, ProviderChoice, Usage, context_window};
 use crate::sandbox::Sandbox;
+use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
 use crate::tools::{ReadLedger, ToolRegistry};
 
 pub struct Ask {
@@ -66,12 +67,14 @@ fn start_locked(
         cancel: cancel.clone(),
         progress_token: progress_token.clone(),
     });
+    if ask.session == MAIN_SESSION && session.file.is_none() {
+        session.file = Some(Arc::new(SessionFile::create(&state.init().paths)));
+    }
     let mut messages = std::mem::take(&mut session.messages);
-    crate::history::push_user_blocks(
+    crate::sessions::append(
         &mut messages,
-        vec![crate::agent::ContentBlock::Text {
-            text: ask.prompt.clone(),
-        }],
+        Message::user_text(ask.prompt.clone()),
+        transcript_of(&session.file),
     );
     let turn = Turn {
         state: state.clone(),
@@ -83,6 +86,7 @@ fn start_locked(
         background: session.background.clone(),
         inbox: session.inbox.clone(),
         reads: session.reads.clone(),
+        file: session.file.clone(),
         compact: session.compact.clone(),
         started: session.started,
         before: (session.usage, session.spend),
@@ -134,6 +138,15 @@ struct Turn {
     started: std::time::SystemTime,
     /// The session's usage and spend before this turn.
     before: (Usage, Spend),
+    file: Option<Arc<SessionFile>>,
+}
+
+/// The session's file as a transcript, or none.
+fn transcript_of(file: &Option<Arc<SessionFile>>) -> &dyn Transcript {
+    match file {
+        Some(file) => file.as_ref(),
+        None => &NoTranscript,
+    }
 }
 
 impl Turn {
@@ -152,6 +165,9 @@ impl Turn {
             }
             let current = chat::current_text(&state).unwrap_or_default();
             chat.write(chat::turn_header(&current, &ask.prompt, ask.prompt_in_chat));
+            if let Some(notice) = super::resume::take_notice(&state) {
+                chat.write(format!("_{notice}_\n\n"));
+            }
         }
         state.event(json!({"type": "turn_started", "turn": self.id, "session": self.session, "prompt": ask.prompt})).await;
         let progress = self.begin_progress(&ask.prompt).await;
@@ -185,6 +201,7 @@ impl Turn {
             inbox: self.inbox.clone(),
             reads: self.reads.clone(),
             cancel: self.cancel.clone(),
+            file: self.file.clone(),
             compact: self.compact.clone(),
             near: near_paths(&state, &ask.prompt),
             cache_key: session_cache_key(&state.init().root, self.started),
@@ -207,6 +224,13 @@ impl Turn {
             }
         };
         let layout = forwarder.await.unwrap_or_default();
+        if let Some(file) = self.file.clone() {
+            // The sync waits for the disk: off the runtime's thread.
+            let synced = tokio::task::spawn_blocking(move || file.record(Entry::TurnEnd)).await;
+            if let Err(error) = synced {
+                tracing::warn!(%error, "cannot sync the session file");
+            }
+        }
 
         let totals = totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let summary = match &outcome {
@@ -247,7 +271,12 @@ impl Turn {
                                 text: format!("<user-message>\n{prompt}\n</user-message>"),
                             })
                             .collect();
-                        crate::history::push_user_blocks(&mut session.messages, blocks);
+                        let queued = Message {
+                            role: crate::agent::Role::User,
+                            content: blocks,
+                        };
+                        let transcript = transcript_of(&session.file);
+                        crate::sessions::append(&mut session.messages, queued, transcript);
                     } else if !queued.is_empty() {
                         let ask = Ask {
                             session: self.session.clone(),
@@ -324,6 +353,7 @@ struct TurnParts {
     inbox: crate::agent::Inbox,
     reads: Arc<ReadLedger>,
     cancel: CancellationToken,
+    file: Option<Arc<SessionFile>>,
     /// The user's `bareagent.compact`, taken at the loop's next step.
     compact: CompactRequest,
     /// Files the turn is about: its instructions are read near them.
@@ -360,6 +390,7 @@ async fn run_agent(
         inbox,
         reads,
         cancel,
+        file,
         compact,
         near,
         cache_key,
@@ -461,7 +492,8 @@ async fn run_agent(
     .with_background(&*background)
     .with_reads(reads)
     .with_compactor(&compaction)
-    .with_cancel(cancel);
+    .with_cancel(cancel)
+    .with_transcript(transcript_of(&file));
     match run_loop(&agent, messages).await {
         Ok(outcome) => Ok(outcome),
         Err(LoopError::Cancelled) => Err("cancelled".into()),

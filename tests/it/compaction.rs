@@ -14,20 +14,20 @@ use crate::common::*;
 use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 
 /// 20 KB of text, 250 lines: about 5 000 tokens as read_file shows it.
-fn big_file() -> String {
+pub(crate) fn big_file() -> String {
     (0..250)
         .map(|n| format!("{n:04} {}\n", "lorem ipsum dolor sit amet ".repeat(3)))
         .collect()
 }
 
 /// Whether a request is a compaction's summary call.
-fn is_summary(body: &Value) -> bool {
+pub(crate) fn is_summary(body: &Value) -> bool {
     body.to_string().contains(&SUMMARY_PROMPT[..60])
 }
 
-const SUMMARY: &str = "SUMMARY: the user asked to read big.txt again and again.";
+pub(crate) const SUMMARY: &str = "SUMMARY: the user asked to read big.txt again and again.";
 
-fn reads(n: usize) -> Vec<Step> {
+pub(crate) fn reads(n: usize) -> Vec<Step> {
     (0..n)
         .map(|_| Reply::tool("read_file", json!({"path": "big.txt"})).into())
         .collect()

@@ -31,6 +31,7 @@ mod read_ledger;
 mod redact;
 mod sandbox;
 mod secrets;
+mod sessions;
 mod shell_differential;
 mod terminal;
 mod tool_ids;

@@ -1,0 +1,218 @@
+//! Writing a session file: one record a line, each written with one
+//! `write(2)` as it happens (so a crash loses at most the record being
+//! written), synced to disk at turn ends. The file is made at the first
+//! record, so a session that never said anything leaves nothing behind.
+//!
+//! Every open goes through the workspace's resolver: a `.bareagent` or
+//! `sessions` planted as a link fails the open; a new file is created
+//! exclusively (a link at its name is refused, not written through); an
+//! existing one is opened without following a link.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
+use super::{Entry, Transcript, sessions_dir};
+use crate::workspace::{PathResolver, WorkspaceError};
+
+/// One session's file, written as the conversation goes.
+pub struct SessionFile {
+    id: String,
+    path: PathBuf,
+    paths: PathResolver,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// `None` until the first record (for a new session).
+    file: Option<std::fs::File>,
+    /// The header still to write, for a new session.
+    header: Option<Header>,
+    /// A write failed: said once in the log, then tried again each record.
+    failed: bool,
+}
+
+impl SessionFile {
+    /// A new session; its file appears with its first record.
+    pub fn create(paths: &PathResolver) -> SessionFile {
+        let id = super::new_id();
+        let header = Header {
+            version: VERSION,
+            id: id.clone(),
+            created: super::now_rfc3339(),
+            workspace: paths.root().display().to_string(),
+            first_prompt: None,
+        };
+        SessionFile {
+            path: sessions_dir(paths).join(format!("{id}.jsonl")),
+            id,
+            paths: paths.clone(),
+            state: Mutex::new(State {
+                file: None,
+                header: Some(header),
+                failed: false,
+            }),
+        }
+    }
+
+    /// An existing session, to append to. `valid_len` is where its last
+    /// whole line ends (see `load`): a torn tail is cut off first, so the
+    /// next record starts a line of its own.
+    pub(super) fn reopen(
+        paths: &PathResolver,
+        id: &str,
+        valid_len: u64,
+    ) -> Result<SessionFile, WorkspaceError> {
+        let path = sessions_dir(paths).join(format!("{id}.jsonl"));
+        let file = paths.open_append(&path, false)?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(valid_len);
+        if size > valid_len {
+            tracing::warn!(
+                session = id,
+                cut = size - valid_len,
+                "cutting the torn last line off the session file"
+            );
+            file.set_len(valid_len).map_err(|e| WorkspaceError::Io {
+                path: paths.display(&path),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(SessionFile {
+            id: id.to_string(),
+            path,
+            paths: paths.clone(),
+            state: Mutex::new(State {
+                file: Some(file),
+                header: None,
+                failed: false,
+            }),
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The workspace-relative path of the file.
+    pub fn shown_path(&self) -> String {
+        self.paths.display(&self.path)
+    }
+
+    fn write(&self, record: &Record, sync: bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.file.is_none() {
+            if let Some(header) = state.header.as_mut() {
+                header.first_prompt = first_prompt(record);
+            }
+        }
+        let result = self.write_locked(&mut state, record, sync);
+        match result {
+            Ok(()) => state.failed = false,
+            Err(error) if !state.failed => {
+                state.failed = true;
+                tracing::warn!(session = %self.id, %error, "cannot write the session file; the conversation is not being saved");
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn write_locked(&self, state: &mut State, record: &Record, sync: bool) -> Result<(), String> {
+        if state.file.is_none() {
+            let dir = sessions_dir(&self.paths);
+            self.paths.create_dirs(&dir).map_err(|e| e.to_string())?;
+            // Sessions quote files: they stay out of commits.
+            self.paths
+                .write_atomically(&dir.join(".gitignore"), b"*\n")
+                .map_err(|e| e.to_string())?;
+            let mut file = self
+                .paths
+                .open_append(&self.path, true)
+                .map_err(|e| e.to_string())?;
+            if let Some(header) = state.header.take() {
+                file.write_all(&line(&Record::Header(header))?)
+                    .map_err(|e| e.to_string())?;
+            }
+            state.file = Some(file);
+        }
+        let Some(file) = state.file.as_mut() else {
+            return Ok(());
+        };
+        // One write per record: `File` is unbuffered, so this is in the
+        // kernel when it returns (a crash of the agent cannot lose it).
+        file.write_all(&line(record)?).map_err(|e| e.to_string())?;
+        if sync {
+            file.sync_data().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// A record as one line, its newline included.
+fn line(record: &Record) -> Result<Vec<u8>, String> {
+    let mut bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// The user's text of a message record, for the header.
+fn first_prompt(record: &Record) -> Option<String> {
+    match record {
+        Record::Message { message } if message.role == crate::history::Role::User => {
+            let text = message.text();
+            (!text.trim().is_empty()).then(|| crate::text::prefix(text.trim(), 200).to_string())
+        }
+        _ => None,
+    }
+}
+
+impl Transcript for SessionFile {
+    fn record(&self, entry: Entry<'_>) {
+        let (record, sync) = match entry {
+            Entry::Message(message) => (
+                Record::Message {
+                    message: message.clone(),
+                },
+                false,
+            ),
+            Entry::Usage(usage) => (Record::Usage { usage }, false),
+            Entry::Compaction {
+                before_tokens,
+                after_tokens,
+                messages,
+            } => (
+                Record::Compaction(CompactionRecord {
+                    before_tokens,
+                    after_tokens,
+                    messages: messages.to_vec(),
+                }),
+                true,
+            ),
+            Entry::Edit {
+                path,
+                before,
+                after,
+            } => (
+                Record::Edit(EditRecord {
+                    path: path.to_string(),
+                    before: before.map(str::to_string),
+                    after: after.to_string(),
+                }),
+                false,
+            ),
+            Entry::TurnEnd => (Record::TurnEnd, true),
+        };
+        // A turn end of a session that never wrote anything makes no file.
+        if matches!(record, Record::TurnEnd)
+            && self
+                .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .file
+                .is_none()
+        {
+            return;
+        }
+        self.write(&record, sync);
+    }
+}

@@ -1,0 +1,353 @@
+//! Reading session files back: the history a session had, repaired where a
+//! kill left it unfinished, and the list `bareagent sessions` shows.
+//!
+//! What a reader accepts, failing closed: the first line must be a header
+//! of a version it knows; every other whole line must be a record it
+//! reads, and the history they make must pass `check_history` once
+//! repaired. The one exception is the last line when the file does not end
+//! with a newline: a write cut by a crash. It is ignored (with a log line)
+//! and cut off when the session is appended to again. Anything else is an
+//! error naming the file and the line: a history that is guessed at could
+//! send the model something nobody wrote.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use super::file::SessionFile;
+use super::record::{Header, Record, VERSION};
+use crate::history::{ContentBlock, Message, Role, Usage, check_history};
+use crate::workspace::{PathResolver, WorkspaceError};
+
+/// The text every unanswered tool call of a killed session gets.
+pub const INTERRUPTED: &str = "Interrupted: bareagent stopped before this tool call finished (it may have run in part); check its effects before relying on them";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no session `{0}` in this workspace (see `bareagent sessions`)")]
+    NotFound(String),
+    #[error("`{0}` is not a session id (they look like 20261201T143000123-ab12)")]
+    BadId(String),
+    #[error("{path}, line {line}: {reason}; the session is not loaded (the file is kept as it is)")]
+    Corrupt {
+        path: String,
+        line: usize,
+        reason: String,
+    },
+    #[error(
+        "{path}: written by a newer bareagent (format version {version}, this one reads {VERSION})"
+    )]
+    NewerVersion { path: String, version: u32 },
+    #[error("{path}: its history is not valid ({reason}); the session is not loaded")]
+    InvalidHistory { path: String, reason: String },
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+}
+
+/// `.bareagent/sessions` in the workspace.
+pub fn sessions_dir(paths: &PathResolver) -> PathBuf {
+    paths.root().join(".bareagent").join("sessions")
+}
+
+/// A session read back.
+#[derive(Debug)]
+pub struct Loaded {
+    pub header: Header,
+    /// The history, repaired: what the model is sent next.
+    pub messages: Vec<Message>,
+    pub usage: Usage,
+    /// Turns that ended (a turn cut by a kill is not counted).
+    pub turns: usize,
+    pub edits: Vec<super::EditRecord>,
+    /// Tool calls a kill left unanswered, given an interrupted result.
+    pub repaired: usize,
+    pub size: u64,
+    /// Where the last whole line ends.
+    valid_len: u64,
+}
+
+/// What `bareagent sessions` and `bareagent.resume` list.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: String,
+    pub date: String,
+    pub first_prompt: Option<String>,
+    pub turns: usize,
+    pub messages: usize,
+    pub tokens: u64,
+    pub size: u64,
+}
+
+fn check_id(id: &str) -> Result<(), SessionError> {
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain {
+        Ok(())
+    } else {
+        Err(SessionError::BadId(id.to_string()))
+    }
+}
+
+fn file_of(paths: &PathResolver, id: &str) -> PathBuf {
+    sessions_dir(paths).join(format!("{id}.jsonl"))
+}
+
+/// Reads session `id`, repairs its tail, and opens it to append to.
+pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), SessionError> {
+    let loaded = read(paths, id)?;
+    let file = SessionFile::reopen(paths, id, loaded.valid_len)?;
+    let mut loaded = loaded;
+    let repair = interrupted_results(&loaded.messages);
+    if !repair.is_empty() {
+        loaded.repaired = repair.len();
+        // Written, so the file alone gives the history the model is sent.
+        super::append(
+            &mut loaded.messages,
+            Message {
+                role: Role::User,
+                content: repair,
+            },
+            &file,
+        );
+    }
+    check_history(&loaded.messages).map_err(|reason| SessionError::InvalidHistory {
+        path: paths.display(&file_of(paths, id)),
+        reason,
+    })?;
+    Ok((loaded, file))
+}
+
+/// The results a history's unanswered last tool calls need: an assistant
+/// message asking for tools is the last one when a kill struck before its
+/// results were written. Nothing for any other history.
+pub fn interrupted_results(messages: &[Message]) -> Vec<ContentBlock> {
+    match messages.last() {
+        Some(last) if last.role == Role::Assistant => last
+            .tool_calls()
+            .map(|call| ContentBlock::tool_result(call.id, INTERRUPTED, true))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Reads and replays a session file, without repairing it.
+fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+    check_id(id)?;
+    let path = file_of(paths, id);
+    let shown = paths.display(&path);
+    let mut bytes = Vec::new();
+    paths
+        .open_file(&path)
+        .map_err(|error| match error {
+            WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
+            other => other.into(),
+        })?
+        .read_to_end(&mut bytes)
+        .map_err(|e| WorkspaceError::Io {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+    replay(&shown, &bytes)
+}
+
+/// The records of a file's bytes, replayed into a history.
+fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
+    let corrupt = |line: usize, reason: String| SessionError::Corrupt {
+        path: shown.to_string(),
+        line,
+        reason,
+    };
+    let valid_len = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    if valid_len < bytes.len() {
+        tracing::warn!(
+            file = shown,
+            bytes = bytes.len() - valid_len,
+            "ignoring the torn last line of a session file (a write cut by a crash)"
+        );
+    }
+    let mut header = None;
+    let mut loaded = Loaded {
+        header: Header {
+            version: VERSION,
+            id: String::new(),
+            created: String::new(),
+            workspace: String::new(),
+            first_prompt: None,
+        },
+        messages: Vec::new(),
+        usage: Usage::default(),
+        turns: 0,
+        edits: Vec::new(),
+        repaired: 0,
+        size: bytes.len() as u64,
+        valid_len: valid_len as u64,
+    };
+    for (index, line) in bytes[..valid_len].split(|&b| b == b'\n').enumerate() {
+        let number = index + 1;
+        if line.is_empty() {
+            continue;
+        }
+        if header.is_none() {
+            // The header alone first: a newer version is said as such, not
+            // as a record this reader does not know.
+            let value: serde_json::Value = serde_json::from_slice(line)
+                .map_err(|e| corrupt(number, format!("not JSON: {e}")))?;
+            let version = value.get("version").and_then(serde_json::Value::as_u64);
+            if value.get("type").and_then(serde_json::Value::as_str) != Some("header") {
+                return Err(corrupt(number, "the first record is not a header".into()));
+            }
+            if let Some(version) = version.filter(|v| *v > u64::from(VERSION)) {
+                return Err(SessionError::NewerVersion {
+                    path: shown.to_string(),
+                    version: u32::try_from(version).unwrap_or(u32::MAX),
+                });
+            }
+        }
+        let record: Record = serde_json::from_slice(line)
+            .map_err(|e| corrupt(number, format!("not a record: {e}")))?;
+        match record {
+            Record::Header(found) if header.is_none() => header = Some(found),
+            Record::Header(_) => return Err(corrupt(number, "a second header".into())),
+            Record::Message { message } => super::join(&mut loaded.messages, message),
+            Record::Usage { usage } => loaded.usage += usage,
+            Record::Compaction(compaction) => loaded.messages = compaction.messages,
+            Record::Edit(edit) => loaded.edits.push(edit),
+            Record::TurnEnd => loaded.turns += 1,
+        }
+    }
+    loaded.header = header.ok_or_else(|| corrupt(1, "the file has no header".into()))?;
+    Ok(loaded)
+}
+
+/// The ids of this workspace's session files, newest first.
+fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
+    let mut ids: Vec<String> = paths
+        .file_names(&sessions_dir(paths))?
+        .into_iter()
+        .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_string))
+        .filter(|id| check_id(id).is_ok())
+        .collect();
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(ids)
+}
+
+/// The sessions of this workspace, newest first. A file that cannot be read
+/// is left out of the list, and logged.
+pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
+    let mut summaries = Vec::new();
+    for id in ids(paths)? {
+        match read(paths, &id) {
+            Ok(loaded) => summaries.push(SessionSummary {
+                date: loaded.header.created.clone(),
+                first_prompt: loaded.header.first_prompt.clone(),
+                turns: loaded.turns,
+                messages: loaded.messages.len(),
+                tokens: loaded.usage.input_tokens
+                    + loaded.usage.output_tokens
+                    + loaded.usage.cache_creation_input_tokens
+                    + loaded.usage.cache_read_input_tokens,
+                size: loaded.size,
+                id,
+            }),
+            Err(error) => tracing::warn!(session = %id, %error, "cannot read a session file"),
+        }
+    }
+    Ok(summaries)
+}
+
+/// The newest session of this workspace, by its id — readable or not: a
+/// damaged last session is an error when loaded, never silently passed
+/// over for an older one.
+pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
+    Ok(ids(paths)?.into_iter().next())
+}
+
+/// Deletes session `id`.
+pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
+    check_id(id)?;
+    paths
+        .remove_file(&file_of(paths, id))
+        .map_err(|error| match error {
+            WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
+            other => other.into(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(records: &[&str]) -> Vec<u8> {
+        records
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect::<String>()
+            .into_bytes()
+    }
+
+    const HEADER: &str = r#"{"type":"header","version":1,"id":"x","created":"c","workspace":"/w"}"#;
+    const PROMPT: &str =
+        r#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
+    const CALL: &str = r#"{"type":"message","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}"#;
+
+    /// (file, what loading says): only a torn last line is forgiven.
+    #[test]
+    fn a_bad_line_fails_the_load_but_a_torn_last_one() {
+        let torn = {
+            let mut bytes = lines(&[HEADER, PROMPT]);
+            bytes.extend_from_slice(br#"{"type":"message","message":{"role":"assi"#);
+            bytes
+        };
+        let cases: Vec<(Vec<u8>, Result<usize, &str>)> = vec![
+            (lines(&[HEADER, PROMPT]), Ok(1)),
+            (torn, Ok(1)),
+            (
+                lines(&[HEADER, "{not json", PROMPT]),
+                Err("line 2: not a record"),
+            ),
+            (
+                lines(&[HEADER, r#"{"type":"mystery"}"#]),
+                Err("line 2: not a record"),
+            ),
+            (
+                lines(&[PROMPT]),
+                Err("line 1: the first record is not a header"),
+            ),
+            (lines(&[HEADER, HEADER]), Err("line 2: a second header")),
+            (
+                lines(&[
+                    r#"{"type":"header","version":9,"id":"x","created":"c","workspace":"/w"}"#,
+                ]),
+                Err("newer bareagent"),
+            ),
+            (Vec::new(), Err("no header")),
+        ];
+        for (bytes, expected) in cases {
+            let got = replay("s.jsonl", &bytes).map(|l| l.messages.len());
+            match (&got, expected) {
+                (Ok(n), Ok(m)) => assert_eq!(*n, m),
+                (Err(error), Err(text)) => {
+                    assert!(error.to_string().contains(text), "{error} ∌ {text}")
+                }
+                _ => panic!("{got:?} for {:?}", String::from_utf8_lossy(&bytes)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_call_left_without_a_result_gets_an_interrupted_one() {
+        let loaded = replay("s.jsonl", &lines(&[HEADER, PROMPT, CALL])).unwrap();
+        assert!(check_history(&loaded.messages).is_err());
+        let mut messages = loaded.messages;
+        let repair = interrupted_results(&messages);
+        assert_eq!(repair.len(), 1);
+        crate::history::push_user_blocks(&mut messages, repair);
+        assert_eq!(check_history(&messages), Ok(()));
+    }
+}
