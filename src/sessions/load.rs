@@ -39,6 +39,10 @@ pub enum SessionError {
     NewerVersion { path: String, version: u32 },
     #[error("{path}: its history is not valid ({reason}); the session is not loaded")]
     InvalidHistory { path: String, reason: String },
+    #[error(
+        "{path} was not written by bareagent for you (it is readable by others, or not yours: it may have come with the repository); it is not resumed. Delete it, or `chmod 600` it if it is yours"
+    )]
+    NotOurs { path: String },
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
@@ -63,6 +67,8 @@ pub struct Loaded {
     pub size: u64,
     /// Where the last whole line ends.
     valid_len: u64,
+    /// Owned by this user and readable by nobody else: bareagent wrote it.
+    owner_only: bool,
 }
 
 /// What `bareagent sessions` and `bareagent.resume` list.
@@ -96,8 +102,18 @@ fn file_of(paths: &PathResolver, id: &str) -> PathBuf {
 }
 
 /// Reads session `id`, repairs its tail, and opens it to append to.
+///
+/// Only a file bareagent wrote for this user is resumed: one owned by the
+/// user and readable by nobody else (it creates them 0600). A session file
+/// that came with a repository (git checks files out 0644) would put its
+/// history in front of the model as if it were the user's own.
 pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), SessionError> {
     let loaded = read(paths, id)?;
+    if !loaded.owner_only {
+        return Err(SessionError::NotOurs {
+            path: paths.display(&file_of(paths, id)),
+        });
+    }
     let file = SessionFile::reopen(paths, id, loaded.valid_len)?;
     let mut loaded = loaded;
     let repair = interrupted_results(&loaded.messages);
@@ -139,18 +155,24 @@ fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
     let path = file_of(paths, id);
     let shown = paths.display(&path);
     let mut bytes = Vec::new();
-    paths
-        .open_file(&path)
-        .map_err(|error| match error {
-            WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
-            other => other.into(),
-        })?
-        .read_to_end(&mut bytes)
-        .map_err(|e| WorkspaceError::Io {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
-    replay(&shown, &bytes)
+    let mut file = paths.open_file(&path).map_err(|error| match error {
+        WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
+        other => other.into(),
+    })?;
+    let io = |e: std::io::Error| WorkspaceError::Io {
+        path: shown.clone(),
+        message: e.to_string(),
+    };
+    // The descriptor's own metadata: what was opened is what is judged.
+    let meta = file.metadata().map_err(io)?;
+    file.read_to_end(&mut bytes).map_err(io)?;
+    let mut loaded = replay(&shown, &bytes)?;
+    loaded.owner_only = {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o077 == 0
+    };
+    Ok(loaded)
 }
 
 /// The records of a file's bytes, replayed into a history.
@@ -187,6 +209,7 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         repaired: 0,
         size: bytes.len() as u64,
         valid_len: valid_len as u64,
+        owner_only: false,
     };
     for (index, line) in bytes[..valid_len].split(|&b| b == b'\n').enumerate() {
         let number = index + 1;

@@ -528,3 +528,55 @@ fn a_continued_session_starts_from_its_last_compaction() {
     );
     assert_eq!(history[history.len() - 1].text(), "go on");
 }
+
+/// A session file that came with the repository (git checks files out
+/// 0644) is never resumed — by `--continue` or by the language server at
+/// start — as it would put its history before the model as the user's own;
+/// once the user makes it theirs (`chmod 600`), it is.
+#[test]
+fn a_session_file_that_came_with_the_repository_is_not_resumed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![Reply::text("planted reply").into()]);
+    let out = run_command(dir.path(), &server, &["planted prompt"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let file = session_files(dir.path()).remove(0);
+    let id = file.file_stem().unwrap().to_str().unwrap().to_string();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    // (how it is resumed, whether it is now the user's). The server's own
+    // new session is newer: the last case names the planted one.
+    for (how, mine) in [("--continue", false), ("lsp", false), ("--resume", true)] {
+        if mine {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let server = ModelServer::start(vec![Reply::text("ok").into()]);
+        let history = if how == "lsp" {
+            let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+            let turn = ask(&client, json!("go on"))["turn"].as_u64().unwrap();
+            turn_end(&client, turn);
+            sent_history(&server.requests()[0].body)
+        } else {
+            let args: Vec<&str> = match how {
+                "--resume" => vec![how, &id, "go on"],
+                _ => vec![how, "go on"],
+            };
+            let out = run_command(dir.path(), &server, &args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.success(), mine, "{how} mine={mine}: {stderr}");
+            if !mine {
+                assert!(
+                    stderr.contains("not written by bareagent for you"),
+                    "{stderr}"
+                );
+                assert!(server.requests().is_empty(), "nothing was sent");
+                continue;
+            }
+            sent_history(&server.requests()[0].body)
+        };
+        let planted = shape(&history).contains("planted");
+        assert_eq!(planted, mine, "{how} mine={mine}: {}", shape(&history));
+    }
+}
