@@ -52,6 +52,22 @@ fn compactions(events: &[AgentEvent]) -> Vec<(u64, u64, CompactHow)> {
         .collect()
 }
 
+/// One turn against `server` through `api`, compacting with `settings`.
+async fn turn_compacting(
+    api: Api,
+    server: &ModelServer,
+    dir: &std::path::Path,
+    prompt: &str,
+    settings: CompactionSettings,
+) -> Turn {
+    let provider = provider(api, server);
+    let options = TurnOptions {
+        compaction: Some(settings),
+        ..Default::default()
+    };
+    run_turn(provider.as_ref(), dir, prompt, options).await
+}
+
 fn settings(window: u64, keep_turns: usize) -> CompactionSettings {
     CompactionSettings {
         context_window: window,
@@ -148,16 +164,13 @@ async fn a_failed_summary_leaves_the_history_as_it_was_and_the_turn_goes_on() {
     let server = ModelServer::start(script);
     // Every summary call fails (each retry too).
     server.answer_matching(is_summary, Fault::ServerError);
-    let provider = provider(Api::Anthropic, &server);
-    let turn = run_turn(
-        provider.as_ref(),
+    // Far too small: every step past the second wants a summary.
+    let turn = turn_compacting(
+        Api::Anthropic,
+        &server,
         dir.path(),
         "read big.txt",
-        TurnOptions {
-            // Far too small: every step past the second wants a summary.
-            compaction: Some(settings(2_000, 1)),
-            ..Default::default()
-        },
+        settings(2_000, 1),
     )
     .await;
     let outcome = turn.result.expect("the turn goes on to its answer");
@@ -281,15 +294,12 @@ async fn a_second_refusal_ends_the_turn_saying_why() {
 async fn a_refusal_with_nothing_to_compact_is_not_retried() {
     let dir = workspace(&[]);
     let server = ModelServer::start(vec![Fault::ContextTooLong.into(), Reply::text("no").into()]);
-    let provider = provider(Api::Anthropic, &server);
-    let turn = run_turn(
-        provider.as_ref(),
+    let turn = turn_compacting(
+        Api::Anthropic,
+        &server,
         dir.path(),
         "hello",
-        TurnOptions {
-            compaction: Some(settings(200_000, 1)),
-            ..Default::default()
-        },
+        settings(200_000, 1),
     )
     .await;
     assert!(matches!(turn.result, Err(LoopError::ContextFull(_))));
