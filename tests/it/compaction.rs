@@ -52,9 +52,13 @@ fn compactions(events: &[AgentEvent]) -> Vec<(u64, u64, CompactHow)> {
         .collect()
 }
 
-/// One turn against `server` through `api`, compacting with `settings`.
+/// `TurnOptions`' default: streamed.
+const STREAMED: bool = true;
+
+/// One turn against `server` through `api` (streamed or not), compacting
+/// with `settings`.
 async fn turn_compacting(
-    api: Api,
+    (api, stream): (Api, bool),
     server: &ModelServer,
     dir: &std::path::Path,
     prompt: &str,
@@ -62,6 +66,7 @@ async fn turn_compacting(
 ) -> Turn {
     let provider = provider(api, server);
     let options = TurnOptions {
+        stream,
         compaction: Some(settings),
         ..Default::default()
     };
@@ -166,7 +171,7 @@ async fn a_failed_summary_leaves_the_history_as_it_was_and_the_turn_goes_on() {
     server.answer_matching(is_summary, Fault::ServerError);
     // Far too small: every step past the second wants a summary.
     let turn = turn_compacting(
-        Api::Anthropic,
+        (Api::Anthropic, STREAMED),
         &server,
         dir.path(),
         "read big.txt",
@@ -214,17 +219,13 @@ async fn a_request_refused_as_too_long_is_compacted_and_tried_once_more() {
         script.push(Reply::text("done").into());
         let server = ModelServer::start(script);
         server.answer_matching(is_summary, Reply::text(SUMMARY));
-        let provider = provider(api, &server);
-        let turn = run_turn(
-            provider.as_ref(),
+        // The default window: only the refusal makes it compact.
+        let turn = turn_compacting(
+            (api, stream),
+            &server,
             dir.path(),
             "read big.txt",
-            TurnOptions {
-                stream,
-                // The default window: only the refusal makes it compact.
-                compaction: Some(settings(200_000, 1)),
-                ..Default::default()
-            },
+            settings(200_000, 1),
         )
         .await;
         let outcome = turn.result.unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -261,15 +262,12 @@ async fn a_second_refusal_ends_the_turn_saying_why() {
         script.push(Fault::ContextTooLong.into());
         let server = ModelServer::start(script);
         server.answer_matching(is_summary, Reply::text(SUMMARY));
-        let provider = provider(api, &server);
-        let turn = run_turn(
-            provider.as_ref(),
+        let turn = turn_compacting(
+            (api, STREAMED),
+            &server,
             dir.path(),
             "read big.txt",
-            TurnOptions {
-                compaction: Some(settings(200_000, 1)),
-                ..Default::default()
-            },
+            settings(200_000, 1),
         )
         .await;
         let error = turn.result.expect_err("the turn fails");
@@ -295,7 +293,7 @@ async fn a_refusal_with_nothing_to_compact_is_not_retried() {
     let dir = workspace(&[]);
     let server = ModelServer::start(vec![Fault::ContextTooLong.into(), Reply::text("no").into()]);
     let turn = turn_compacting(
-        Api::Anthropic,
+        (Api::Anthropic, STREAMED),
         &server,
         dir.path(),
         "hello",
