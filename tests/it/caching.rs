@@ -196,11 +196,7 @@ fn the_prompt_cache_key_is_sent_where_the_settings_say_and_never_changes() {
             .arg("read the notes")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::assert_succeeded(&out);
         let keys: Vec<Value> = server
             .requests()
             .iter()

@@ -236,6 +236,15 @@ pub fn sent_tool_results(body: &serde_json::Value) -> Vec<(String, bool)> {
 
 /// The built binary in `dir`, with no provider settings from the environment
 /// and not the developer's own config.
+/// The run exited 0; its stderr is the message when it did not.
+pub fn assert_succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn bareagent(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
     // Not the developer's own settings; a test that needs some sets its own.

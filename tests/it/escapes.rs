@@ -613,11 +613,7 @@ fn a_killed_writes_temporary_file_is_removed_at_the_next_start() {
         .env("ANTHROPIC_API_KEY", TEST_KEY)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_succeeded(&out);
     assert!(!dir.path().join(".bareagent-4242-dead.tmp").exists());
     assert!(!dir.path().join("sub/.bareagent-4242-dead.tmp").exists());
     assert!(dir.path().join("sub/keep.txt").exists());

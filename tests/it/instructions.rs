@@ -55,11 +55,7 @@ fn instructions_from_the_user_the_root_and_the_path_to_the_files_named_go_in_cap
         .arg("Tidy `src/deep/x.rs`, please.")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_succeeded(&out);
     let system = system_sent(&server);
     let at = |needle: &str| {
         system

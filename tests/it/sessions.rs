@@ -506,11 +506,7 @@ fn a_continued_session_starts_from_its_last_compaction() {
     let out = run_command(dir.path(), &server, &["read big.txt"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_succeeded(&out);
     let file = std::fs::read_to_string(&session_files(dir.path())[0]).unwrap();
     assert!(
         file.contains("{\"type\":\"compaction\",\"before_tokens\":"),
