@@ -236,6 +236,24 @@ pub fn sent_tool_results(body: &serde_json::Value) -> Vec<(String, bool)> {
 
 /// The built binary in `dir`, with no provider settings from the environment
 /// and not the developer's own config.
+/// Plants `link` in the workspace `dir`, pointing outside it: at a
+/// directory (`to_dir`) or at a file `victim` holding "precious\n".
+/// Returns the outside folder (kept alive) and the victim's path.
+pub fn plant_link(dir: &Path, link: &str, to_dir: bool) -> (tempfile::TempDir, std::path::PathBuf) {
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let link_path = dir.join(link);
+    std::fs::create_dir_all(link_path.parent().unwrap()).unwrap();
+    let target = if to_dir {
+        outside.path().to_path_buf()
+    } else {
+        victim.clone()
+    };
+    std::os::unix::fs::symlink(&target, &link_path).unwrap();
+    (outside, victim)
+}
+
 /// The run exited 0; its stderr is the message when it did not.
 pub fn assert_succeeded(out: &std::process::Output) {
     assert!(

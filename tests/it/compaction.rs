@@ -427,18 +427,25 @@ fn bareagent_compact_through_the_editor() {
 
 /// `bareagent run` compacts with the window of `[context]` (a project's
 /// setting applies untrusted: it decides only when to summarise) and shows
+/// A workspace whose settings give a 20,000-token window, and a model that
+/// reads its big file five times then answers, summarising when asked.
+pub(crate) fn five_reads_that_compact() -> (tempfile::TempDir, ModelServer) {
+    let dir = workspace(&[
+        ("big.txt", &big_file()),
+        (".bareagent/config.toml", "[context]\nwindow = 20000\n"),
+    ]);
+    let mut script = reads(5);
+    script.push(Reply::text("done").into());
+    let server = ModelServer::start(script);
+    server.answer_matching(is_summary, Reply::text(SUMMARY));
+    (dir, server)
+}
+
 /// it: a line on stderr, an event with `--json`.
 #[test]
 fn bareagent_run_shows_each_compaction() {
     for json in [false, true] {
-        let dir = workspace(&[
-            ("big.txt", &big_file()),
-            (".bareagent/config.toml", "[context]\nwindow = 20000\n"),
-        ]);
-        let mut script = reads(5);
-        script.push(Reply::text("done").into());
-        let server = ModelServer::start(script);
-        server.answer_matching(is_summary, Reply::text(SUMMARY));
+        let (dir, server) = five_reads_that_compact();
         let mut command = bareagent(dir.path());
         run_against_model(&mut command, &server).args(["--permission-mode", "bypass"]);
         if json {

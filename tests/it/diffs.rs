@@ -410,17 +410,7 @@ fn show_diff_never_writes_through_a_planted_link() {
     ];
     for (link, to_dir, shows) in cases {
         let dir = workspace(&[("greet.py", ON_DISK)]);
-        let outside = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("victim");
-        std::fs::write(&victim, "precious\n").unwrap();
-        let link_path = dir.path().join(link);
-        std::fs::create_dir_all(link_path.parent().unwrap()).unwrap();
-        let target = if to_dir {
-            outside.path().to_path_buf()
-        } else {
-            victim.clone()
-        };
-        std::os::unix::fs::symlink(&target, &link_path).unwrap();
+        let (outside, victim) = crate::common::plant_link(dir.path(), link, to_dir);
 
         let server = ModelServer::start(fix_the_buffer());
         let (client, id) = pending_edit(dir.path(), &server);

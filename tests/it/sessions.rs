@@ -311,17 +311,7 @@ fn sessions_never_go_through_a_planted_link() {
     ];
     for (link, to_dir, saved) in cases {
         let dir = workspace(&[]);
-        let outside = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("victim");
-        std::fs::write(&victim, "precious\n").unwrap();
-        let link_path = dir.path().join(link);
-        std::fs::create_dir_all(link_path.parent().unwrap()).unwrap();
-        let target = if to_dir {
-            outside.path().to_path_buf()
-        } else {
-            victim.clone()
-        };
-        std::os::unix::fs::symlink(&target, &link_path).unwrap();
+        let (outside, victim) = crate::common::plant_link(dir.path(), link, to_dir);
 
         let server = ModelServer::start(vec![Reply::text("Done.").into()]);
         let out = run_command(dir.path(), &server, &["hello"])
@@ -494,15 +484,8 @@ fn appending_never_writes_through_a_link_at_the_files_name() {
 /// the compacted history (the summary), not what it replaced.
 #[test]
 fn a_continued_session_starts_from_its_last_compaction() {
-    use crate::compaction::{SUMMARY, big_file, is_summary, reads};
-    let dir = workspace(&[
-        ("big.txt", &big_file()),
-        (".bareagent/config.toml", "[context]\nwindow = 20000\n"),
-    ]);
-    let mut script = reads(5);
-    script.push(Reply::text("done").into());
-    let server = ModelServer::start(script);
-    server.answer_matching(is_summary, Reply::text(SUMMARY));
+    use crate::compaction::{SUMMARY, five_reads_that_compact};
+    let (dir, server) = five_reads_that_compact();
     let out = run_command(dir.path(), &server, &["read big.txt"])
         .output()
         .unwrap();
