@@ -28,6 +28,9 @@ use crate::workspace::{DiskWorkspace, Workspace};
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let root = std::env::current_dir().context("cannot read the current directory")?;
     let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
+    if args.rewind {
+        return super::sessions::rewind(&workspace, &args).await;
+    }
     let mut settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;
     if let Some(notice) = settings.ignored_notice(workspace.paths().root()) {
         eprintln!("bareagent: {notice}");

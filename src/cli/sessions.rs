@@ -6,8 +6,8 @@ use anyhow::Context;
 
 use super::{RunArgs, SessionsAction};
 use crate::agent::Message;
-use crate::sessions::{self, SessionFile};
-use crate::workspace::PathResolver;
+use crate::sessions::{self, SessionError, SessionFile};
+use crate::workspace::{DiskWorkspace, PathResolver, Workspace};
 
 /// `bareagent sessions [rm ID]`, in the current directory.
 pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
@@ -48,6 +48,37 @@ fn size(bytes: u64) -> String {
     } else {
         format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
     }
+}
+
+/// `bareagent run --rewind [--resume ID]`: the last turn undone, on disk.
+/// Exits 1 when a file was left as it is.
+pub async fn rewind(
+    workspace: &DiskWorkspace,
+    args: &RunArgs,
+) -> anyhow::Result<std::process::ExitCode> {
+    let paths = workspace.paths();
+    let id = match &args.resume {
+        Some(id) => id.clone(),
+        None => sessions::latest(paths)?.ok_or(SessionError::NoSession)?,
+    };
+    let (_, file) = sessions::load(paths, &id)?;
+    let rewound = sessions::rewind(workspace, &file).await?;
+    if args.json {
+        let event = serde_json::json!({
+            "type": "rewound",
+            "session": id,
+            "restored": rewound.restored,
+            "refused": rewound.refused,
+        });
+        println!("{event}");
+    } else {
+        println!("Session {id}: {}.", rewound.describe());
+    }
+    Ok(if rewound.refused.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
 }
 
 /// The session this run writes to, and the history it starts from.

@@ -13,6 +13,7 @@ mod model;
 mod parent;
 mod pending;
 mod pump;
+mod restore;
 mod resume;
 mod saving;
 mod server;

@@ -111,6 +111,9 @@ impl LanguageServer for Backend {
             can_create_files: edit_caps
                 .and_then(|e| e.resource_operations.as_ref())
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+            can_delete_files: edit_caps
+                .and_then(|e| e.resource_operations.as_ref())
+                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Delete)),
             // Helix has handled showDocument since 24.03 but advertises it
             // only from its master branch (2026): 25.07 opens it all the same.
             can_show_document: window

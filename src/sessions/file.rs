@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
 use super::{Entry, Transcript, sessions_dir};
+use crate::diff::Before;
 use crate::workspace::{PathResolver, WorkspaceError};
 
 /// One session's file, written as the conversation goes.
@@ -195,12 +196,17 @@ impl Transcript for SessionFile {
             } => (
                 Record::Edit(EditRecord {
                     path: path.to_string(),
-                    before: before.map(str::to_string),
+                    before: match before {
+                        Before::Text(text) => Some(text.to_string()),
+                        Before::Missing | Before::Binary => None,
+                    },
+                    binary: before == Before::Binary,
                     after: after.to_string(),
                 }),
                 false,
             ),
             Entry::TurnEnd => (Record::TurnEnd, true),
+            Entry::Rewind(rewind) => (Record::Rewind(rewind.clone()), true),
         };
         // A turn end of a session that never wrote anything makes no file.
         if matches!(record, Record::TurnEnd)

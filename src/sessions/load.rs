@@ -43,6 +43,10 @@ pub enum SessionError {
         "{path} was not written by bareagent for you (it is readable by others, or not yours: it may have come with the repository); it is not resumed. Delete it, or `chmod 600` it if it is yours"
     )]
     NotOurs { path: String },
+    #[error("nothing to rewind: the session has no turn yet")]
+    NothingToRewind,
+    #[error("no session to rewind in this workspace")]
+    NoSession,
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
@@ -62,13 +66,78 @@ pub struct Loaded {
     /// Turns that ended (a turn cut by a kill is not counted).
     pub turns: usize,
     pub edits: Vec<super::EditRecord>,
+    /// Where each turn still in the history began (for a rewind).
+    pub(super) marks: Vec<TurnMark>,
     /// Tool calls a kill left unanswered, given an interrupted result.
     pub repaired: usize,
     pub size: u64,
     /// Where the last whole line ends.
     valid_len: u64,
     /// Owned by this user and readable by nobody else: bareagent wrote it.
-    owner_only: bool,
+    pub(super) owner_only: bool,
+}
+
+/// Where a turn began in the replayed history.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TurnMark {
+    /// The history's length and its last message's block count just before
+    /// the turn's first message (user content may join a trailing user
+    /// message); `None` once a compaction has rewritten the history since.
+    pub(super) history: Option<(usize, usize)>,
+    /// How many edits came before the turn.
+    pub(super) edits: usize,
+    /// The model answered in it (an unanswered prompt belongs with the
+    /// turn before it when rewinding).
+    pub(super) answered: bool,
+    pub(super) ended: bool,
+}
+
+/// The last turn of a replayed history, as a rewind undoes it.
+pub(super) struct LastTurn<'a> {
+    /// The history before it, or `None` where a compaction rewrote it.
+    pub(super) history_before: Option<Vec<Message>>,
+    pub(super) edits: &'a [super::EditRecord],
+}
+
+impl Loaded {
+    /// Which marks the last turn spans: from the last answered one (an
+    /// unanswered prompt after it goes with it).
+    fn last_turn_start(&self) -> Option<usize> {
+        let last = self.marks.len().checked_sub(1)?;
+        Some(
+            (0..=last)
+                .rev()
+                .find(|&i| self.marks[i].answered)
+                .unwrap_or(last),
+        )
+    }
+
+    pub(super) fn last_turn(&self) -> Option<LastTurn<'_>> {
+        let start = self.last_turn_start()?;
+        let mark = self.marks[start];
+        let history_before = mark.history.map(|(len, blocks)| {
+            let mut before = self.messages[..len.min(self.messages.len())].to_vec();
+            if let Some(last) = before.last_mut() {
+                last.content.truncate(blocks);
+            }
+            before
+        });
+        Some(LastTurn {
+            history_before,
+            edits: &self.edits[mark.edits.min(self.edits.len())..],
+        })
+    }
+
+    /// A rewind record, replayed: the last turn is gone.
+    fn rewound(&mut self, messages: Vec<Message>) {
+        if let Some(start) = self.last_turn_start() {
+            let ended = self.marks[start..].iter().filter(|m| m.ended).count();
+            self.turns = self.turns.saturating_sub(ended);
+            self.edits.truncate(self.marks[start].edits);
+            self.marks.truncate(start);
+        }
+        self.messages = messages;
+    }
 }
 
 /// What `bareagent sessions` and `bareagent.resume` list.
@@ -150,7 +219,7 @@ pub fn interrupted_results(messages: &[Message]) -> Vec<ContentBlock> {
 }
 
 /// Reads and replays a session file, without repairing it.
-fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+pub(super) fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
     check_id(id)?;
     let path = file_of(paths, id);
     let shown = paths.display(&path);
@@ -194,6 +263,8 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         );
     }
     let mut header = None;
+    // The next message starts a turn.
+    let mut turn_starts = true;
     let mut loaded = Loaded {
         header: Header {
             version: VERSION,
@@ -206,6 +277,7 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         usage: Usage::default(),
         turns: 0,
         edits: Vec::new(),
+        marks: Vec::new(),
         repaired: 0,
         size: bytes.len() as u64,
         valid_len: valid_len as u64,
@@ -237,11 +309,47 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         match record {
             Record::Header(found) if header.is_none() => header = Some(found),
             Record::Header(_) => return Err(corrupt(number, "a second header".into())),
-            Record::Message { message } => super::join(&mut loaded.messages, message),
+            Record::Message { message } => {
+                if std::mem::take(&mut turn_starts) {
+                    loaded.marks.push(TurnMark {
+                        history: Some((
+                            loaded.messages.len(),
+                            loaded.messages.last().map_or(0, |m| m.content.len()),
+                        )),
+                        edits: loaded.edits.len(),
+                        answered: false,
+                        ended: false,
+                    });
+                }
+                if let Some(mark) = loaded.marks.last_mut() {
+                    mark.answered |= message.role == Role::Assistant;
+                }
+                super::join(&mut loaded.messages, message);
+            }
             Record::Usage { usage } => loaded.usage += usage,
-            Record::Compaction(compaction) => loaded.messages = compaction.messages,
-            Record::Edit(edit) => loaded.edits.push(edit),
-            Record::TurnEnd => loaded.turns += 1,
+            Record::Compaction(compaction) => {
+                loaded.messages = compaction.messages;
+                for mark in &mut loaded.marks {
+                    mark.history = None;
+                }
+            }
+            Record::Edit(edit) => {
+                if let Some(mark) = loaded.marks.last_mut() {
+                    mark.answered = true;
+                }
+                loaded.edits.push(edit);
+            }
+            Record::TurnEnd => {
+                loaded.turns += 1;
+                if let Some(mark) = loaded.marks.last_mut() {
+                    mark.ended = true;
+                }
+                turn_starts = true;
+            }
+            Record::Rewind(rewind) => {
+                loaded.rewound(rewind.messages);
+                turn_starts = true;
+            }
         }
     }
     loaded.header = header.ok_or_else(|| corrupt(1, "the file has no header".into()))?;
@@ -372,5 +480,97 @@ mod tests {
         assert_eq!(repair.len(), 1);
         crate::history::push_user_blocks(&mut messages, repair);
         assert_eq!(check_history(&messages), Ok(()));
+    }
+
+    const ANSWER: &str = r#"{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}"#;
+    const RESULT: &str = r#"{"type":"message","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"cut","is_error":true}]}}"#;
+    const NEXT: &str =
+        r#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"next"}]}}"#;
+    const EDIT: &str = r#"{"type":"edit","path":"a","before":"1","after":"2"}"#;
+    const END: &str = r#"{"type":"turn_end"}"#;
+
+    /// (records, the history before the last turn as its shape, how many
+    /// of the edits are the last turn's)
+    #[test]
+    fn the_last_turn_is_found_whatever_came_before_it() {
+        let compaction = r#"{"type":"compaction","before_tokens":9,"after_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"summary"}]}]}"#;
+        let rewind = r#"{"type":"rewind","restored":[],"refused":[],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":"ok"}]}]}"#;
+        let cases: Vec<(Vec<&str>, Option<&str>, usize)> = vec![
+            // One turn: before it, nothing.
+            (vec![HEADER, PROMPT, ANSWER, EDIT, END], Some(""), 1),
+            // Two: the first stays, with its edit.
+            (
+                vec![
+                    HEADER, PROMPT, EDIT, ANSWER, END, NEXT, EDIT, EDIT, ANSWER, END,
+                ],
+                Some("user:1 assistant:1"),
+                2,
+            ),
+            // A cancelled turn ended on tool results; the next prompt joined
+            // them: before it, the results alone.
+            (
+                vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, ANSWER, END],
+                Some("user:1 assistant:1 user:1"),
+                0,
+            ),
+            // A prompt nobody answered goes with the turn before it.
+            (
+                vec![
+                    HEADER, PROMPT, ANSWER, END, NEXT, ANSWER, EDIT, END, PROMPT, END,
+                ],
+                Some("user:1 assistant:1"),
+                1,
+            ),
+            // Compacted during the turn: its start is gone.
+            (
+                vec![HEADER, PROMPT, ANSWER, END, NEXT, compaction, ANSWER, END],
+                None,
+                0,
+            ),
+            // Rewound once: the turn before is the last now.
+            (
+                vec![
+                    HEADER, PROMPT, ANSWER, EDIT, END, NEXT, EDIT, ANSWER, END, rewind,
+                ],
+                Some(""),
+                1,
+            ),
+        ];
+        for (records, before, edits) in cases {
+            let loaded = replay("s.jsonl", &lines(&records)).unwrap();
+            let turn = loaded.last_turn().unwrap();
+            let shape = turn.history_before.as_ref().map(|messages| {
+                messages
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{}:{}",
+                            if m.role == Role::User {
+                                "user"
+                            } else {
+                                "assistant"
+                            },
+                            m.content.len()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            assert_eq!(shape.as_deref(), before, "{records:?}");
+            assert_eq!(turn.edits.len(), edits, "{records:?}");
+        }
+        let once = replay(
+            "s.jsonl",
+            &lines(&[
+                HEADER,
+                PROMPT,
+                ANSWER,
+                END,
+                r#"{"type":"rewind","restored":[],"refused":[],"messages":[]}"#,
+            ]),
+        )
+        .unwrap();
+        assert_eq!((once.turns, once.messages.len()), (0, 0));
+        assert!(once.last_turn().is_none(), "nothing left to rewind");
     }
 }

@@ -14,13 +14,17 @@
 mod file;
 mod load;
 mod record;
+pub mod rewind;
 
 pub use file::SessionFile;
 pub use load::{
     Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load, remove,
     sessions_dir,
 };
-pub use record::{CompactionRecord, EditRecord, Header, Record, VERSION, new_id, now_rfc3339};
+pub use record::{
+    CompactionRecord, EditRecord, Header, Record, RewindRecord, VERSION, new_id, now_rfc3339,
+};
+pub use rewind::{Refused, Rewound, rewind};
 
 use crate::history::{Message, Role, Usage, push_user_blocks};
 
@@ -44,15 +48,17 @@ pub enum Entry<'a> {
         after_tokens: u64,
         messages: &'a [Message],
     },
-    /// A file the agent changed: its text before (`None`: it did not exist)
-    /// and after. What a rewind restores.
+    /// A file the agent changed (workspace-relative): what it held before,
+    /// and its text after. What a rewind restores.
     Edit {
         path: &'a str,
-        before: Option<&'a str>,
+        before: crate::diff::Before<'a>,
         after: &'a str,
     },
     /// A turn ended (whatever its outcome): the file is synced to disk.
     TurnEnd,
+    /// The last turn was rewound (see [`rewind()`]); synced.
+    Rewind(&'a RewindRecord),
 }
 
 /// A transcript that keeps nothing (sub-agents, tests, the default).

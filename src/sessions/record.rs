@@ -29,6 +29,9 @@ pub enum Record {
     Edit(EditRecord),
     /// A turn ended (the file was synced to disk after it).
     TurnEnd,
+    /// The last turn was rewound: its edits undone (where they could be)
+    /// and the turn dropped from the history.
+    Rewind(RewindRecord),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,7 +63,23 @@ pub struct CompactionRecord {
 pub struct EditRecord {
     pub path: String,
     pub before: Option<String>,
+    /// The file was binary before: its bytes were not kept, so a rewind
+    /// cannot restore it (and says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
     pub after: String,
+}
+
+/// A rewind: `messages` is the whole history after it (as for a
+/// compaction, a reader need not know how it was made). It also ends the
+/// turn it rewound: that turn's edits are no longer the last turn's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RewindRecord {
+    /// Files put back as they were before the turn.
+    pub restored: Vec<String>,
+    /// Files left as they are, with why.
+    pub refused: Vec<super::rewind::Refused>,
+    pub messages: Vec<Message>,
 }
 
 /// A new session id: the UTC time to the millisecond, then four random

@@ -1,0 +1,195 @@
+//! Rewind: the last turn undone. Its file edits are put back as they were
+//! before it (in an editor as one undoable `workspace/applyEdit`, headless
+//! on disk), and the turn is dropped from the history, by a record the
+//! loader honours, so a resumed session has forgotten it too.
+//!
+//! The session file is the truth: the turn's edits and the history before
+//! it are read back from it, whoever asks (`bareagent run --rewind`, the
+//! chat's `/rewind`, `bareagent.rewind`).
+//!
+//! What it must not do: overwrite anything nobody recorded. A file is put
+//! back only if it still holds exactly the text the agent left in it;
+//! otherwise (the user or a command changed it since, it was deleted, it
+//! was binary before so its bytes were not kept) it is left as it is and
+//! named. Changes that commands made are not recorded, so not undone.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::file::SessionFile;
+use super::load::{SessionError, read};
+use super::{EditRecord, Entry, RewindRecord, Transcript};
+use crate::history::{ContentBlock, Message, push_user_blocks};
+use crate::workspace::{Restore, Workspace, WorkspaceError};
+
+/// A file a rewind left as it is, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub path: String,
+    pub reason: String,
+}
+
+/// What a rewind did.
+#[derive(Clone, Debug)]
+pub struct Rewound {
+    /// Files put back as they were before the turn.
+    pub restored: Vec<String>,
+    /// Files left as they are.
+    pub refused: Vec<Refused>,
+    /// The history without the turn: what the model is sent next.
+    pub messages: Vec<Message>,
+    /// The turn's messages could not be dropped exactly (a compaction
+    /// rewrote them): the history says that the turn was undone instead.
+    pub noted: bool,
+}
+
+impl Rewound {
+    /// One line for the user: what was restored, what was not and why.
+    pub fn describe(&self) -> String {
+        let mut line = match self.restored.len() {
+            0 => "rewound the last turn".to_string(),
+            _ => format!(
+                "rewound the last turn: restored {}",
+                self.restored.join(", ")
+            ),
+        };
+        if !self.refused.is_empty() {
+            let refused: Vec<String> = self
+                .refused
+                .iter()
+                .map(|r| format!("{} ({})", r.path, r.reason))
+                .collect();
+            line.push_str(&format!("; left as they are: {}", refused.join(", ")));
+        }
+        if self.noted {
+            line.push_str("; the history was compacted during it, so it is kept with a note that it was undone");
+        }
+        line
+    }
+}
+
+/// Undoes the last turn of the session written to `file`.
+pub async fn rewind(
+    workspace: &dyn Workspace,
+    file: &SessionFile,
+) -> Result<Rewound, SessionError> {
+    let paths = workspace.paths();
+    let loaded = match read(paths, file.id()) {
+        // Its file is made at its first record: nothing was said yet.
+        Err(SessionError::NotFound(_)) => return Err(SessionError::NothingToRewind),
+        other => other?,
+    };
+    // Its edit records say what to write into files: only the user's own.
+    if !loaded.owner_only {
+        return Err(SessionError::NotOurs {
+            path: file.shown_path(),
+        });
+    }
+    let turn = loaded.last_turn().ok_or(SessionError::NothingToRewind)?;
+
+    let mut restores = Vec::new();
+    let mut shown = Vec::new();
+    let mut refused = Vec::new();
+    for (path, change) in changes_by_file(turn.edits) {
+        match plan_restore(workspace, path, &change).await {
+            Ok(restore) => {
+                restores.push(restore);
+                shown.push(path.to_string());
+            }
+            Err(reason) => refused.push(Refused {
+                path: path.to_string(),
+                reason,
+            }),
+        }
+    }
+    let mut restored = Vec::new();
+    for (path, result) in shown.into_iter().zip(workspace.restore(&restores).await) {
+        match result {
+            Ok(()) => restored.push(path),
+            Err(error) => refused.push(Refused {
+                path,
+                reason: error.to_string(),
+            }),
+        }
+    }
+
+    let (messages, noted) = match turn.history_before {
+        Some(messages) => (messages, false),
+        None => {
+            let mut messages = loaded.messages.clone();
+            let note = format!(
+                "<system-reminder>The user rewound the turn above: its edits to files were undone ({}). Read files again before relying on what it did.</system-reminder>",
+                if restored.is_empty() {
+                    "no file was restored".to_string()
+                } else {
+                    format!("restored: {}", restored.join(", "))
+                }
+            );
+            push_user_blocks(&mut messages, vec![ContentBlock::Text { text: note }]);
+            (messages, true)
+        }
+    };
+    let record = RewindRecord {
+        restored: restored.clone(),
+        refused: refused.clone(),
+        messages,
+    };
+    file.record(Entry::Rewind(&record));
+    Ok(Rewound {
+        restored,
+        refused,
+        messages: record.messages,
+        noted,
+    })
+}
+
+/// One file's change over a turn: what it held before the turn's first
+/// edit of it, and after its last.
+struct TurnChange<'a> {
+    before: Option<&'a str>,
+    binary: bool,
+    after: &'a str,
+}
+
+/// The turn's edits, one change per file (by workspace-relative path).
+fn changes_by_file(edits: &[EditRecord]) -> BTreeMap<&str, TurnChange<'_>> {
+    let mut files: BTreeMap<&str, TurnChange<'_>> = BTreeMap::new();
+    for edit in edits {
+        files
+            .entry(edit.path.as_str())
+            .or_insert(TurnChange {
+                before: edit.before.as_deref(),
+                binary: edit.binary,
+                after: &edit.after,
+            })
+            .after = &edit.after;
+    }
+    files
+}
+
+/// How to put one file back, or why not.
+async fn plan_restore(
+    workspace: &dyn Workspace,
+    path: &str,
+    change: &TurnChange<'_>,
+) -> Result<Restore, String> {
+    if change.binary {
+        return Err("it was binary before the turn; its bytes were not kept".into());
+    }
+    let resolved = workspace.paths().resolve(path).map_err(|e| e.to_string())?;
+    let now = match workspace.read_text(&resolved).await {
+        Ok(now) => now,
+        Err(WorkspaceError::NotFound(_)) => return Err("deleted since".into()),
+        Err(WorkspaceError::Binary(_)) => return Err("changed since (now binary)".into()),
+        Err(error) => return Err(error.to_string()),
+    };
+    if now.text != change.after {
+        return Err("changed since the agent edited it".into());
+    }
+    Ok(Restore {
+        path: resolved,
+        text: change.before.map(str::to_string),
+        version: now.version,
+    })
+}

@@ -1,0 +1,231 @@
+//! Rewind: `bareagent run --rewind` undoes the last turn — the files it
+//! edited put back, the one the user changed since left as it is (and
+//! named), the turn gone from the history `--continue` then sends — turn
+//! after turn; and a session file that could make it write what nobody
+//! recorded is refused, case by case.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{assert_succeeded, bareagent, run_against_model, workspace};
+use crate::support::model_server::{ModelServer, Reply};
+
+/// `bareagent run` in `dir` with a model that makes `calls` (one per step)
+/// and then says "Done.".
+fn turn(dir: &Path, extra: &[&str], prompt: &str, calls: Vec<(&str, Value)>) -> ModelServer {
+    let mut script: Vec<_> = calls
+        .into_iter()
+        .map(|(name, input)| Reply::tool(name, input).into())
+        .collect();
+    script.push(Reply::text("Done.").into());
+    let server = ModelServer::start(script);
+    let out = run_against_model(&mut bareagent(dir), &server)
+        .args(["--permission-mode", "bypass"])
+        .args(extra)
+        .arg(prompt)
+        .output()
+        .unwrap();
+    assert_succeeded(&out);
+    server
+}
+
+fn rewind(dir: &Path) -> (bool, String) {
+    let out = bareagent(dir).args(["run", "--rewind"]).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+fn read(dir: &Path, file: &str) -> Option<String> {
+    std::fs::read_to_string(dir.join(file)).ok()
+}
+
+fn edit(path: &str, old: &str, new: &str) -> (&'static str, Value) {
+    (
+        "edit_file",
+        json!({"path": path, "old_string": old, "new_string": new}),
+    )
+}
+
+fn write(path: &str, content: &str) -> (&'static str, Value) {
+    ("write_file", json!({"path": path, "content": content}))
+}
+
+/// The user texts of the history a request carried.
+fn prompts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn rewind_restores_the_last_turns_files_refuses_the_users_and_forgets_the_turn() {
+    let dir = workspace(&[("a.txt", "one\n"), ("b.txt", "bee\n")]);
+    let dir = dir.path();
+    turn(
+        dir,
+        &[],
+        "first",
+        vec![edit("a.txt", "one", "ONE"), write("new.txt", "made\n")],
+    );
+    turn(
+        dir,
+        &["--continue"],
+        "second",
+        vec![
+            edit("a.txt", "ONE", "ONE!"),
+            edit("b.txt", "bee", "BEE"),
+            write("c.txt", "sea\n"),
+        ],
+    );
+    // The user changes one of the files afterwards.
+    std::fs::write(dir.join("b.txt"), "BEE, mine\n").unwrap();
+
+    let (ok, said) = rewind(dir);
+    assert!(!ok, "a refused file makes it exit non-zero: {said}");
+    assert!(said.contains("restored a.txt, c.txt"), "{said}");
+    assert!(said.contains("b.txt (changed since"), "{said}");
+    assert_eq!(
+        read(dir, "a.txt").as_deref(),
+        Some("ONE\n"),
+        "to the first turn's"
+    );
+    assert_eq!(read(dir, "c.txt"), None, "made by the turn: removed");
+    assert_eq!(
+        read(dir, "b.txt").as_deref(),
+        Some("BEE, mine\n"),
+        "the user's kept"
+    );
+    assert_eq!(
+        read(dir, "new.txt").as_deref(),
+        Some("made\n"),
+        "not that turn's"
+    );
+
+    // The turn is gone from the history the session goes on with.
+    let server = turn(dir, &["--continue"], "third", vec![]);
+    let sent = prompts(&server.requests()[0].body);
+    assert_eq!(sent, ["first", "third"], "{sent:?}");
+
+    // Then that turn (the third) and the first, in order; then nothing.
+    let (ok, said) = rewind(dir);
+    assert!(ok && said.contains("rewound the last turn"), "{said}");
+    let (ok, said) = rewind(dir);
+    assert!(ok && said.contains("restored a.txt, new.txt"), "{said}");
+    assert_eq!(read(dir, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read(dir, "new.txt"), None);
+    let (ok, said) = rewind(dir);
+    assert!(!ok && said.contains("nothing to rewind"), "{said}");
+}
+
+/// A session file whose records the rewind acts on, written by hand.
+fn session_file(dir: &Path, records: &[Value], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let sessions = dir.join(".bareagent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let mut text = json!({"type": "header", "version": 1, "id": "20261201T000000000-aaaa",
+        "created": "2026-12-01T00:00:00Z", "workspace": dir.display().to_string()})
+    .to_string();
+    for record in records {
+        text.push('\n');
+        text.push_str(&record.to_string());
+    }
+    text.push('\n');
+    let file = sessions.join("20261201T000000000-aaaa.jsonl");
+    std::fs::write(&file, text).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn prompt_record() -> Value {
+    json!({"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "go"}]}})
+}
+
+fn edit_record(path: &str, before: Option<&str>, after: &str) -> Value {
+    json!({"type": "edit", "path": path, "before": before, "after": after})
+}
+
+/// (case, the edit records, the file mode, what must be said) — each an
+/// attack on, or a limit of, what a rewind may write. In every case the
+/// files are left exactly as they were.
+#[test]
+fn a_rewind_writes_nothing_it_cannot_vouch_for() {
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    std::fs::write(&victim, "safe\n").unwrap();
+    let victim_path = victim.display().to_string();
+    let outside_name = outside.path().file_name().unwrap().to_string_lossy();
+    let up = format!("../{outside_name}/victim.txt");
+    let cases: Vec<(&str, Vec<Value>, u32, &str)> = vec![
+        (
+            "a session file that came with the repository (0644)",
+            vec![edit_record("a.txt", Some("planted\n"), "a\n")],
+            0o644,
+            "not written by bareagent for you",
+        ),
+        (
+            "a path out of the workspace",
+            vec![edit_record(&up, Some("owned\n"), "safe\n")],
+            0o600,
+            "victim.txt` is outside the workspace",
+        ),
+        (
+            "an absolute path out of the workspace",
+            vec![edit_record(&victim_path, Some("owned\n"), "safe\n")],
+            0o600,
+            "victim.txt` is outside the workspace",
+        ),
+        (
+            "a link in the workspace to a file outside",
+            vec![edit_record("link.txt", Some("owned\n"), "safe\n")],
+            0o600,
+            "link.txt` leads outside the workspace through a symbolic link",
+        ),
+        (
+            "a file changed since the edit",
+            vec![edit_record(
+                "a.txt",
+                Some("before\n"),
+                "not what it holds\n",
+            )],
+            0o600,
+            "a.txt (changed since",
+        ),
+        (
+            "a file deleted since the edit",
+            vec![edit_record("gone.txt", None, "x\n")],
+            0o600,
+            "gone.txt (deleted since",
+        ),
+        (
+            "a file that was binary before",
+            vec![
+                json!({"type": "edit", "path": "a.txt", "before": null, "binary": true, "after": "a\n"}),
+            ],
+            0o600,
+            "a.txt (it was binary before",
+        ),
+    ];
+    for (case, edits, mode, said) in cases {
+        let dir = workspace(&[("a.txt", "a\n")]);
+        let dir = dir.path();
+        std::os::unix::fs::symlink(&victim, dir.join("link.txt")).unwrap();
+        let mut records = vec![prompt_record()];
+        records.extend(edits);
+        session_file(dir, &records, mode);
+        let (ok, out) = rewind(dir);
+        assert!(!ok, "{case}: {out}");
+        assert!(out.contains(said), "{case}: `{out}` ∌ `{said}`");
+        assert_eq!(read(dir, "a.txt").as_deref(), Some("a\n"), "{case}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "safe\n",
+            "{case}"
+        );
+    }
+}
