@@ -15,6 +15,7 @@ mod pending;
 mod pump;
 mod restore;
 mod resume;
+mod rewind;
 mod saving;
 mod server;
 mod session;

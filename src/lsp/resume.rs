@@ -144,7 +144,7 @@ const BUSY: &str =
 
 /// Appends `notice` to the chat under a heading of its own, then a fresh
 /// `## You` (so the notice is never taken for the user's prompt).
-async fn tell_chat(state: &Arc<State>, notice: &str) {
+pub(super) async fn tell_chat(state: &Arc<State>, notice: &str) {
     let path = state.chat_path();
     let paths = state.init().paths.clone();
     let created = tokio::task::spawn_blocking(move || chat::ensure_exists(&paths, &path)).await;

@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 14] = [
+pub const COMMANDS: [&str; 15] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -32,6 +32,7 @@ pub const COMMANDS: [&str; 14] = [
     "bareagent.setModel",
     "bareagent.showDiff",
     "bareagent.compact",
+    "bareagent.rewind",
 ];
 
 pub struct Backend {
@@ -293,6 +294,7 @@ impl LanguageServer for Backend {
             }
             "bareagent.showDiff" => self.show_diff(&arguments).await?,
             "bareagent.compact" => super::compact::compact(&self.state, &arguments),
+            "bareagent.rewind" => super::rewind::rewind(&self.state).await.map_err(invalid)?,
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",

@@ -229,3 +229,66 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
         );
     }
 }
+
+/// In the editor: one `workspace/applyEdit` puts back every file the turn
+/// changed — an open buffer (its unsaved text before the turn included), a
+/// file the editor did not have open, a file the agent created — and the
+/// next turn's history has forgotten it. A buffer the user typed in since
+/// is refused, and named, and the rest still goes back.
+#[test]
+fn bareagent_rewind_undoes_the_turn_in_one_editor_edit() {
+    use crate::lsp::{ask, options, requests_of, start, turn_end};
+    for user_types in [false, true] {
+        let dir = workspace(&[("open.txt", "one\n"), ("closed.txt", "two\n")]);
+        let server = ModelServer::start(vec![
+            Reply::tools(vec![
+                edit("open.txt", "ONE", "1"),
+                edit("closed.txt", "two", "2"),
+                write("created.txt", "three\n"),
+            ])
+            .into(),
+            Reply::text("Done.").into(),
+            Reply::text("Again.").into(),
+        ]);
+        let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+        let open = client.open("open.txt", "ONE unsaved\n");
+        let turn = ask(&client, json!("change them"))["turn"].as_u64().unwrap();
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        assert_eq!(client.text(&open).as_deref(), Some("1 unsaved\n"));
+        if user_types {
+            client.type_at_end(&open, "mine\n");
+        }
+        let edits_before = requests_of(&client, "workspace/applyEdit").len();
+
+        let answer = client.execute("bareagent.rewind", json!([])).unwrap();
+        let edits = requests_of(&client, "workspace/applyEdit");
+        assert_eq!(edits.len(), edits_before + 1, "one edit: {answer}");
+        let closed = client.uri("closed.txt");
+        assert_eq!(client.text(&closed).as_deref(), Some("two\n"), "{answer}");
+        assert!(!dir.path().join("created.txt").exists(), "{answer}");
+        assert_eq!(
+            answer["restored"],
+            if user_types {
+                json!(["closed.txt", "created.txt"])
+            } else {
+                json!(["closed.txt", "created.txt", "open.txt"])
+            }
+        );
+        if user_types {
+            assert_eq!(client.text(&open).as_deref(), Some("1 unsaved\nmine\n"));
+            assert_eq!(answer["refused"][0]["path"], "open.txt", "{answer}");
+        } else {
+            assert_eq!(client.text(&open).as_deref(), Some("ONE unsaved\n"));
+            assert_eq!(answer["refused"], json!([]));
+        }
+        let chat = std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).unwrap();
+        assert!(chat.contains("Rewound the last turn"), "{chat}");
+
+        // The next turn is sent the history without the rewound one.
+        let turn = ask(&client, json!("again"))["turn"].as_u64().unwrap();
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        let requests = server.requests();
+        let sent = prompts(&requests.last().unwrap().body);
+        assert_eq!(sent, ["again"], "{sent:?}");
+    }
+}
