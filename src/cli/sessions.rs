@@ -26,12 +26,17 @@ pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
             for s in list {
                 let prompt = s.first_prompt.as_deref().unwrap_or("");
                 let prompt = crate::text::prefix(prompt.lines().next().unwrap_or(""), 60);
+                let cost = match s.cost_usd {
+                    Some(usd) => format!("${usd:.4}"),
+                    None => "cost unknown".to_string(),
+                };
                 println!(
-                    "{}  {}  {:>3} turns  {:>7} tokens  {:>8}  {prompt}",
+                    "{}  {}  {:>3} turns  {:>7} tokens  {:>12}  {:>8}  {prompt}",
                     s.id,
                     s.date,
                     s.turns,
                     s.tokens,
+                    cost,
                     size(s.size)
                 );
             }

@@ -176,7 +176,7 @@ impl Transcript for SessionFile {
                 },
                 false,
             ),
-            Entry::Usage(usage) => (Record::Usage { usage }, false),
+            Entry::Usage { usage, cost_usd } => (Record::Usage { usage, cost_usd }, false),
             Entry::Compaction {
                 before_tokens,
                 after_tokens,

@@ -63,6 +63,8 @@ pub struct Loaded {
     /// The history, repaired: what the model is sent next.
     pub messages: Vec<Message>,
     pub usage: Usage,
+    /// What the calls cost, in USD; `None` when one's price was unknown.
+    pub cost_usd: Option<f64>,
     /// Turns that ended (a turn cut by a kill is not counted).
     pub turns: usize,
     pub edits: Vec<super::EditRecord>,
@@ -150,6 +152,8 @@ pub struct SessionSummary {
     pub turns: usize,
     pub messages: usize,
     pub tokens: u64,
+    /// USD; `None`: some call's price is unknown.
+    pub cost_usd: Option<f64>,
     pub size: u64,
 }
 
@@ -275,6 +279,7 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         },
         messages: Vec::new(),
         usage: Usage::default(),
+        cost_usd: Some(0.0),
         turns: 0,
         edits: Vec::new(),
         marks: Vec::new(),
@@ -326,7 +331,10 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
                 }
                 super::join(&mut loaded.messages, message);
             }
-            Record::Usage { usage } => loaded.usage += usage,
+            Record::Usage { usage, cost_usd } => {
+                loaded.usage += usage;
+                loaded.cost_usd = loaded.cost_usd.zip(cost_usd).map(|(a, b)| a + b);
+            }
             Record::Compaction(compaction) => {
                 loaded.messages = compaction.messages;
                 for mark in &mut loaded.marks {
@@ -383,6 +391,7 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
                     + loaded.usage.output_tokens
                     + loaded.usage.cache_creation_input_tokens
                     + loaded.usage.cache_read_input_tokens,
+                cost_usd: loaded.cost_usd,
                 size: loaded.size,
                 id,
             }),

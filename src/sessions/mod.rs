@@ -40,8 +40,9 @@ pub trait Transcript: Send + Sync {
 pub enum Entry<'a> {
     /// A message appended to the history (by [`append`]'s rule).
     Message(&'a Message),
-    /// The usage of one model call.
-    Usage(Usage),
+    /// The usage of one model call, and its cost (`None`: the model's
+    /// price is unknown).
+    Usage { usage: Usage, cost_usd: Option<f64> },
     /// The history was compacted: `messages` is the whole history after.
     Compaction {
         before_tokens: u64,

@@ -24,6 +24,9 @@ pub enum Record {
     /// One model call's tokens.
     Usage {
         usage: Usage,
+        /// USD, at the price of the call's model; absent: unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     Compaction(CompactionRecord),
     Edit(EditRecord),
