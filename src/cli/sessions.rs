@@ -67,7 +67,10 @@ pub async fn rewind(
         None => sessions::latest(paths)?.ok_or(SessionError::NoSession)?,
     };
     let (_, file) = sessions::load(paths, &id)?;
-    let rewound = sessions::rewind(workspace, &file).await?;
+    // Only its deny rules count: nobody is asked about an undo.
+    let settings = crate::config::Config::load(paths.root()).map_err(anyhow::Error::msg)?;
+    let gate = settings.deny_rules_only(paths.root())?;
+    let rewound = sessions::rewind(workspace, &file, &gate).await?;
     if args.json {
         let event = serde_json::json!({
             "type": "rewound",

@@ -98,7 +98,11 @@ async fn undo(
     let settings = state.load_settings().await?;
     let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
         .map_err(|e| format!("cannot open the workspace: {e}"))?;
-    crate::sessions::rewind(&workspace, file)
+    // Only its deny rules count: nobody is asked about an undo.
+    let gate = settings
+        .deny_rules_only(&state.init().root)
+        .map_err(|e| e.to_string())?;
+    crate::sessions::rewind(&workspace, file, &gate)
         .await
         .map_err(|e| e.to_string())
 }

@@ -11,7 +11,9 @@
 //! back only if it still holds exactly the text the agent left in it;
 //! otherwise (the user or a command changed it since, it was deleted, it
 //! was binary before so its bytes were not kept) it is left as it is and
-//! named. Changes that commands made are not recorded, so not undone.
+//! named. A file the user's deny rules keep edits from is not written
+//! either (the gate's rules, whatever the mode). Changes that commands made
+//! are not recorded, so not undone.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +23,8 @@ use super::file::SessionFile;
 use super::load::{SessionError, read};
 use super::{EditRecord, Entry, RewindRecord, Transcript};
 use crate::history::{ContentBlock, Message, push_user_blocks};
+use crate::permission::PermissionGate;
+use crate::tools::edit_action;
 use crate::workspace::{Restore, Workspace, WorkspaceError};
 
 /// A file a rewind left as it is, and why.
@@ -73,6 +77,7 @@ impl Rewound {
 pub async fn rewind(
     workspace: &dyn Workspace,
     file: &SessionFile,
+    gate: &PermissionGate,
 ) -> Result<Rewound, SessionError> {
     let paths = workspace.paths();
     let loaded = match read(paths, file.id()) {
@@ -92,7 +97,7 @@ pub async fn rewind(
     let mut shown = Vec::new();
     let mut refused = Vec::new();
     for (path, change) in changes_by_file(turn.edits) {
-        match plan_restore(workspace, path, &change).await {
+        match plan_restore(workspace, gate, path, &change).await {
             Ok(restore) => {
                 restores.push(restore);
                 shown.push(path.to_string());
@@ -171,13 +176,20 @@ fn changes_by_file(edits: &[EditRecord]) -> BTreeMap<&str, TurnChange<'_>> {
 /// How to put one file back, or why not.
 async fn plan_restore(
     workspace: &dyn Workspace,
+    gate: &PermissionGate,
     path: &str,
     change: &TurnChange<'_>,
 ) -> Result<Restore, String> {
     if change.binary {
         return Err("it was binary before the turn; its bytes were not kept".into());
     }
-    let resolved = workspace.paths().resolve(path).map_err(|e| e.to_string())?;
+    let paths = workspace.paths();
+    let action = edit_action("rewind", path, "put back as it was".into(), paths)
+        .map_err(|e| e.to_string())?;
+    if let Some(denied) = gate.denied_by_rule(&action) {
+        return Err(denied);
+    }
+    let resolved = paths.resolve(path).map_err(|e| e.to_string())?;
     let now = match workspace.read_text(&resolved).await {
         Ok(now) => now,
         Err(WorkspaceError::NotFound(_)) => return Err("deleted since".into()),

@@ -203,6 +203,12 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
             "gone.txt (deleted since",
         ),
         (
+            "a file the user's deny rules keep edits from",
+            vec![edit_record("locked.txt", Some("owned\n"), "safe\n")],
+            0o600,
+            "locked.txt (Denied by the permission rule `edit(locked.txt)`",
+        ),
+        (
             "a file that was binary before",
             vec![
                 json!({"type": "edit", "path": "a.txt", "before": null, "binary": true, "after": "a\n"}),
@@ -212,7 +218,14 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
         ),
     ];
     for (case, edits, mode, said) in cases {
-        let dir = workspace(&[("a.txt", "a\n")]);
+        let dir = workspace(&[
+            ("a.txt", "a\n"),
+            ("locked.txt", "safe\n"),
+            (
+                ".bareagent/config.toml",
+                "[permissions]\ndeny = [\"edit(locked.txt)\"]\n",
+            ),
+        ]);
         let dir = dir.path();
         std::os::unix::fs::symlink(&victim, dir.join("link.txt")).unwrap();
         let mut records = vec![prompt_record()];
@@ -222,6 +235,7 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
         assert!(!ok, "{case}: {out}");
         assert!(out.contains(said), "{case}: `{out}` ∌ `{said}`");
         assert_eq!(read(dir, "a.txt").as_deref(), Some("a\n"), "{case}");
+        assert_eq!(read(dir, "locked.txt").as_deref(), Some("safe\n"), "{case}");
         assert_eq!(
             std::fs::read_to_string(&victim).unwrap(),
             "safe\n",
