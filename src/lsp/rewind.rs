@@ -36,8 +36,19 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
         });
         (id, session.file.clone())
     };
+    // In a task of its own: a panic in it must not leave the session
+    // marked busy for ever.
     let outcome = match file {
-        Some(file) => undo(state, &file).await.map(|rewound| (file, rewound)),
+        Some(file) => {
+            let (state, undoing) = (state.clone(), file.clone());
+            match tokio::spawn(async move { undo(&state, &undoing).await }).await {
+                Ok(result) => result.map(|rewound| (file, rewound)),
+                Err(error) => {
+                    tracing::error!(%error, "the rewind task failed");
+                    Err("the rewind crashed (a bug in bareagent); nothing more was changed".into())
+                }
+            }
+        }
         None => Err("nothing to rewind".into()),
     };
 

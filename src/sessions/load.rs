@@ -13,6 +13,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use super::Transcript;
 use super::file::SessionFile;
 use super::record::{Header, Record, VERSION};
 use crate::history::{ContentBlock, Message, Role, Usage, check_history};
@@ -40,13 +41,17 @@ pub enum SessionError {
     #[error("{path}: its history is not valid ({reason}); the session is not loaded")]
     InvalidHistory { path: String, reason: String },
     #[error(
-        "{path} was not written by bareagent for you (it is readable by others, or not yours: it may have come with the repository); it is not resumed. Delete it, or `chmod 600` it if it is yours"
+        "{path} was not written by bareagent for you in this workspace (it is readable by others, not yours, or not in your own record of sessions: it may have come with the repository); it is neither resumed nor rewound"
     )]
     NotOurs { path: String },
+    #[error("session `{0}` is in use by another bareagent (an editor, or a run): end it first")]
+    InUse(String),
     #[error("nothing to rewind: the session has no turn yet")]
     NothingToRewind,
     #[error("no session to rewind in this workspace")]
     NoSession,
+    #[error("nothing was rewound ({0}); the turn is kept, so you can try again")]
+    RewindFailed(String),
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
@@ -75,7 +80,8 @@ pub struct Loaded {
     pub size: u64,
     /// Where the last whole line ends.
     valid_len: u64,
-    /// Owned by this user and readable by nobody else: bareagent wrote it.
+    /// Owned by this user, readable by nobody else, and in the user's own
+    /// record of sessions for this workspace (`vouch.rs`): bareagent wrote it.
     pub(super) owner_only: bool,
 }
 
@@ -202,6 +208,15 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
             &file,
         );
     }
+    // A turn a kill cut short ended there: what comes next is a turn of
+    // its own (a rewind undoes one, not both).
+    if loaded.marks.last().is_some_and(|mark| !mark.ended) {
+        file.record(super::Entry::TurnEnd);
+        if let Some(mark) = loaded.marks.last_mut() {
+            mark.ended = true;
+        }
+        loaded.turns += 1;
+    }
     check_history(&loaded.messages).map_err(|reason| SessionError::InvalidHistory {
         path: paths.display(&file_of(paths, id)),
         reason,
@@ -243,7 +258,9 @@ pub(super) fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionErro
     loaded.owner_only = {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions.
-        meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o077 == 0
+        meta.uid() == unsafe { libc::geteuid() }
+            && meta.mode() & 0o077 == 0
+            && super::vouch::vouched(id, loaded.header.token.as_deref(), paths.root())
     };
     Ok(loaded)
 }
@@ -276,6 +293,7 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
             created: String::new(),
             workspace: String::new(),
             first_prompt: None,
+            token: None,
         },
         messages: Vec::new(),
         usage: Usage::default(),
@@ -408,7 +426,7 @@ pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
     Ok(ids(paths)?.into_iter().next())
 }
 
-/// Deletes session `id`.
+/// Deletes session `id`, and the user's record of it.
 pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
     check_id(id)?;
     paths
@@ -416,7 +434,9 @@ pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
         .map_err(|error| match error {
             WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
             other => other.into(),
-        })
+        })?;
+    super::vouch::forget(id);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -530,6 +550,19 @@ mod tests {
                 Some("user:1 assistant:1"),
                 1,
             ),
+            // Compacted between turns (the editor's idle compaction): exact.
+            (
+                vec![HEADER, PROMPT, ANSWER, END, compaction, NEXT, ANSWER, END],
+                Some("user:1"),
+                0,
+            ),
+            // Prompts queued during a cancelled turn, then the user's own:
+            // one turn, both joining the results it ended on.
+            (
+                vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, NEXT, ANSWER, END],
+                Some("user:1 assistant:1 user:1"),
+                0,
+            ),
             // Compacted during the turn: its start is gone.
             (
                 vec![HEADER, PROMPT, ANSWER, END, NEXT, compaction, ANSWER, END],
@@ -566,6 +599,9 @@ mod tests {
                     .join(" ")
             });
             assert_eq!(shape.as_deref(), before, "{records:?}");
+            if let Some(history) = turn.history_before.as_ref().filter(|h| !h.is_empty()) {
+                assert_eq!(check_history(history), Ok(()), "{records:?}");
+            }
             assert_eq!(turn.edits.len(), edits, "{records:?}");
         }
         let once = replay(

@@ -15,6 +15,7 @@ mod file;
 mod load;
 mod record;
 pub mod rewind;
+mod vouch;
 
 pub use file::SessionFile;
 pub use load::{

@@ -47,6 +47,10 @@ pub struct Header {
     pub workspace: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_prompt: Option<String>,
+    /// Random; the user's own record of the session carries it too (see
+    /// `vouch.rs`): what tells the user's session from a planted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// The history was compacted. `messages` is the whole history after it, so

@@ -16,12 +16,13 @@
 //! are not recorded, so not undone.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
 use serde::{Deserialize, Serialize};
 
 use super::file::SessionFile;
 use super::load::{SessionError, read};
-use super::{EditRecord, Entry, RewindRecord, Transcript};
+use super::{EditRecord, RewindRecord, Transcript};
 use crate::history::{ContentBlock, Message, push_user_blocks};
 use crate::permission::PermissionGate;
 use crate::tools::edit_action;
@@ -109,38 +110,42 @@ pub async fn rewind(
         }
     }
     let mut restored = Vec::new();
+    let mut failed = Vec::new();
     for (path, result) in shown.into_iter().zip(workspace.restore(&restores).await) {
         match result {
             Ok(()) => restored.push(path),
-            Err(error) => refused.push(Refused {
+            Err(error) => failed.push(Refused {
                 path,
                 reason: error.to_string(),
             }),
         }
     }
+    // Nothing could be put back (an editor refuses a stale edit whole):
+    // the turn stays, so the rewind can be tried again.
+    if restored.is_empty() && !failed.is_empty() {
+        return Err(SessionError::RewindFailed(
+            failed
+                .iter()
+                .map(|f| format!("{}: {}", f.path, f.reason))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    refused.extend(failed);
 
-    let (messages, noted) = match turn.history_before {
+    let (mut messages, noted) = match turn.history_before {
         Some(messages) => (messages, false),
-        None => {
-            let mut messages = loaded.messages.clone();
-            let note = format!(
-                "<system-reminder>The user rewound the turn above: its edits to files were undone ({}). Read files again before relying on what it did.</system-reminder>",
-                if restored.is_empty() {
-                    "no file was restored".to_string()
-                } else {
-                    format!("restored: {}", restored.join(", "))
-                }
-            );
-            push_user_blocks(&mut messages, vec![ContentBlock::Text { text: note }]);
-            (messages, true)
-        }
+        None => (loaded.messages.clone(), true),
     };
+    if let Some(note) = note_for_the_model(noted, &restored, &refused) {
+        push_user_blocks(&mut messages, vec![ContentBlock::Text { text: note }]);
+    }
     let record = RewindRecord {
         restored: restored.clone(),
         refused: refused.clone(),
         messages,
     };
-    file.record(Entry::Rewind(&record));
+    file.record(super::Entry::Rewind(&record));
     Ok(Rewound {
         restored,
         refused,
@@ -149,26 +154,65 @@ pub async fn rewind(
     })
 }
 
+/// What the model is told when the history cannot simply lose the turn:
+/// the turn was compacted into what it keeps, or files still hold its edits.
+fn note_for_the_model(noted: bool, restored: &[String], refused: &[Refused]) -> Option<String> {
+    let mut lines = Vec::new();
+    if noted {
+        lines.push(format!(
+            "The user rewound the turn above: its edits to files were undone ({}).",
+            if restored.is_empty() {
+                "no file was restored".to_string()
+            } else {
+                format!("restored: {}", restored.join(", "))
+            }
+        ));
+    }
+    if !refused.is_empty() {
+        let left: Vec<&str> = refused.iter().map(|r| r.path.as_str()).collect();
+        lines.push(format!(
+            "The user rewound your last turn, but these files still hold its edits (they changed since, so they were left as they are): {}.",
+            left.join(", ")
+        ));
+    }
+    (!lines.is_empty()).then(|| {
+        format!(
+            "<system-reminder>{} Read files again before relying on what you remember of them.</system-reminder>",
+            lines.join(" ")
+        )
+    })
+}
+
 /// One file's change over a turn: what it held before the turn's first
-/// edit of it, and after its last.
+/// edit of it, and after its last — if every edit started from the text
+/// the one before it left (else something else changed the file between
+/// them, and putting the first text back would undo that too).
 struct TurnChange<'a> {
     before: Option<&'a str>,
     binary: bool,
     after: &'a str,
+    unbroken: bool,
 }
 
 /// The turn's edits, one change per file (by workspace-relative path).
 fn changes_by_file(edits: &[EditRecord]) -> BTreeMap<&str, TurnChange<'_>> {
     let mut files: BTreeMap<&str, TurnChange<'_>> = BTreeMap::new();
     for edit in edits {
-        files
-            .entry(edit.path.as_str())
-            .or_insert(TurnChange {
-                before: edit.before.as_deref(),
-                binary: edit.binary,
-                after: &edit.after,
-            })
-            .after = &edit.after;
+        match files.entry(edit.path.as_str()) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(TurnChange {
+                    before: edit.before.as_deref(),
+                    binary: edit.binary,
+                    after: &edit.after,
+                    unbroken: true,
+                });
+            }
+            Entry::Occupied(mut occupied) => {
+                let change = occupied.get_mut();
+                change.unbroken &= !edit.binary && edit.before.as_deref() == Some(change.after);
+                change.after = &edit.after;
+            }
+        }
     }
     files
 }
@@ -182,6 +226,11 @@ async fn plan_restore(
 ) -> Result<Restore, String> {
     if change.binary {
         return Err("it was binary before the turn; its bytes were not kept".into());
+    }
+    if !change.unbroken {
+        return Err(
+            "it changed between the agent's edits of it (by you or a command): putting it back would undo that too".into(),
+        );
     }
     let paths = workspace.paths();
     let action = edit_action("rewind", path, "put back as it was".into(), paths)
@@ -202,6 +251,7 @@ async fn plan_restore(
     Ok(Restore {
         path: resolved,
         text: change.before.map(str::to_string),
+        expected: now.text,
         version: now.version,
     })
 }
