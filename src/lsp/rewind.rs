@@ -105,7 +105,7 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
 async fn undo(
     state: &Arc<State>,
     file: &crate::sessions::SessionFile,
-) -> Result<crate::sessions::Rewound, String> {
+) -> Result<crate::rewind::Rewound, String> {
     let settings = state.load_settings().await?;
     let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
         .map_err(|e| format!("cannot open the workspace: {e}"))?;
@@ -113,7 +113,7 @@ async fn undo(
     let gate = settings
         .deny_rules_only(&state.init().root)
         .map_err(|e| e.to_string())?;
-    crate::sessions::rewind(&workspace, file, &gate)
+    crate::rewind::rewind(&workspace, file, &gate)
         .await
         .map_err(|e| e.to_string())
 }

@@ -101,10 +101,10 @@ pub(super) struct TurnMark {
 }
 
 /// The last turn of a replayed history, as a rewind undoes it.
-pub(super) struct LastTurn<'a> {
+pub struct LastTurn<'a> {
     /// The history before it, or `None` where a compaction rewrote it.
-    pub(super) history_before: Option<Vec<Message>>,
-    pub(super) edits: &'a [super::EditRecord],
+    pub history_before: Option<Vec<Message>>,
+    pub edits: &'a [super::EditRecord],
 }
 
 impl Loaded {
@@ -120,7 +120,8 @@ impl Loaded {
         )
     }
 
-    pub(super) fn last_turn(&self) -> Option<LastTurn<'_>> {
+    /// The last turn (an unanswered prompt after it included).
+    pub fn last_turn(&self) -> Option<LastTurn<'_>> {
         let start = self.last_turn_start()?;
         let mark = self.marks[start];
         let history_before = mark.history.map(|(len, blocks)| {
@@ -224,6 +225,18 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
     Ok((loaded, file))
 }
 
+/// Reads session `id` as it is, if bareagent wrote it for this user here
+/// (see [`load`]), without opening it to append: what a rewind acts on.
+pub fn read_own(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+    let loaded = read(paths, id)?;
+    if !loaded.owner_only {
+        return Err(SessionError::NotOurs {
+            path: paths.display(&file_of(paths, id)),
+        });
+    }
+    Ok(loaded)
+}
+
 /// The results a history's unanswered last tool calls need: an assistant
 /// message asking for tools is the last one when a kill struck before its
 /// results were written. Nothing for any other history.
@@ -238,7 +251,7 @@ pub fn interrupted_results(messages: &[Message]) -> Vec<ContentBlock> {
 }
 
 /// Reads and replays a session file, without repairing it.
-pub(super) fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
     check_id(id)?;
     let path = file_of(paths, id);
     let shown = paths.display(&path);

@@ -85,8 +85,15 @@ pub struct RewindRecord {
     /// Files put back as they were before the turn.
     pub restored: Vec<String>,
     /// Files left as they are, with why.
-    pub refused: Vec<super::rewind::Refused>,
+    pub refused: Vec<Refused>,
     pub messages: Vec<Message>,
+}
+
+/// A file a rewind left as it is, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub path: String,
+    pub reason: String,
 }
 
 /// A new session id: the UTC time to the millisecond, then four random

@@ -1,4 +1,4 @@
-//! Rewind: the last turn undone. Its file edits are put back as they were
+//! Rewind: the last turn of a session undone. Its file edits are put back as they were
 //! before it (in an editor as one undoable `workspace/applyEdit`, headless
 //! on disk), and the turn is dropped from the history, by a record the
 //! loader honours, so a resumed session has forgotten it too.
@@ -18,22 +18,14 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use serde::{Deserialize, Serialize};
-
-use super::file::SessionFile;
-use super::load::{SessionError, read};
-use super::{EditRecord, RewindRecord, Transcript};
 use crate::history::{ContentBlock, Message, push_user_blocks};
 use crate::permission::PermissionGate;
+use crate::sessions::{
+    EditRecord, Entry as Said, Refused, RewindRecord, SessionError, SessionFile, Transcript,
+    read_own,
+};
 use crate::tools::edit_action;
 use crate::workspace::{Restore, Workspace, WorkspaceError};
-
-/// A file a rewind left as it is, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refused {
-    pub path: String,
-    pub reason: String,
-}
 
 /// What a rewind did.
 #[derive(Clone, Debug)]
@@ -81,17 +73,12 @@ pub async fn rewind(
     gate: &PermissionGate,
 ) -> Result<Rewound, SessionError> {
     let paths = workspace.paths();
-    let loaded = match read(paths, file.id()) {
+    // Its edit records say what to write into files: only the user's own.
+    let loaded = match read_own(paths, file.id()) {
         // Its file is made at its first record: nothing was said yet.
         Err(SessionError::NotFound(_)) => return Err(SessionError::NothingToRewind),
         other => other?,
     };
-    // Its edit records say what to write into files: only the user's own.
-    if !loaded.owner_only {
-        return Err(SessionError::NotOurs {
-            path: file.shown_path(),
-        });
-    }
     let turn = loaded.last_turn().ok_or(SessionError::NothingToRewind)?;
 
     let mut restores = Vec::new();
@@ -145,7 +132,7 @@ pub async fn rewind(
         refused: refused.clone(),
         messages,
     };
-    file.record(super::Entry::Rewind(&record));
+    file.record(Said::Rewind(&record));
     Ok(Rewound {
         restored,
         refused,
