@@ -84,19 +84,20 @@ pub async fn rewind(
     let mut restores = Vec::new();
     let mut shown = Vec::new();
     let mut refused = Vec::new();
+    let mut restored = Vec::new();
     for (path, change) in changes_by_file(turn.edits) {
         match plan_restore(workspace, gate, path, &change).await {
-            Ok(restore) => {
+            Ok(Some(restore)) => {
                 restores.push(restore);
                 shown.push(path.to_string());
             }
+            Ok(None) => restored.push(path.to_string()),
             Err(reason) => refused.push(Refused {
                 path: path.to_string(),
                 reason,
             }),
         }
     }
-    let mut restored = Vec::new();
     let mut failed = Vec::new();
     for (path, result) in shown.into_iter().zip(workspace.restore(&restores).await) {
         match result {
@@ -204,13 +205,13 @@ fn changes_by_file(edits: &[EditRecord]) -> BTreeMap<&str, TurnChange<'_>> {
     files
 }
 
-/// How to put one file back, or why not.
+/// How to put one file back (`None`: it is already as it was), or why not.
 async fn plan_restore(
     workspace: &dyn Workspace,
     gate: &PermissionGate,
     path: &str,
     change: &TurnChange<'_>,
-) -> Result<Restore, String> {
+) -> Result<Option<Restore>, String> {
     if change.binary {
         return Err("it was binary before the turn; its bytes were not kept".into());
     }
@@ -227,7 +228,9 @@ async fn plan_restore(
     }
     let resolved = paths.resolve(path).map_err(|e| e.to_string())?;
     let now = match workspace.read_text(&resolved).await {
+        Ok(now) if Some(now.text.as_str()) == change.before => return Ok(None),
         Ok(now) => now,
+        Err(WorkspaceError::NotFound(_)) if change.before.is_none() => return Ok(None),
         Err(WorkspaceError::NotFound(_)) => return Err("deleted since".into()),
         Err(WorkspaceError::Binary(_)) => return Err("changed since (now binary)".into()),
         Err(error) => return Err(error.to_string()),
@@ -235,10 +238,10 @@ async fn plan_restore(
     if now.text != change.after {
         return Err("changed since the agent edited it".into());
     }
-    Ok(Restore {
+    Ok(Some(Restore {
         path: resolved,
         text: change.before.map(str::to_string),
         expected: now.text,
         version: now.version,
-    })
+    }))
 }

@@ -259,7 +259,7 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
         ),
         (
             "a file deleted since the edit",
-            vec![edit_record("gone.txt", None, "x\n")],
+            vec![edit_record("gone.txt", Some("was\n"), "x\n")],
             0o600,
             Vouched::Yes,
             "gone.txt (deleted since",
