@@ -65,6 +65,18 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Chat(args)) => {
+            let result = runtime.block_on(bareagent::cli::chat(args));
+            // As after `run`: an approval's reader may still be in read(2).
+            runtime.shutdown_background();
+            match result {
+                Ok(code) => code,
+                Err(error) => {
+                    eprintln!("bareagent: {error:#}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Some(Command::Run(args)) => {
             let result = runtime.block_on(bareagent::cli::run(args));
             // A prompt cut short by Ctrl-C leaves its reader blocked in

@@ -108,16 +108,49 @@ pub async fn ask_to_trust(root: &std::path::Path) -> bool {
 }
 
 /// One line of stdin; `None` at the end of input.
+///
+/// The reader gives up once nobody waits for it: a question dropped by a
+/// cancelled turn must not leave a read behind that takes the next line
+/// the user types (at `bareagent chat`'s prompt, say). So it waits for
+/// input in short polls, and reads only when a line is there.
 async fn read_line() -> Option<String> {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        match std::io::stdin().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line),
+    let waiting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let _dropped = StopWaitingOnDrop(waiting.clone());
+    tokio::task::spawn_blocking(move || {
+        while waiting.load(Ordering::Relaxed) {
+            let stdin = std::io::stdin();
+            let mut fds = [rustix::event::PollFd::new(
+                &stdin,
+                rustix::event::PollFlags::IN,
+            )];
+            let tick = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
+            match rustix::event::poll(&mut fds, Some(&tick)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+            let mut line = String::new();
+            return match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line),
+            };
         }
+        None
     })
     .await
     .unwrap_or_default()
+}
+
+/// Tells a reader that nobody waits for its line any more.
+struct StopWaitingOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopWaitingOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 /// On a terminal: `y`, `s`, `a`; anything else, end of input included, is no.

@@ -1,11 +1,13 @@
 //! `bareagent sessions` (the list), `bareagent sessions rm ID`, and which
-//! session `bareagent run` writes to: a new one, or with `--continue` /
-//! `--resume ID` an old one, read back and repaired.
+//! session `bareagent run` and `bareagent chat` write to: a new one, or
+//! with `--continue` / `--resume ID` (or `/resume`) an old one, read back
+//! and repaired.
 
 use anyhow::Context;
 
-use super::{RunArgs, SessionsAction};
+use super::{AgentArgs, SessionsAction};
 use crate::agent::Message;
+use crate::history::Usage;
 use crate::sessions::{self, SessionFile};
 use crate::workspace::PathResolver;
 
@@ -18,24 +20,28 @@ pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
             sessions::remove(&paths, &id)?;
             println!("Removed session {id}.");
         }
-        None => {
-            let list = sessions::list(&paths)?;
-            if list.is_empty() {
-                println!("No sessions in this workspace yet.");
-            }
-            for s in list {
-                let prompt = s.first_prompt.as_deref().unwrap_or("");
-                let prompt = crate::text::prefix(prompt.lines().next().unwrap_or(""), 60);
-                println!(
-                    "{}  {}  {:>3} turns  {:>7} tokens  {:>8}  {prompt}",
-                    s.id,
-                    s.date,
-                    s.turns,
-                    s.tokens,
-                    size(s.size)
-                );
-            }
-        }
+        None => print_list(&paths)?,
+    }
+    Ok(())
+}
+
+/// The list `bareagent sessions` and `/sessions` print, newest first.
+pub fn print_list(paths: &PathResolver) -> anyhow::Result<()> {
+    let list = sessions::list(paths)?;
+    if list.is_empty() {
+        println!("No sessions in this workspace yet.");
+    }
+    for s in list {
+        let prompt = s.first_prompt.as_deref().unwrap_or("");
+        let prompt = crate::text::prefix(prompt.lines().next().unwrap_or(""), 60);
+        println!(
+            "{}  {}  {:>3} turns  {:>7} tokens  {:>8}  {prompt}",
+            s.id,
+            s.date,
+            s.turns,
+            s.tokens,
+            size(s.size)
+        );
     }
     Ok(())
 }
@@ -50,15 +56,55 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Which session a run or a chat writes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Which {
+    New,
+    /// The workspace's latest (`--continue`, `/resume`).
+    Latest,
+    /// `--resume ID`, `/resume ID`.
+    Id(String),
+}
+
+impl Which {
+    pub fn of(args: &AgentArgs) -> Which {
+        match (&args.resume, args.continue_last) {
+            (Some(id), _) => Which::Id(id.clone()),
+            (None, true) => Which::Latest,
+            (None, false) => Which::New,
+        }
+    }
+}
+
+/// A session opened to write to, and what it had.
+pub struct Opened {
+    pub file: SessionFile,
+    /// The history it starts from (repaired).
+    pub messages: Vec<Message>,
+    /// The usage its model calls reported so far.
+    pub usage: Usage,
+}
+
 /// The session this run writes to, and the history it starts from.
-pub fn open(paths: &PathResolver, args: &RunArgs) -> anyhow::Result<(SessionFile, Vec<Message>)> {
-    let id = match (&args.resume, args.continue_last) {
-        (Some(id), _) => id.clone(),
-        (None, true) => match sessions::latest(paths)? {
+pub fn open(paths: &PathResolver, args: &AgentArgs) -> anyhow::Result<(SessionFile, Vec<Message>)> {
+    open_which(paths, &Which::of(args)).map(|opened| (opened.file, opened.messages))
+}
+
+/// Opens `which` session; an old one is said on stderr, with its size.
+pub fn open_which(paths: &PathResolver, which: &Which) -> anyhow::Result<Opened> {
+    let id = match which {
+        Which::Id(id) => id.clone(),
+        Which::Latest => match sessions::latest(paths)? {
             Some(id) => id,
-            None => anyhow::bail!("--continue: there is no session in this workspace yet"),
+            None => anyhow::bail!("there is no session in this workspace yet to go on with"),
         },
-        (None, false) => return Ok((SessionFile::create(paths), Vec::new())),
+        Which::New => {
+            return Ok(Opened {
+                file: SessionFile::create(paths),
+                messages: Vec::new(),
+                usage: Usage::default(),
+            });
+        }
     };
     let (loaded, file) = sessions::load(paths, &id)?;
     let repaired = match loaded.repaired {
@@ -69,5 +115,9 @@ pub fn open(paths: &PathResolver, args: &RunArgs) -> anyhow::Result<(SessionFile
         "bareagent: resuming session {id} ({} messages{repaired})",
         loaded.messages.len()
     );
-    Ok((file, loaded.messages))
+    Ok(Opened {
+        file,
+        messages: loaded.messages,
+        usage: loaded.usage,
+    })
 }
