@@ -132,6 +132,10 @@ async fn read_line() -> Option<String> {
                 Ok(_) => {}
                 Err(_) => return None,
             }
+            // Input came while the question was being dropped: not ours.
+            if !waiting.load(Ordering::Relaxed) {
+                return None;
+            }
             let mut line = String::new();
             return match stdin.read_line(&mut line) {
                 Ok(0) | Err(_) => None,
