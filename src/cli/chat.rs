@@ -87,6 +87,7 @@ struct Chat {
 impl Chat {
     /// One turn for `prompt`, on the history so far.
     async fn turn(&mut self, prompt: String) {
+        self.agent.read_instructions(&prompt);
         let cancel = CancellationToken::new();
         let agent = self.agent.agent(cancel.clone(), &self.session, &self.spend);
         crate::sessions::append(
@@ -147,7 +148,9 @@ impl Chat {
 
     /// `model NAME · $3 / $15 per million tokens in / out · context window 200k`.
     fn model_line(&self) -> String {
-        let name = self.agent.model().unwrap_or("(the recording's)");
+        let Some(name) = self.agent.model() else {
+            return "no model: the answers come from the recording (--replay)".to_string();
+        };
         let price = match self.agent.price() {
             Some(price) => format!(
                 "${} / ${} per million tokens in / out",

@@ -55,6 +55,8 @@ pub struct TerminalAgent {
     pub background: BackgroundTasks,
     /// Which version of each file the model has seen, kept across turns.
     reads: Arc<ReadLedger>,
+    /// Instruction files already said to be refused.
+    refused: Vec<String>,
 }
 
 /// The parts that follow from the model's name.
@@ -99,19 +101,7 @@ impl TerminalAgent {
             .unwrap_or_default();
         let gate = gate(&settings, mode, json, workspace.paths().root())?;
         let tools = ToolRegistry::standard();
-        let instructions = load_instructions(
-            workspace.paths(),
-            &gate,
-            user_instructions_path().as_deref(),
-            &paths_in(prompt),
-        );
-        for file in &instructions.files {
-            if let Some(why) = &file.refused {
-                eprintln!("bareagent: not reading {}: {why}", file.path);
-            }
-        }
         let config = LoopConfig {
-            system: system_prompt(workspace.paths().root()) + &instructions.prompt,
             max_iterations: args.max_iterations,
             stream: !args.no_stream,
             price: model.price,
@@ -129,7 +119,7 @@ impl TerminalAgent {
         }
         let inbox = Inbox::new();
         let background = BackgroundTasks::new(inbox.clone());
-        Ok(TerminalAgent {
+        let mut agent = TerminalAgent {
             args: args.clone(),
             json,
             workspace,
@@ -144,7 +134,32 @@ impl TerminalAgent {
             inbox,
             background,
             reads: Arc::default(),
-        })
+            refused: Vec::new(),
+        };
+        agent.read_instructions(prompt);
+        Ok(agent)
+    }
+
+    /// The system prompt for a turn about `prompt`: the project
+    /// instructions of the root and of the directories it names, read
+    /// again each turn (as the language server does). A file refused is
+    /// said once.
+    pub fn read_instructions(&mut self, prompt: &str) {
+        let instructions = load_instructions(
+            self.workspace.paths(),
+            &self.gate,
+            user_instructions_path().as_deref(),
+            &paths_in(prompt),
+        );
+        for file in &instructions.files {
+            if let Some(why) = &file.refused {
+                if !self.refused.contains(&file.path) {
+                    eprintln!("bareagent: not reading {}: {why}", file.path);
+                    self.refused.push(file.path.clone());
+                }
+            }
+        }
+        self.config.system = system_prompt(self.workspace.paths().root()) + &instructions.prompt;
     }
 
     /// The agent for one turn, cancelled by `cancel`, writing to `transcript`.

@@ -398,6 +398,51 @@ fn clear_starts_a_new_session_and_resume_goes_back() {
         ]
     );
     assert_eq!(turn_ends(&first[0]), 2, "the resumed session is written to");
+
+    // A new chat goes on with the latest session (the newest made, as
+    // `run --continue` picks it), here the one `/clear` started.
+    let server = ModelServer::start(vec![Reply::text("Four.").into()]);
+    let mut chat = Chat::start(dir.path(), &server, &["--continue"]);
+    let shown = chat.terminal.text();
+    assert!(shown.contains("resuming session"), "{shown}");
+    chat.turn("fourth");
+    chat.quit();
+    assert_eq!(
+        conversation(&server.requests()[0].body),
+        vec![
+            pair("user", "second"),
+            pair("assistant", "Two."),
+            pair("user", "fourth"),
+        ]
+    );
+}
+
+/// Each turn reads the instructions of the directories its prompt names:
+/// a later turn about another directory gets that directory's.
+#[test]
+fn each_turn_reads_the_instructions_its_prompt_is_about() {
+    let dir = workspace(&[
+        ("AGENTS.md", "ROOT RULE\n"),
+        ("web/AGENTS.md", "WEB RULE\n"),
+        ("web/app.js", "x\n"),
+    ]);
+    let server = ModelServer::start(vec![Reply::text("A.").into(), Reply::text("B.").into()]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.turn("hello");
+    chat.turn("look at web/app.js");
+    chat.quit();
+    let requests = server.requests();
+    let system = |n: usize| requests[n].body["system"].to_string();
+    assert!(
+        system(0).contains("ROOT RULE") && !system(0).contains("WEB RULE"),
+        "{}",
+        system(0)
+    );
+    assert!(
+        system(1).contains("ROOT RULE") && system(1).contains("WEB RULE"),
+        "{}",
+        system(1)
+    );
 }
 
 /// `/mode plan` rebuilds the gate: an edit the default mode would ask
