@@ -6,13 +6,15 @@
 //! each turn, the history kept in memory between turns.
 //!
 //! Ctrl-C during a turn cancels it (the history stays valid, the prompt
-//! comes back); a second one before the turn has ended quits with 130. At
-//! the prompt Ctrl-C clears the line and Ctrl-D (or `/exit`) ends the chat.
+//! comes back); a second one soon after quits with 130, whether the turn
+//! has ended by then or not. Otherwise at the prompt Ctrl-C clears the
+//! line; Ctrl-D on an empty line (or `/exit`) ends the chat.
 //! The slash commands are `slash.rs`'s; what each does is here.
 
 use std::future::Future;
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -45,18 +47,48 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
         spend,
         session: opened.file,
         messages: opened.messages,
-        interrupts: signal(SignalKind::interrupt())?,
+        interrupts: Interrupts {
+            signal: signal(SignalKind::interrupt())?,
+            cancelled_at: None,
+        },
     };
     eprintln!(
         "bareagent chat · model {} · permission mode {} · session {} · /help for the commands, Ctrl-D to quit",
-        chat.agent.model().unwrap_or("(the recording's)"),
+        chat.agent
+            .model()
+            .unwrap_or("from the recording (--replay)"),
         mode_name(chat.agent.mode()),
         chat.session.id(),
     );
+    // The terminal as the shell left it, to leave it so if the chat quits
+    // while the prompt has it in raw mode.
+    let cooked = rustix::termios::tcgetattr(std::io::stdin()).ok();
     let mut editor = LineEditor::start(history_path());
     loop {
-        let typed = match editor.read().await? {
+        let read = editor.read();
+        tokio::pin!(read);
+        let read = loop {
+            tokio::select! {
+                read = &mut read => break read?,
+                // A second Ctrl-C that came after the turn had ended but
+                // before the prompt took the terminal (a SIGINT still).
+                Some(()) = chat.interrupts.signal.recv() => {
+                    if chat.interrupts.again() {
+                        if let Some(cooked) = &cooked {
+                            let _ = rustix::termios::tcsetattr(
+                                std::io::stdin(),
+                                rustix::termios::OptionalActions::Now,
+                                cooked,
+                            );
+                        }
+                        return Ok(chat.quit_interrupted());
+                    }
+                }
+            }
+        };
+        let typed = match read {
             Read::End => break,
+            Read::Interrupted if chat.interrupts.again() => return Ok(chat.quit_interrupted()),
             Read::Interrupted => continue,
             Read::Line(typed) => typed,
         };
@@ -79,12 +111,17 @@ struct Chat {
     spend: SessionSpend,
     session: SessionFile,
     messages: Vec<Message>,
-    /// SIGINT, listened to while something runs (at the prompt, Ctrl-C is
-    /// a key: the terminal is in raw mode).
-    interrupts: Signal,
+    interrupts: Interrupts,
 }
 
 impl Chat {
+    /// Ctrl-C twice: the chat ends with 130.
+    fn quit_interrupted(&self) -> ExitCode {
+        self.agent.sink.failed("interrupted");
+        self.agent.background.kill_all();
+        ExitCode::from(130)
+    }
+
     /// One turn for `prompt`, on the history so far.
     async fn turn(&mut self, prompt: String) {
         self.agent.read_instructions(&prompt);
@@ -97,13 +134,10 @@ impl Chat {
         );
         let sink = self.agent.sink.as_ref();
         sink.started();
-        let outcome = interruptible(
-            run_loop(&agent, &mut self.messages),
-            &cancel,
-            &mut self.interrupts,
-            sink,
-        )
-        .await;
+        let outcome = self
+            .interrupts
+            .during(run_loop(&agent, &mut self.messages), &cancel, sink)
+            .await;
         self.session.record(Entry::TurnEnd);
         self.spend.end_turn();
         match outcome {
@@ -273,7 +307,7 @@ impl Chat {
                 done = agent.compact(&usage, messages) => Some(done),
             }
         };
-        let outcome = interruptible(work, &cancel, interrupts, agent.sink.as_ref()).await;
+        let outcome = interrupts.during(work, &cancel, agent.sink.as_ref()).await;
         match outcome {
             None => eprintln!("Compaction cancelled; the history is kept as it was."),
             Some(Ok(Some(done))) => {
@@ -305,32 +339,56 @@ async fn rewind_last_turn(chat: &mut Chat) -> String {
     "rewind is not available yet".to_string()
 }
 
-/// Runs `work`; the first Ctrl-C cancels it through `cancel` (it ends
-/// soon, tidily), a second one before it has ended quits at once.
-async fn interruptible<T>(
-    work: impl Future<Output = T>,
-    cancel: &CancellationToken,
-    interrupts: &mut Signal,
-    sink: &dyn TurnSink,
-) -> T {
-    use futures_util::FutureExt;
-    // A Ctrl-C pressed between two turns (while no turn could take it)
-    // is not this turn's.
-    while interrupts.recv().now_or_never().flatten().is_some() {}
-    tokio::pin!(work);
-    loop {
-        tokio::select! {
-            done = &mut work => return done,
-            Some(()) = interrupts.recv() => {
-                if cancel.is_cancelled() {
-                    // Clears the spinner: exit does not wait for its thread to.
-                    sink.failed("interrupted");
-                    std::process::exit(130);
+/// Ctrl-C while something runs (a turn, `/compact`): SIGINT, since the
+/// terminal is not in raw mode then. At the prompt it is a key.
+struct Interrupts {
+    signal: Signal,
+    /// When a Ctrl-C last cancelled something.
+    cancelled_at: Option<Instant>,
+}
+
+/// A second Ctrl-C this soon after the one that cancelled quits, even if
+/// the prompt is back by then (a cancelled turn ends at once, so "twice"
+/// would otherwise rarely find it still running).
+const TWICE: Duration = Duration::from_secs(2);
+
+impl Interrupts {
+    /// Runs `work`; the first Ctrl-C cancels it through `cancel` (it ends
+    /// soon, tidily), a second one before it has ended quits at once.
+    async fn during<T>(
+        &mut self,
+        work: impl Future<Output = T>,
+        cancel: &CancellationToken,
+        sink: &dyn TurnSink,
+    ) -> T {
+        use futures_util::FutureExt;
+        // A Ctrl-C pressed between two turns (while nothing could take
+        // it) is not this turn's.
+        while self.signal.recv().now_or_never().flatten().is_some() {}
+        self.cancelled_at = None;
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return done,
+                Some(()) = self.signal.recv() => {
+                    if cancel.is_cancelled() {
+                        // Clears the spinner: exit does not wait for its thread to.
+                        sink.failed("interrupted");
+                        std::process::exit(130);
+                    }
+                    sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");
+                    cancel.cancel();
+                    self.cancelled_at = Some(Instant::now());
                 }
-                sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");
-                cancel.cancel();
             }
         }
+    }
+
+    /// A Ctrl-C at the prompt: whether it is the second of two (quit).
+    fn again(&mut self) -> bool {
+        self.cancelled_at
+            .take()
+            .is_some_and(|at| at.elapsed() < TWICE)
     }
 }
 

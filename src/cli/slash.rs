@@ -179,7 +179,8 @@ pub fn help() -> String {
          Enter sends; a line ending in \\ goes on on the next line, and so does an open ``` block.\n  \
          // at the start sends a prompt that starts with /.\n  \
          Up and Down go through earlier prompts (kept in $XDG_STATE_HOME/bareagent/chat_history).\n  \
-         Ctrl-C clears the line; during a turn it cancels the turn, twice quits.\n  \
+         Ctrl-C clears the line; during a turn it cancels the turn, and a second one\n  \
+         within 2 seconds quits.\n  \
          Ctrl-D on an empty line ends the chat.\n",
     );
     text

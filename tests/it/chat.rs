@@ -277,13 +277,15 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Ctrl-C while a command runs cancels the turn (the command is killed),
-/// the prompt comes back, and the next turn goes on from a valid history.
+/// the prompt comes back, and the next turn goes on from a valid history;
+/// Ctrl-C twice quits with 130.
 #[test]
-fn ctrl_c_cancels_the_turn_and_the_next_one_goes_on() {
+fn ctrl_c_cancels_the_turn_and_the_next_one_goes_on_and_twice_quits() {
     let dir = workspace(&[]);
     let server = ModelServer::start(vec![
         Reply::tool("bash", json!({"command": "sleep 30"})).into(),
         Reply::text("Going on.").into(),
+        Reply::tool("bash", json!({"command": "sleep 31"})).into(),
     ]);
     let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
     chat.send("wait a while");
@@ -294,10 +296,23 @@ fn ctrl_c_cancels_the_turn_and_the_next_one_goes_on() {
     chat.expect("› ");
     let shown = chat.turn("never mind");
     assert!(shown.contains("Going on."), "{shown}");
-    chat.quit();
+    // A Ctrl-C at the prompt, long after, only clears the line.
+    chat.key(b"not sent");
+    chat.expect("not sent");
+    chat.key(b"\x03");
+    chat.expect("› ");
+    assert_eq!(server.requests().len(), 2);
+
+    chat.send("wait again");
+    chat.expect("→ bash sleep 31");
+    chat.key(b"\x03");
+    chat.expect("cancelling (Ctrl-C again to quit now)");
+    chat.key(b"\x03");
+    let status = wait_exit(&mut chat.child);
+    assert_eq!(status.code(), Some(130), "{}", chat.terminal.text());
 
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 3);
     let sent = sent_tool_results(&requests[1].body);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert!(
