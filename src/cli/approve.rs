@@ -45,6 +45,12 @@ impl Approver for TerminalApprover {
                 action.tool, question.reason
             )),
             TerminalApprover::Tty => {
+                // What was typed before the question was shown (the next
+                // prompt, typed ahead at `bareagent chat`) answers nothing.
+                let _ = rustix::termios::tcflush(
+                    std::io::stdin(),
+                    rustix::termios::QueueSelector::IFlush,
+                );
                 let diff = question
                     .diff()
                     .map(diff_view::for_stderr)

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::approvals::{Output, on_a_terminal_sized, wait_exit};
 use crate::common::{TEST_KEY, sent_tool_results, workspace};
-use crate::support::model_server::{ModelServer, Reply, Step};
+use crate::support::model_server::{Hold, ModelServer, Reply, Step};
 
 /// A chat on its own terminal; its process group is killed when the test
 /// ends, passed or not.
@@ -517,4 +517,57 @@ fn compact_now_summarises_and_a_failure_keeps_the_history() {
         !last.iter().any(|(_, text)| text == "question 1"),
         "{last:?}"
     );
+}
+
+/// What was typed while the turn ran, before a question was shown, does
+/// not answer it: only an answer typed after it does.
+#[test]
+fn typing_ahead_answers_no_question() {
+    let dir = workspace(&[]);
+    let hold = Hold::new();
+    let server = ModelServer::start(vec![
+        Reply::tool("write_file", json!({"path": "new.txt", "content": "x\n"}))
+            .held(&hold)
+            .into(),
+        Reply::text("Not written.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.send("write new.txt");
+    chat.expect("waiting for the model");
+    // Typed ahead: echoed by the terminal, waiting in its input queue.
+    chat.send("y");
+    chat.expect("y");
+    hold.release();
+    chat.expect("Allow write_file new.txt");
+    chat.expect("[N] no: ");
+    chat.send("n");
+    chat.expect("Not written.");
+    chat.expect("› ");
+    chat.quit();
+    assert!(!dir.path().join("new.txt").exists());
+    let sent = sent_tool_results(&server.requests()[1].body);
+    assert!(sent[0].1 && sent[0].0.contains("Denied"), "{sent:?}");
+}
+
+/// A turn whose answer was not streamed (the stream failed before any
+/// text, and the whole answer came from a plain call) still shows it,
+/// after a turn that streamed: nothing of one turn's display carries over.
+#[test]
+fn an_answer_that_did_not_stream_is_shown_after_one_that_did() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::text("Streamed.").into(),
+        crate::support::model_server::Fault::MalformedSse {
+            reply: Reply::text("Never shown."),
+            after_text: false,
+        }
+        .into(),
+        Reply::text("Whole answer.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.turn("one");
+    let shown = chat.turn("two");
+    assert!(shown.contains("asked again without streaming"), "{shown}");
+    assert!(shown.contains("Whole answer."), "{shown}");
+    chat.quit();
 }
