@@ -571,3 +571,24 @@ fn an_answer_that_did_not_stream_is_shown_after_one_that_did() {
     assert!(shown.contains("Whole answer."), "{shown}");
     chat.quit();
 }
+
+/// Without a terminal there is nobody to prompt: the chat says so and
+/// points at `bareagent run`, before any model call.
+#[test]
+fn without_a_terminal_the_chat_refuses_and_names_run() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![]);
+    let out = crate::common::bareagent(dir.path())
+        .args(["chat", "--provider", "anthropic", "--base-url"])
+        .arg(server.anthropic_base())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("needs a terminal") && stderr.contains("bareagent run"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty());
+}
