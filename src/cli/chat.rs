@@ -401,8 +401,10 @@ fn last_prompt(messages: &[Message]) -> Option<String> {
         .map(Message::text)
         .find(|text| !text.trim().is_empty())
         .map(|text| {
-            let line = text.trim().lines().next().unwrap_or_default().to_string();
-            crate::text::prefix(&line, 80).to_string()
+            let line = text.trim().lines().next().unwrap_or_default();
+            // Shown as text: a control character in it is escaped, never
+            // sent to the terminal.
+            super::diff_view::visible_lines(crate::text::prefix(line, 80))
         })
 }
 

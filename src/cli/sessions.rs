@@ -33,7 +33,12 @@ pub fn print_list(paths: &PathResolver) -> anyhow::Result<()> {
     }
     for s in list {
         let prompt = s.first_prompt.as_deref().unwrap_or("");
-        let prompt = crate::text::prefix(prompt.lines().next().unwrap_or(""), 60);
+        // A session file may have come with the repository: its text
+        // shows, and never drives the terminal.
+        let prompt = super::diff_view::visible_lines(crate::text::prefix(
+            prompt.lines().next().unwrap_or(""),
+            60,
+        ));
         println!(
             "{}  {}  {:>3} turns  {:>7} tokens  {:>8}  {prompt}",
             s.id,

@@ -592,3 +592,36 @@ fn without_a_terminal_the_chat_refuses_and_names_run() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// A session file planted in the workspace (one that came with a
+/// repository) cannot drive the terminal through its first prompt, nor
+/// through the last prompt `/resume` shows.
+#[test]
+fn planted_session_text_shows_and_never_drives_the_terminal() {
+    use std::os::unix::fs::PermissionsExt;
+    let id = "20261201T120000000-evil";
+    let attack = "hi\u{1b}]0;owned\u{7}\u{1b}[2J\rgone";
+    let header = json!({"type": "header", "version": 1, "id": id, "created": "2026-12-01T12:00:00Z", "workspace": "/x", "first_prompt": attack});
+    let message = json!({"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": attack}]}});
+    let dir = workspace(&[(
+        &format!(".bareagent/sessions/{id}.jsonl"),
+        &format!("{header}\n{message}\n"),
+    )]);
+    let file = dir.path().join(format!(".bareagent/sessions/{id}.jsonl"));
+    // As if bareagent had written it, so `/resume` loads it.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = ModelServer::start(vec![]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    let listed = chat.command("/sessions", "gone");
+    let resumed = chat.command(&format!("/resume {id}"), "gone");
+    chat.quit();
+    for shown in [listed, resumed] {
+        assert!(
+            !shown.contains("\u{1b}]0;")
+                && !shown.contains("\u{1b}[2J")
+                && !shown.contains('\u{7}'),
+            "{shown:?}"
+        );
+        assert!(shown.contains("\\u{1b}"), "shown escaped: {shown:?}");
+    }
+}
