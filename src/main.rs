@@ -38,7 +38,8 @@ fn main() -> ExitCode {
             if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
                 eprintln!(
                     "bareagent: this is the language server, waiting for LSP messages on stdin; \
-                     start it from your editor, or ask the agent here with `bareagent run \"…\"` \
+                     start it from your editor, or talk with the agent here with `bareagent chat` \
+                     or `bareagent run \"…\"` \
                      (see `bareagent run --help`)."
                 );
             }

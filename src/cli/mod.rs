@@ -56,8 +56,7 @@ pub enum Command {
     Lsp,
     /// Run one agent turn in the current directory, without an editor.
     Run(RunArgs),
-    /// Talk with the agent in the current directory: one turn per prompt
-    /// typed, with line editing, history and slash commands (`/help`).
+    /// Talk with the agent in the current directory, a turn per prompt (`/help` lists the commands).
     Chat(ChatArgs),
     /// List this workspace's saved sessions (newest first), or remove one.
     Sessions {

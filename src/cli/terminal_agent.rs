@@ -51,7 +51,7 @@ pub struct TerminalAgent {
     tools: ToolRegistry,
     config: LoopConfig,
     sandbox: Sandbox,
-    pub inbox: Inbox,
+    inbox: Inbox,
     pub background: BackgroundTasks,
     /// Which version of each file the model has seen, kept across turns.
     reads: Arc<ReadLedger>,
