@@ -625,3 +625,33 @@ fn planted_session_text_shows_and_never_drives_the_terminal() {
         assert!(shown.contains("\\u{1b}"), "shown escaped: {shown:?}");
     }
 }
+
+/// The question reader (shared with `bareagent run`) waits for a line in
+/// polls only on a terminal: off one, answers a program sends all at once
+/// are each read (none left unseen in stdin's buffer).
+#[test]
+fn json_answers_sent_at_once_are_all_read() {
+    use std::process::Stdio;
+    let (dir, server) = crate::approvals::two_sensitive_reads();
+    let mut child = crate::approvals::bareagent(dir.path(), &server, &["--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = Output::collect(child.stdout.take().unwrap());
+    stdout.wait_for("the first question", |t| t.contains("approval_request"));
+    // A refused line, then the answers to both questions (ids 1 and 2), in one write.
+    let answers = format!(
+        "y\n{}\n{}\n",
+        json!({"id": 1, "decision": "allow"}),
+        json!({"id": 2, "decision": "reject"})
+    );
+    // Kept open: the run must not need the end of input to see them.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answers.as_bytes()).unwrap();
+    assert!(wait_exit(&mut child).success(), "{}", stdout.text());
+    drop(stdin);
+    let sent = sent_tool_results(&server.requests()[1].body);
+    assert!(!sent[0].1 && sent[1].1, "{sent:?}");
+}
