@@ -37,7 +37,16 @@ impl Drop for Chat {
 
 impl Chat {
     fn start(dir: &Path, server: &ModelServer, extra: &[&str]) -> Chat {
-        let state = tempfile::tempdir().unwrap();
+        Chat::start_with(dir, server, extra, tempfile::tempdir().unwrap())
+    }
+
+    /// [`Chat::start`] with `state` as the user's state directory.
+    fn start_with(
+        dir: &Path,
+        server: &ModelServer,
+        extra: &[&str],
+        state: tempfile::TempDir,
+    ) -> Chat {
         let mut command: Command = crate::common::bareagent(dir);
         command
             .args(["chat", "--provider", "anthropic", "--base-url"])
@@ -243,15 +252,30 @@ fn two_turns_share_a_history_and_cost_adds_up_across_models() {
 }
 
 /// The prompts typed are kept for the next chat in the user's state
-/// directory, readable by nobody else, never in the workspace.
+/// directory, readable by nobody else, never in the workspace: Up brings
+/// the last one back.
 #[test]
 fn the_history_is_the_users_and_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = workspace(&[]);
-    let server = ModelServer::start(vec![Reply::text("Hello.").into()]);
+    let server = ModelServer::start(vec![
+        Reply::text("Hello.").into(),
+        Reply::text("Again.").into(),
+    ]);
     let mut chat = Chat::start(dir.path(), &server, &[]);
     chat.turn("remember this prompt");
     let state = chat.quit();
+    let mut chat = Chat::start_with(dir.path(), &server, &[], state);
+    chat.key(b"\x1b[A");
+    chat.expect("remember this prompt");
+    let shown = chat.turn("");
+    assert!(shown.contains("Again."), "{shown}");
+    let state = chat.quit();
+    assert_eq!(
+        conversation(&server.requests()[1].body),
+        vec![pair("user", "remember this prompt")],
+        "a new session, its prompt from the history"
+    );
     let history = state.path().join("bareagent/chat_history");
     let kept = std::fs::read_to_string(&history).unwrap();
     assert!(kept.contains("remember this prompt"), "{kept}");
