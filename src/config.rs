@@ -166,6 +166,20 @@ impl Config {
     /// The permission gate these settings describe, in `mode`, asking
     /// `approver`; an "always" answer is saved under the project's entry in
     /// the user's config. Both front ends build their gate here.
+    /// A gate that only applies the deny rules and asks nobody: for what the
+    /// user does themselves, such as a rewind.
+    pub fn deny_rules_only(
+        &self,
+        root: &Path,
+    ) -> Result<crate::permission::PermissionGate, crate::permission::RuleError> {
+        let nobody = crate::permission::DenyAll("nobody is asked here".into());
+        self.gate(
+            crate::permission::PermissionMode::Bypass,
+            Box::new(nobody),
+            root,
+        )
+    }
+
     pub fn gate(
         &self,
         mode: PermissionMode,

@@ -363,6 +363,49 @@ pub trait Workspace: Send + Sync {
         text: &str,
         read_version: Option<i32>,
     ) -> Result<Option<i32>, WorkspaceError>;
+
+    /// Puts files back as they were (a rewind), each checked by the caller
+    /// to hold what the agent wrote, at the version given. One result per
+    /// file, in order. By default one file after another, each written as
+    /// `write_text` writes (or removed, for a file the agent created); an
+    /// editor does them all as one undoable edit.
+    async fn restore(&self, files: &[Restore]) -> Vec<Result<(), WorkspaceError>> {
+        restore_one_by_one(self, files).await
+    }
+}
+
+/// [`Workspace::restore`] one file after another: each written as
+/// `write_text` writes, or removed (beneath the root, never through a link).
+pub async fn restore_one_by_one<W: Workspace + ?Sized>(
+    workspace: &W,
+    files: &[Restore],
+) -> Vec<Result<(), WorkspaceError>> {
+    let mut results = Vec::with_capacity(files.len());
+    for file in files {
+        results.push(match &file.text {
+            Some(text) => workspace
+                .write_text(&file.path, text, file.version)
+                .await
+                .map(|_| ()),
+            None => workspace.paths().remove_file(&file.path),
+        });
+    }
+    results
+}
+
+/// One file a rewind puts back.
+#[derive(Clone, Debug)]
+pub struct Restore {
+    /// Resolved.
+    pub path: PathBuf,
+    /// Its text before the agent's edits; `None`: the agent created it,
+    /// so it is removed.
+    pub text: Option<String>,
+    /// What it holds now, as checked (the agent's text): an editor checks
+    /// again just before it writes.
+    pub expected: String,
+    /// The version its current text was read at (in an editor).
+    pub version: Option<i32>,
 }
 
 /// The workspace on disk, with atomic writes.

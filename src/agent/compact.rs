@@ -126,6 +126,9 @@ pub struct Compacted {
     pub before_tokens: u64,
     pub after_tokens: u64,
     pub how: CompactHow,
+    /// What the summary call used (nothing when no call was made): the
+    /// session file records it with the compaction.
+    pub usage: crate::history::Usage,
 }
 
 /// Why a compaction did not happen. The history is untouched in every case.
@@ -268,31 +271,33 @@ impl Compactor for Compaction {
         let keep = self.settings.keep_turns;
         let mut work = messages.clone();
         let shrunk = shrink_tool_results(&mut work, keep);
-        let done = |messages: &mut Vec<Message>, work: Vec<Message>, how| {
+        let done = |messages: &mut Vec<Message>, work: Vec<Message>, how, usage| {
             *messages = work;
             Some(Compacted {
                 before_tokens: step.tokens,
                 after_tokens: measure(messages),
                 how,
+                usage,
             })
         };
+        let none = crate::history::Usage::default();
         if shrunk > 0 && !asked && measure(&work) < threshold {
-            return Ok(done(messages, work, CompactHow::ToolResults));
+            return Ok(done(messages, work, CompactHow::ToolResults, none));
         }
         if !asked && !self.may_summarise(step.tokens) {
             return Ok((shrunk > 0)
-                .then(|| done(messages, work, CompactHow::ToolResults))
+                .then(|| done(messages, work, CompactHow::ToolResults, none))
                 .flatten());
         }
         match summarise(step, &work, keep).await {
-            Ok(Some(summarised)) => {
-                let done = done(messages, summarised, CompactHow::Summary);
+            Ok(Some((summarised, usage))) => {
+                let done = done(messages, summarised, CompactHow::Summary, usage);
                 let still_over = done.filter(|done| done.after_tokens >= threshold);
                 self.hold_summaries(still_over.map(|done| done.after_tokens));
                 Ok(done)
             }
             // Too short to summarise: what shrinking did is all there is.
-            Ok(None) if shrunk > 0 => Ok(done(messages, work, CompactHow::ToolResults)),
+            Ok(None) if shrunk > 0 => Ok(done(messages, work, CompactHow::ToolResults, none)),
             Ok(None) => Ok(None),
             Err(error) => {
                 self.hold_summaries(Some(step.tokens));
@@ -360,13 +365,13 @@ fn shrink_tool_results(messages: &mut [Message], keep: usize) -> usize {
 }
 
 /// The history with everything before the verbatim tail replaced by the
-/// model's summary of it (and the latest todo list); `None` when there is
-/// too little to summarise.
+/// model's summary of it (and the latest todo list), with the summary
+/// call's usage; `None` when there is too little to summarise.
 async fn summarise(
     step: &CompactStep<'_>,
     messages: &[Message],
     keep: usize,
-) -> Result<Option<Vec<Message>>, CompactError> {
+) -> Result<Option<(Vec<Message>, crate::history::Usage)>, CompactError> {
     let Some(start) = tail_start(messages, keep) else {
         return Ok(None);
     };
@@ -392,6 +397,7 @@ async fn summarise(
         call_cost_usd: None,
         spend: crate::events::Spend::default(),
     });
+    let usage = response.usage;
     let summary = response.into_message().text();
     if summary.trim().is_empty() {
         return Err(CompactError::EmptySummary);
@@ -407,7 +413,7 @@ async fn summarise(
     }
     let mut compacted = vec![Message::user_text(text)];
     compacted.extend_from_slice(&messages[start..]);
-    Ok(Some(compacted))
+    Ok(Some((compacted, usage)))
 }
 
 /// The todo list of the last `todo_write` call, as JSON.

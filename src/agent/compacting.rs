@@ -46,6 +46,12 @@ pub(super) async fn compact_now(
             meter.forget();
             // The session file takes the new history whole: a resume
             // starts from it, not from what it replaced.
+            if done.usage != crate::history::Usage::default() {
+                agent.transcript.record(Entry::Usage {
+                    usage: done.usage,
+                    cost_usd: agent.config.price.map(|price| price.cost(&done.usage)),
+                });
+            }
             agent.transcript.record(Entry::Compaction {
                 before_tokens: done.before_tokens,
                 after_tokens: done.after_tokens,

@@ -156,7 +156,10 @@ pub async fn run_loop(
             response => response?,
         };
         usage.add(response.usage, true);
-        agent.transcript.record(Entry::Usage(response.usage));
+        agent.transcript.record(Entry::Usage {
+            usage: response.usage,
+            cost_usd: agent.config.price.map(|price| price.cost(&response.usage)),
+        });
         let call_usage = response.usage;
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");

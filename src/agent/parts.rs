@@ -32,6 +32,9 @@ pub struct Agent<'a> {
     pub(super) compactor: &'a dyn Compactor,
     /// Told every message the loop appends (a session file, or nothing).
     pub(super) transcript: &'a dyn Transcript,
+    /// Told every change a tool makes to a file: the transcript, or for a
+    /// sub-agent its parent's (a rewind undoes the sub-agent's edits too).
+    pub(super) edit_log: &'a dyn Transcript,
     pub(super) inbox: Option<&'a Inbox>,
     pub(super) config: &'a LoopConfig,
     /// Cancels the model call and every running tool; the turn then ends
@@ -81,6 +84,7 @@ impl<'a> Agent<'a> {
             sink,
             compactor: &NoCompaction,
             transcript: &NoTranscript,
+            edit_log: &NoTranscript,
             inbox: None,
             config,
             cancel: CancellationToken::new(),
@@ -124,6 +128,13 @@ impl<'a> Agent<'a> {
     /// language server: the session file).
     pub fn with_transcript(mut self, transcript: &'a dyn Transcript) -> Self {
         self.transcript = transcript;
+        self.edit_log = transcript;
+        self
+    }
+
+    /// Where a sub-agent's file changes are recorded: its parent's log.
+    pub(super) fn logging_edits_to(mut self, edit_log: &'a dyn Transcript) -> Self {
+        self.edit_log = edit_log;
         self
     }
 
@@ -156,6 +167,7 @@ impl<'a> Agent<'a> {
             sink: self.sink,
             sub_agents: (self.depth < MAX_DEPTH).then_some(self as &dyn SubAgents),
             approved,
+            edits: self.edit_log,
         }
     }
 }

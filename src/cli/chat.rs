@@ -41,7 +41,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let agent = TerminalAgent::assemble(&args.agent, false, "").await?;
     let opened = open_which(agent.workspace.paths(), &Which::of(&args.agent))?;
     let spend = SessionSpend::new(agent.sink.clone());
-    spend.start(opened.usage, agent.price());
+    spend.start(opened.usage, opened.cost_usd);
     let mut chat = Chat {
         agent,
         spend,
@@ -249,7 +249,7 @@ impl Chat {
                 self.agent.forget();
                 self.session = opened.file;
                 self.messages = opened.messages;
-                self.spend.start(opened.usage, self.agent.price());
+                self.spend.start(opened.usage, opened.cost_usd);
                 if let Some(prompt) = last_prompt(&self.messages) {
                     eprintln!("  its last prompt: {prompt}");
                 }
@@ -270,7 +270,7 @@ impl Chat {
         );
         let had_history = !self.messages.is_empty();
         self.messages.clear();
-        self.spend.start(Default::default(), self.agent.price());
+        self.spend.start(Default::default(), Some(0.0));
         if had_history {
             eprintln!(
                 "New session {}; the previous one is saved (/resume {} to go back).",
@@ -311,6 +311,11 @@ impl Chat {
         match outcome {
             None => eprintln!("Compaction cancelled; the history is kept as it was."),
             Some(Ok(Some(done))) => {
+                // As the language server records an idle compaction.
+                self.session.record(Entry::Usage {
+                    usage: done.usage,
+                    cost_usd: self.agent.price().map(|price| price.cost(&done.usage)),
+                });
                 self.session.record(Entry::Compaction {
                     before_tokens: done.before_tokens,
                     after_tokens: done.after_tokens,

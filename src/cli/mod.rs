@@ -98,8 +98,14 @@ pub fn trust(path: Option<PathBuf>) -> anyhow::Result<()> {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// What to ask the agent.
-    #[arg(required = true, value_name = "PROMPT")]
+    #[arg(required_unless_present = "rewind", value_name = "PROMPT")]
     pub prompt: Vec<String>,
+
+    /// Undo the last turn of the latest session (or of `--resume ID`): put
+    /// back the files it edited, where nobody changed them since, and drop
+    /// the turn from the session's history. Asks the model nothing.
+    #[arg(long, conflicts_with_all = ["prompt", "continue_last"])]
+    pub rewind: bool,
 
     #[command(flatten)]
     pub agent: AgentArgs,

@@ -3,6 +3,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
+
 use super::RunArgs;
 use super::output::TurnSink;
 use super::terminal_agent::TerminalAgent;
@@ -10,9 +12,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{LoopError, Message, run_loop};
 use crate::sessions::{Entry, Transcript};
-use crate::workspace::Workspace;
+use crate::workspace::{DiskWorkspace, Workspace};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if args.rewind {
+        let root = std::env::current_dir().context("cannot read the current directory")?;
+        let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
+        return super::sessions::rewind(&workspace, &args).await;
+    }
     let prompt = args.prompt.join(" ");
     let parts = TerminalAgent::assemble(&args.agent, args.json, &prompt).await?;
     let sink = parts.sink.clone();

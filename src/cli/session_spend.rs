@@ -40,10 +40,15 @@ impl SessionSpend {
     }
 
     /// A session that starts with `usage` already spent (a resumed one),
-    /// priced at `price`; its context is unknown until the next call.
-    pub fn start(&self, usage: Usage, price: Option<Price>) {
+    /// at the cost its file records; its context is unknown until the
+    /// next call.
+    pub fn start(&self, usage: Usage, cost_usd: Option<f64>) {
+        let spend = Spend {
+            cost_usd,
+            ..Spend::default()
+        };
         *self.totals() = Totals {
-            session: (usage, priced(&usage, price)),
+            session: (usage, spend),
             turn: Default::default(),
         };
     }
@@ -138,7 +143,7 @@ mod tests {
             cache_write: None,
             cache_read: None,
         };
-        spend.start(usage(1_000_000, 0), Some(price));
+        spend.start(usage(1_000_000, 0), Some(1.0));
         spend.emit(turn_event(usage(10, 1), 0.5));
         spend.emit(turn_event(usage(20, 2), 1.0));
         spend.end_turn();

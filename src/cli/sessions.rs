@@ -5,11 +5,11 @@
 
 use anyhow::Context;
 
-use super::{AgentArgs, SessionsAction};
+use super::{AgentArgs, RunArgs, SessionsAction};
 use crate::agent::Message;
 use crate::history::Usage;
-use crate::sessions::{self, SessionFile};
-use crate::workspace::PathResolver;
+use crate::sessions::{self, SessionError, SessionFile};
+use crate::workspace::{DiskWorkspace, PathResolver, Workspace};
 
 /// `bareagent sessions [rm ID]`, in the current directory.
 pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
@@ -39,12 +39,17 @@ pub fn print_list(paths: &PathResolver) -> anyhow::Result<()> {
             prompt.lines().next().unwrap_or(""),
             60,
         ));
+        let cost = match s.cost_usd {
+            Some(usd) => format!("${usd:.4}"),
+            None => "cost unknown".to_string(),
+        };
         println!(
-            "{}  {}  {:>3} turns  {:>7} tokens  {:>8}  {prompt}",
+            "{}  {}  {:>3} turns  {:>7} tokens  {:>12}  {:>8}  {prompt}",
             s.id,
             s.date,
             s.turns,
             s.tokens,
+            cost,
             size(s.size)
         );
     }
@@ -88,6 +93,42 @@ pub struct Opened {
     pub messages: Vec<Message>,
     /// The usage its model calls reported so far.
     pub usage: Usage,
+    /// What they cost, as recorded; `None`: some call's price was unknown.
+    pub cost_usd: Option<f64>,
+}
+
+/// `bareagent run --rewind [--resume ID]`: the last turn undone, on disk.
+/// Exits 1 when a file was left as it is.
+pub async fn rewind(
+    workspace: &DiskWorkspace,
+    args: &RunArgs,
+) -> anyhow::Result<std::process::ExitCode> {
+    let paths = workspace.paths();
+    let id = match &args.agent.resume {
+        Some(id) => id.clone(),
+        None => sessions::latest(paths)?.ok_or(SessionError::NoSession)?,
+    };
+    let (_, file) = sessions::load(paths, &id)?;
+    // Only its deny rules count: nobody is asked about an undo.
+    let settings = crate::config::Config::load(paths.root()).map_err(anyhow::Error::msg)?;
+    let gate = settings.deny_rules_only(paths.root())?;
+    let rewound = crate::rewind::rewind(workspace, &file, &gate).await?;
+    if args.json {
+        let event = serde_json::json!({
+            "type": "rewound",
+            "session": id,
+            "restored": rewound.restored,
+            "refused": rewound.refused,
+        });
+        println!("{event}");
+    } else {
+        println!("Session {id}: {}.", rewound.describe());
+    }
+    Ok(if rewound.refused.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
 }
 
 /// The session this run writes to, and the history it starts from.
@@ -108,6 +149,7 @@ pub fn open_which(paths: &PathResolver, which: &Which) -> anyhow::Result<Opened>
                 file: SessionFile::create(paths),
                 messages: Vec::new(),
                 usage: Usage::default(),
+                cost_usd: Some(0.0),
             });
         }
     };
@@ -124,5 +166,6 @@ pub fn open_which(paths: &PathResolver, which: &Which) -> anyhow::Result<Opened>
         file,
         messages: loaded.messages,
         usage: loaded.usage,
+        cost_usd: loaded.cost_usd,
     })
 }

@@ -62,8 +62,9 @@ async fn compact_idle(state: Arc<State>, name: String, snapshot: Vec<Message>) {
         let super::turn::TurnModel {
             provider,
             compaction,
-            ..
+            model,
         } = super::turn::model_for(&state, &settings, None)?;
+        let price = model.as_deref().and_then(|m| settings.price(m));
         let system = system_prompt_in_editor(&state.init().root);
         let tools = ToolRegistry::in_editor();
         compaction
@@ -76,17 +77,22 @@ async fn compact_idle(state: Arc<State>, name: String, snapshot: Vec<Message>) {
                 &mut messages,
             )
             .await
+            .map(|done| done.map(|done| (done, price)))
             .map_err(|e| e.to_string())
     }
     .await;
     let event = match outcome {
-        Ok(Some(done)) => {
+        Ok(Some((done, price))) => {
             let mut sessions = state.lock_sessions();
             let session = sessions.get_mut(&name);
             let kept = match session {
                 Some(session) if session.running.is_none() && session.messages == snapshot => {
                     if let Some(file) = &session.file {
                         use crate::sessions::Transcript;
+                        file.record(crate::sessions::Entry::Usage {
+                            usage: done.usage,
+                            cost_usd: price.map(|price| price.cost(&done.usage)),
+                        });
                         file.record(crate::sessions::Entry::Compaction {
                             before_tokens: done.before_tokens,
                             after_tokens: done.after_tokens,

@@ -21,7 +21,8 @@ use super::documents::{Encoding, position};
 use super::state::State;
 use crate::config::SaveEdits;
 use crate::workspace::{
-    Buffers, CommandViews, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError,
+    Buffers, CommandViews, DiskWorkspace, FileText, PathResolver, Restore, Workspace,
+    WorkspaceError,
 };
 
 /// How long the editor gets to apply an edit and report it.
@@ -125,6 +126,10 @@ impl Workspace for EditorWorkspace {
     fn command_views(&self) -> Option<Arc<dyn CommandViews>> {
         Some(Arc::new(self.clone()))
     }
+
+    async fn restore(&self, files: &[Restore]) -> Vec<Result<(), WorkspaceError>> {
+        self.restore_in_editor(files).await
+    }
 }
 
 impl EditorWorkspace {
@@ -211,7 +216,7 @@ impl EditorWorkspace {
     /// editor now holds the text, unsaved. Editors that report the document
     /// (`didOpen` with the disk's text, then `didChange`) get a moment to;
     /// otherwise our text stands in for the file until they do.
-    async fn settle_unopened(&self, path: &Path, text: &str) -> Option<i32> {
+    pub(super) async fn settle_unopened(&self, path: &Path, text: &str) -> Option<i32> {
         let state = &self.state;
         let shown = state
             .wait_for_document(path, Duration::from_secs(1), |d| {
@@ -228,7 +233,11 @@ impl EditorWorkspace {
         state.lock_documents().get(path).map(|d| d.version)
     }
 
-    async fn apply(&self, path: &Path, edit: WorkspaceEdit) -> Result<(), WorkspaceError> {
+    pub(super) async fn apply(
+        &self,
+        path: &Path,
+        edit: WorkspaceEdit,
+    ) -> Result<(), WorkspaceError> {
         match tokio::time::timeout(EDIT_TIMEOUT, self.state.client.apply_edit(edit)).await {
             Err(_) => Err(failed(
                 path,
@@ -257,7 +266,7 @@ impl EditorWorkspace {
     /// Waits for the editor to report a newer version. It should show our
     /// text; if the user typed at the same moment it may show more, which is
     /// theirs to keep.
-    async fn confirm(
+    pub(super) async fn confirm(
         &self,
         path: &Path,
         version: i32,

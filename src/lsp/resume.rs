@@ -95,6 +95,13 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
                 .into(),
         );
     }
+    let current = state
+        .lock_sessions()
+        .get(MAIN_SESSION)
+        .and_then(|s| s.file.as_ref().map(|f| f.id() == id));
+    if current == Some(true) {
+        return Ok(json!({"resumed": id, "message": "already the current conversation"}));
+    }
     let loading = id.clone();
     let (loaded, file) = tokio::task::spawn_blocking(move || sessions::load(&paths, &loading))
         .await
@@ -144,7 +151,7 @@ const BUSY: &str =
 
 /// Appends `notice` to the chat under a heading of its own, then a fresh
 /// `## You` (so the notice is never taken for the user's prompt).
-async fn tell_chat(state: &Arc<State>, notice: &str) {
+pub(super) async fn tell_chat(state: &Arc<State>, notice: &str) {
     let path = state.chat_path();
     let paths = state.init().paths.clone();
     let created = tokio::task::spawn_blocking(move || chat::ensure_exists(&paths, &path)).await;

@@ -17,7 +17,7 @@ use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 14] = [
+pub const COMMANDS: [&str; 15] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -32,6 +32,7 @@ pub const COMMANDS: [&str; 14] = [
     "bareagent.setModel",
     "bareagent.showDiff",
     "bareagent.compact",
+    "bareagent.rewind",
 ];
 
 pub struct Backend {
@@ -111,6 +112,9 @@ impl LanguageServer for Backend {
             can_create_files: edit_caps
                 .and_then(|e| e.resource_operations.as_ref())
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+            can_delete_files: edit_caps
+                .and_then(|e| e.resource_operations.as_ref())
+                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Delete)),
             // Helix has handled showDocument since 24.03 but advertises it
             // only from its master branch (2026): 25.07 opens it all the same.
             can_show_document: window
@@ -290,6 +294,7 @@ impl LanguageServer for Backend {
             }
             "bareagent.showDiff" => self.show_diff(&arguments).await?,
             "bareagent.compact" => super::compact::compact(&self.state, &arguments),
+            "bareagent.rewind" => super::rewind::rewind(&self.state).await.map_err(invalid)?,
             other => {
                 return Err(invalid(format!(
                     "unknown command `{other}`; the commands are {}",

@@ -34,6 +34,7 @@ pub struct Init {
     /// Edits can carry document versions (`documentChanges`); else `changes`.
     pub document_changes: bool,
     pub can_create_files: bool,
+    pub can_delete_files: bool,
     pub can_show_document: bool,
     pub can_configure: bool,
     /// The client answers `bareagent/saveDocuments` (it said so in its
@@ -440,6 +441,7 @@ impl Init {
             can_apply_edit: false,
             document_changes: false,
             can_create_files: false,
+            can_delete_files: false,
             can_show_document: false,
             can_configure: false,
             can_save_documents: false,

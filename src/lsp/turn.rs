@@ -46,7 +46,7 @@ pub fn start(state: &Arc<State>, ask: Ask) -> Value {
 }
 
 /// [`start`], with the sessions already locked.
-fn start_locked(
+pub(super) fn start_locked(
     state: &Arc<State>,
     sessions: &mut std::collections::HashMap<String, super::session::Session>,
     ask: Ask,

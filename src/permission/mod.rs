@@ -382,13 +382,23 @@ impl PermissionGate {
         }
     }
 
+    /// Why a deny rule refuses `action`, whatever the mode: what not even
+    /// the user's own undo (a rewind) may do.
+    pub fn denied_by_rule(&self, action: &Action) -> Option<String> {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        match rules.evaluate(action) {
+            Verdict::Deny(rule) => Some(format!("Denied by the permission rule `{rule}`.")),
+            _ => None,
+        }
+    }
+
     /// The decision before anyone is asked.
     pub fn assess(&self, action: &Action) -> Assessment {
+        if let Some(denied) = self.denied_by_rule(action) {
+            return Assessment::Deny(denied);
+        }
         let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
         let verdict = rules.evaluate(action);
-        if let Verdict::Deny(rule) = &verdict {
-            return Assessment::Deny(format!("Denied by the permission rule `{rule}`."));
-        }
         if self.mode == PermissionMode::Plan
             && !matches!(action.kind, ActionKind::Read | ActionKind::Internal)
         {

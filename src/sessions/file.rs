@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
-use super::{Entry, Transcript, sessions_dir};
+use super::{Entry, SessionError, Transcript, sessions_dir};
+use crate::diff::Before;
 use crate::workspace::{PathResolver, WorkspaceError};
 
 /// One session's file, written as the conversation goes.
@@ -43,6 +44,7 @@ impl SessionFile {
             created: super::now_rfc3339(),
             workspace: paths.root().display().to_string(),
             first_prompt: None,
+            token: Some(super::vouch::new_token()),
         };
         SessionFile {
             path: sessions_dir(paths).join(format!("{id}.jsonl")),
@@ -63,9 +65,12 @@ impl SessionFile {
         paths: &PathResolver,
         id: &str,
         valid_len: u64,
-    ) -> Result<SessionFile, WorkspaceError> {
+    ) -> Result<SessionFile, SessionError> {
         let path = sessions_dir(paths).join(format!("{id}.jsonl"));
         let file = paths.open_append(&path, false)?;
+        if lock(&file).is_err() {
+            return Err(SessionError::InUse(id.to_string()));
+        }
         let size = file.metadata().map(|m| m.len()).unwrap_or(valid_len);
         if size > valid_len {
             tracing::warn!(
@@ -129,7 +134,12 @@ impl SessionFile {
                 .paths
                 .open_append(&self.path, true)
                 .map_err(|e| e.to_string())?;
+            lock(&file).map_err(|e| e.to_string())?;
             if let Some(header) = state.header.take() {
+                let token = header.token.as_deref().unwrap_or_default();
+                if let Err(error) = super::vouch::vouch(&self.id, token, self.paths.root()) {
+                    tracing::warn!(session = %self.id, %error, "cannot record the session as yours; it will not be resumed");
+                }
                 file.write_all(&line(&Record::Header(header))?)
                     .map_err(|e| e.to_string())?;
             }
@@ -146,6 +156,14 @@ impl SessionFile {
         }
         Ok(())
     }
+}
+
+/// Holds the file for this process alone, while it is open: two agents
+/// appending to one session would interleave two histories (and a rewind
+/// or a repair would act on a turn that is still running).
+fn lock(file: &std::fs::File) -> std::io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .map_err(std::io::Error::from)
 }
 
 /// A record as one line, its newline included.
@@ -175,7 +193,7 @@ impl Transcript for SessionFile {
                 },
                 false,
             ),
-            Entry::Usage(usage) => (Record::Usage { usage }, false),
+            Entry::Usage { usage, cost_usd } => (Record::Usage { usage, cost_usd }, false),
             Entry::Compaction {
                 before_tokens,
                 after_tokens,
@@ -195,12 +213,17 @@ impl Transcript for SessionFile {
             } => (
                 Record::Edit(EditRecord {
                     path: path.to_string(),
-                    before: before.map(str::to_string),
+                    before: match before {
+                        Before::Text(text) => Some(text.to_string()),
+                        Before::Missing | Before::Binary => None,
+                    },
+                    binary: before == Before::Binary,
                     after: after.to_string(),
                 }),
                 false,
             ),
             Entry::TurnEnd => (Record::TurnEnd, true),
+            Entry::Rewind(rewind) => (Record::Rewind(rewind.clone()), true),
         };
         // A turn end of a session that never wrote anything makes no file.
         if matches!(record, Record::TurnEnd)

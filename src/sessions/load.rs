@@ -13,6 +13,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use super::Transcript;
 use super::file::SessionFile;
 use super::record::{Header, Record, VERSION};
 use crate::history::{ContentBlock, Message, Role, Usage, check_history};
@@ -40,9 +41,17 @@ pub enum SessionError {
     #[error("{path}: its history is not valid ({reason}); the session is not loaded")]
     InvalidHistory { path: String, reason: String },
     #[error(
-        "{path} was not written by bareagent for you (it is readable by others, or not yours: it may have come with the repository); it is not resumed. Delete it, or `chmod 600` it if it is yours"
+        "{path} was not written by bareagent for you in this workspace (it is readable by others, not yours, or not in your own record of sessions: it may have come with the repository); it is neither resumed nor rewound"
     )]
     NotOurs { path: String },
+    #[error("session `{0}` is in use by another bareagent (an editor, or a run): end it first")]
+    InUse(String),
+    #[error("nothing to rewind: the session has no turn yet")]
+    NothingToRewind,
+    #[error("no session to rewind in this workspace")]
+    NoSession,
+    #[error("nothing was rewound ({0}); the turn is kept, so you can try again")]
+    RewindFailed(String),
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
@@ -59,16 +68,85 @@ pub struct Loaded {
     /// The history, repaired: what the model is sent next.
     pub messages: Vec<Message>,
     pub usage: Usage,
+    /// What the calls cost, in USD; `None` when one's price was unknown.
+    pub cost_usd: Option<f64>,
     /// Turns that ended (a turn cut by a kill is not counted).
     pub turns: usize,
     pub edits: Vec<super::EditRecord>,
+    /// Where each turn still in the history began (for a rewind).
+    pub(super) marks: Vec<TurnMark>,
     /// Tool calls a kill left unanswered, given an interrupted result.
     pub repaired: usize,
     pub size: u64,
     /// Where the last whole line ends.
     valid_len: u64,
-    /// Owned by this user and readable by nobody else: bareagent wrote it.
-    owner_only: bool,
+    /// Owned by this user, readable by nobody else, and in the user's own
+    /// record of sessions for this workspace (`vouch.rs`): bareagent wrote it.
+    pub(super) owner_only: bool,
+}
+
+/// Where a turn began in the replayed history.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TurnMark {
+    /// The history's length and its last message's block count just before
+    /// the turn's first message (user content may join a trailing user
+    /// message); `None` once a compaction has rewritten the history since.
+    pub(super) history: Option<(usize, usize)>,
+    /// How many edits came before the turn.
+    pub(super) edits: usize,
+    /// The model answered in it (an unanswered prompt belongs with the
+    /// turn before it when rewinding).
+    pub(super) answered: bool,
+    pub(super) ended: bool,
+}
+
+/// The last turn of a replayed history, as a rewind undoes it.
+pub struct LastTurn<'a> {
+    /// The history before it, or `None` where a compaction rewrote it.
+    pub history_before: Option<Vec<Message>>,
+    pub edits: &'a [super::EditRecord],
+}
+
+impl Loaded {
+    /// Which marks the last turn spans: from the last answered one (an
+    /// unanswered prompt after it goes with it).
+    fn last_turn_start(&self) -> Option<usize> {
+        let last = self.marks.len().checked_sub(1)?;
+        Some(
+            (0..=last)
+                .rev()
+                .find(|&i| self.marks[i].answered)
+                .unwrap_or(last),
+        )
+    }
+
+    /// The last turn (an unanswered prompt after it included).
+    pub fn last_turn(&self) -> Option<LastTurn<'_>> {
+        let start = self.last_turn_start()?;
+        let mark = self.marks[start];
+        let history_before = mark.history.map(|(len, blocks)| {
+            let mut before = self.messages[..len.min(self.messages.len())].to_vec();
+            if let Some(last) = before.last_mut() {
+                last.content.truncate(blocks);
+            }
+            before
+        });
+        Some(LastTurn {
+            history_before,
+            edits: &self.edits[mark.edits.min(self.edits.len())..],
+        })
+    }
+
+    /// A rewind record, replayed: the last turn is gone.
+    fn rewound(&mut self, messages: Vec<Message>) {
+        if let Some(start) = self.last_turn_start() {
+            let ended = self.marks[start..].iter().filter(|m| m.ended).count();
+            self.turns = self.turns.saturating_sub(ended);
+            self.edits.truncate(self.marks[start].edits);
+            self.marks.truncate(start);
+        }
+        self.messages = messages;
+    }
 }
 
 /// What `bareagent sessions` and `bareagent.resume` list.
@@ -81,6 +159,8 @@ pub struct SessionSummary {
     pub turns: usize,
     pub messages: usize,
     pub tokens: u64,
+    /// USD; `None`: some call's price is unknown.
+    pub cost_usd: Option<f64>,
     pub size: u64,
 }
 
@@ -129,11 +209,32 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
             &file,
         );
     }
+    // A turn a kill cut short ended there: what comes next is a turn of
+    // its own (a rewind undoes one, not both).
+    if loaded.marks.last().is_some_and(|mark| !mark.ended) {
+        file.record(super::Entry::TurnEnd);
+        if let Some(mark) = loaded.marks.last_mut() {
+            mark.ended = true;
+        }
+        loaded.turns += 1;
+    }
     check_history(&loaded.messages).map_err(|reason| SessionError::InvalidHistory {
         path: paths.display(&file_of(paths, id)),
         reason,
     })?;
     Ok((loaded, file))
+}
+
+/// Reads session `id` as it is, if bareagent wrote it for this user here
+/// (see [`load`]), without opening it to append: what a rewind acts on.
+pub fn read_own(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+    let loaded = read(paths, id)?;
+    if !loaded.owner_only {
+        return Err(SessionError::NotOurs {
+            path: paths.display(&file_of(paths, id)),
+        });
+    }
+    Ok(loaded)
 }
 
 /// The results a history's unanswered last tool calls need: an assistant
@@ -170,7 +271,9 @@ fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
     loaded.owner_only = {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions.
-        meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o077 == 0
+        meta.uid() == unsafe { libc::geteuid() }
+            && meta.mode() & 0o077 == 0
+            && super::vouch::vouched(id, loaded.header.token.as_deref(), paths.root())
     };
     Ok(loaded)
 }
@@ -194,6 +297,8 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         );
     }
     let mut header = None;
+    // The next message starts a turn.
+    let mut turn_starts = true;
     let mut loaded = Loaded {
         header: Header {
             version: VERSION,
@@ -201,11 +306,14 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
             created: String::new(),
             workspace: String::new(),
             first_prompt: None,
+            token: None,
         },
         messages: Vec::new(),
         usage: Usage::default(),
+        cost_usd: Some(0.0),
         turns: 0,
         edits: Vec::new(),
+        marks: Vec::new(),
         repaired: 0,
         size: bytes.len() as u64,
         valid_len: valid_len as u64,
@@ -237,11 +345,50 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         match record {
             Record::Header(found) if header.is_none() => header = Some(found),
             Record::Header(_) => return Err(corrupt(number, "a second header".into())),
-            Record::Message { message } => super::join(&mut loaded.messages, message),
-            Record::Usage { usage } => loaded.usage += usage,
-            Record::Compaction(compaction) => loaded.messages = compaction.messages,
-            Record::Edit(edit) => loaded.edits.push(edit),
-            Record::TurnEnd => loaded.turns += 1,
+            Record::Message { message } => {
+                if std::mem::take(&mut turn_starts) {
+                    loaded.marks.push(TurnMark {
+                        history: Some((
+                            loaded.messages.len(),
+                            loaded.messages.last().map_or(0, |m| m.content.len()),
+                        )),
+                        edits: loaded.edits.len(),
+                        answered: false,
+                        ended: false,
+                    });
+                }
+                if let Some(mark) = loaded.marks.last_mut() {
+                    mark.answered |= message.role == Role::Assistant;
+                }
+                super::join(&mut loaded.messages, message);
+            }
+            Record::Usage { usage, cost_usd } => {
+                loaded.usage += usage;
+                loaded.cost_usd = loaded.cost_usd.zip(cost_usd).map(|(a, b)| a + b);
+            }
+            Record::Compaction(compaction) => {
+                loaded.messages = compaction.messages;
+                for mark in &mut loaded.marks {
+                    mark.history = None;
+                }
+            }
+            Record::Edit(edit) => {
+                if let Some(mark) = loaded.marks.last_mut() {
+                    mark.answered = true;
+                }
+                loaded.edits.push(edit);
+            }
+            Record::TurnEnd => {
+                loaded.turns += 1;
+                if let Some(mark) = loaded.marks.last_mut() {
+                    mark.ended = true;
+                }
+                turn_starts = true;
+            }
+            Record::Rewind(rewind) => {
+                loaded.rewound(rewind.messages);
+                turn_starts = true;
+            }
         }
     }
     loaded.header = header.ok_or_else(|| corrupt(1, "the file has no header".into()))?;
@@ -275,6 +422,7 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
                     + loaded.usage.output_tokens
                     + loaded.usage.cache_creation_input_tokens
                     + loaded.usage.cache_read_input_tokens,
+                cost_usd: loaded.cost_usd,
                 size: loaded.size,
                 id,
             }),
@@ -291,7 +439,7 @@ pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
     Ok(ids(paths)?.into_iter().next())
 }
 
-/// Deletes session `id`.
+/// Deletes session `id`, and the user's record of it.
 pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
     check_id(id)?;
     paths
@@ -299,7 +447,9 @@ pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
         .map_err(|error| match error {
             WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
             other => other.into(),
-        })
+        })?;
+    super::vouch::forget(id);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -372,5 +522,113 @@ mod tests {
         assert_eq!(repair.len(), 1);
         crate::history::push_user_blocks(&mut messages, repair);
         assert_eq!(check_history(&messages), Ok(()));
+    }
+
+    const ANSWER: &str = r#"{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}"#;
+    const RESULT: &str = r#"{"type":"message","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"cut","is_error":true}]}}"#;
+    const NEXT: &str =
+        r#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"next"}]}}"#;
+    const EDIT: &str = r#"{"type":"edit","path":"a","before":"1","after":"2"}"#;
+    const END: &str = r#"{"type":"turn_end"}"#;
+
+    /// (records, the history before the last turn as its shape, how many
+    /// of the edits are the last turn's)
+    #[test]
+    fn the_last_turn_is_found_whatever_came_before_it() {
+        let compaction = r#"{"type":"compaction","before_tokens":9,"after_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"summary"}]}]}"#;
+        let rewind = r#"{"type":"rewind","restored":[],"refused":[],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":"ok"}]}]}"#;
+        let cases: Vec<(Vec<&str>, Option<&str>, usize)> = vec![
+            // One turn: before it, nothing.
+            (vec![HEADER, PROMPT, ANSWER, EDIT, END], Some(""), 1),
+            // Two: the first stays, with its edit.
+            (
+                vec![
+                    HEADER, PROMPT, EDIT, ANSWER, END, NEXT, EDIT, EDIT, ANSWER, END,
+                ],
+                Some("user:1 assistant:1"),
+                2,
+            ),
+            // A cancelled turn ended on tool results; the next prompt joined
+            // them: before it, the results alone.
+            (
+                vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, ANSWER, END],
+                Some("user:1 assistant:1 user:1"),
+                0,
+            ),
+            // A prompt nobody answered goes with the turn before it.
+            (
+                vec![
+                    HEADER, PROMPT, ANSWER, END, NEXT, ANSWER, EDIT, END, PROMPT, END,
+                ],
+                Some("user:1 assistant:1"),
+                1,
+            ),
+            // Compacted between turns (the editor's idle compaction): exact.
+            (
+                vec![HEADER, PROMPT, ANSWER, END, compaction, NEXT, ANSWER, END],
+                Some("user:1"),
+                0,
+            ),
+            // Prompts queued during a cancelled turn, then the user's own:
+            // one turn, both joining the results it ended on.
+            (
+                vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, NEXT, ANSWER, END],
+                Some("user:1 assistant:1 user:1"),
+                0,
+            ),
+            // Compacted during the turn: its start is gone.
+            (
+                vec![HEADER, PROMPT, ANSWER, END, NEXT, compaction, ANSWER, END],
+                None,
+                0,
+            ),
+            // Rewound once: the turn before is the last now.
+            (
+                vec![
+                    HEADER, PROMPT, ANSWER, EDIT, END, NEXT, EDIT, ANSWER, END, rewind,
+                ],
+                Some(""),
+                1,
+            ),
+        ];
+        for (records, before, edits) in cases {
+            let loaded = replay("s.jsonl", &lines(&records)).unwrap();
+            let turn = loaded.last_turn().unwrap();
+            let shape = turn.history_before.as_ref().map(|messages| {
+                messages
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{}:{}",
+                            if m.role == Role::User {
+                                "user"
+                            } else {
+                                "assistant"
+                            },
+                            m.content.len()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            assert_eq!(shape.as_deref(), before, "{records:?}");
+            if let Some(history) = turn.history_before.as_ref().filter(|h| !h.is_empty()) {
+                assert_eq!(check_history(history), Ok(()), "{records:?}");
+            }
+            assert_eq!(turn.edits.len(), edits, "{records:?}");
+        }
+        let once = replay(
+            "s.jsonl",
+            &lines(&[
+                HEADER,
+                PROMPT,
+                ANSWER,
+                END,
+                r#"{"type":"rewind","restored":[],"refused":[],"messages":[]}"#,
+            ]),
+        )
+        .unwrap();
+        assert_eq!((once.turns, once.messages.len()), (0, 0));
+        assert!(once.last_turn().is_none(), "nothing left to rewind");
     }
 }

@@ -14,13 +14,17 @@
 mod file;
 mod load;
 mod record;
+mod vouch;
 
 pub use file::SessionFile;
 pub use load::{
-    Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load, remove,
-    sessions_dir,
+    LastTurn, Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load,
+    read_own, remove, sessions_dir,
 };
-pub use record::{CompactionRecord, EditRecord, Header, Record, VERSION, new_id, now_rfc3339};
+pub use record::{
+    CompactionRecord, EditRecord, Header, Record, Refused, RewindRecord, VERSION, new_id,
+    now_rfc3339,
+};
 
 use crate::history::{Message, Role, Usage, push_user_blocks};
 
@@ -36,23 +40,26 @@ pub trait Transcript: Send + Sync {
 pub enum Entry<'a> {
     /// A message appended to the history (by [`append`]'s rule).
     Message(&'a Message),
-    /// The usage of one model call.
-    Usage(Usage),
+    /// The usage of one model call, and its cost (`None`: the model's
+    /// price is unknown).
+    Usage { usage: Usage, cost_usd: Option<f64> },
     /// The history was compacted: `messages` is the whole history after.
     Compaction {
         before_tokens: u64,
         after_tokens: u64,
         messages: &'a [Message],
     },
-    /// A file the agent changed: its text before (`None`: it did not exist)
-    /// and after. What a rewind restores.
+    /// A file the agent changed (workspace-relative): what it held before,
+    /// and its text after. What a rewind restores.
     Edit {
         path: &'a str,
-        before: Option<&'a str>,
+        before: crate::diff::Before<'a>,
         after: &'a str,
     },
     /// A turn ended (whatever its outcome): the file is synced to disk.
     TurnEnd,
+    /// The last turn was rewound (see `crate::rewind`); synced.
+    Rewind(&'a RewindRecord),
 }
 
 /// A transcript that keeps nothing (sub-agents, tests, the default).

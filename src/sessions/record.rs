@@ -24,11 +24,17 @@ pub enum Record {
     /// One model call's tokens.
     Usage {
         usage: Usage,
+        /// USD, at the price of the call's model; absent: unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     Compaction(CompactionRecord),
     Edit(EditRecord),
     /// A turn ended (the file was synced to disk after it).
     TurnEnd,
+    /// The last turn was rewound: its edits undone (where they could be)
+    /// and the turn dropped from the history.
+    Rewind(RewindRecord),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +47,10 @@ pub struct Header {
     pub workspace: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_prompt: Option<String>,
+    /// Random; the user's own record of the session carries it too (see
+    /// `vouch.rs`): what tells the user's session from a planted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// The history was compacted. `messages` is the whole history after it, so
@@ -60,7 +70,30 @@ pub struct CompactionRecord {
 pub struct EditRecord {
     pub path: String,
     pub before: Option<String>,
+    /// The file was binary before: its bytes were not kept, so a rewind
+    /// cannot restore it (and says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
     pub after: String,
+}
+
+/// A rewind: `messages` is the whole history after it (as for a
+/// compaction, a reader need not know how it was made). It also ends the
+/// turn it rewound: that turn's edits are no longer the last turn's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RewindRecord {
+    /// Files put back as they were before the turn.
+    pub restored: Vec<String>,
+    /// Files left as they are, with why.
+    pub refused: Vec<Refused>,
+    pub messages: Vec<Message>,
+}
+
+/// A file a rewind left as it is, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub path: String,
+    pub reason: String,
 }
 
 /// A new session id: the UTC time to the millisecond, then four random

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use super::{ReadFirst, ToolContext, ToolError};
 use crate::diff::{self, Before};
 use crate::events::AgentEvent;
+use crate::sessions::Entry;
 use crate::workspace::WorkspaceError;
 
 /// What a file held before a change.
@@ -144,12 +145,15 @@ impl FileChange {
     }
 
     pub fn diff(&self) -> String {
-        let before = match &self.before {
+        diff::unified(&self.shown, self.before_for_diff(), &self.after)
+    }
+
+    fn before_for_diff(&self) -> Before<'_> {
+        match &self.before {
             Previous::Missing => Before::Missing,
             Previous::Binary => Before::Binary,
             Previous::Text(text) => Before::Text(text),
-        };
-        diff::unified(&self.shown, before, &self.after)
+        }
     }
 
     /// Writes the new text, if it is the change the user allowed (when they
@@ -173,6 +177,11 @@ impl FileChange {
             .write_text(&self.path, &self.after, self.read_version)
             .await?;
         cx.reads.saw(&self.path, &self.after, version);
+        cx.edits.record(Entry::Edit {
+            path: &self.shown,
+            before: self.before_for_diff(),
+            after: &self.after,
+        });
         cx.sink.emit(AgentEvent::FileChanged {
             path: self.shown.clone(),
             diff: self.diff(),

@@ -76,6 +76,9 @@ pub struct ToolContext<'a, 'b> {
     pub sub_agents: Option<&'b dyn SubAgents>,
     /// An edit writes only the change the user allowed, when they were asked.
     pub approved: Approved<'a>,
+    /// Where each change to a file is recorded with its text before, for a
+    /// rewind (the session file; a sub-agent's are its parent's).
+    pub edits: &'b dyn crate::sessions::Transcript,
 }
 
 impl ToolContext<'_, '_> {

@@ -100,8 +100,7 @@ impl Chat {
     fn command(&mut self, line: &str, shows: &str) -> String {
         self.send(line);
         let shown = self.expect(shows);
-        self.expect("› ");
-        shown
+        shown + &self.expect("› ")
     }
 
     fn key(&mut self, bytes: &[u8]) {
@@ -421,7 +420,7 @@ fn clear_starts_a_new_session_and_resume_goes_back() {
         "{loaded}"
     );
     chat.turn("third");
-    chat.quit();
+    let state = chat.quit();
 
     let requests = server.requests();
     assert_eq!(
@@ -441,7 +440,7 @@ fn clear_starts_a_new_session_and_resume_goes_back() {
     // A new chat goes on with the latest session (the newest made, as
     // `run --continue` picks it), here the one `/clear` started.
     let server = ModelServer::start(vec![Reply::text("Four.").into()]);
-    let mut chat = Chat::start(dir.path(), &server, &["--continue"]);
+    let mut chat = Chat::start_with(dir.path(), &server, &["--continue"], state);
     let shown = chat.terminal.text();
     assert!(shown.contains("resuming session"), "{shown}");
     chat.turn("fourth");
@@ -618,8 +617,8 @@ fn without_a_terminal_the_chat_refuses_and_names_run() {
 }
 
 /// A session file planted in the workspace (one that came with a
-/// repository) cannot drive the terminal through its first prompt, nor
-/// through the last prompt `/resume` shows.
+/// repository) cannot drive the terminal through its first prompt in
+/// `/sessions`, and `/resume` refuses it: the chat stays in its session.
 #[test]
 fn planted_session_text_shows_and_never_drives_the_terminal() {
     use std::os::unix::fs::PermissionsExt;
@@ -632,22 +631,22 @@ fn planted_session_text_shows_and_never_drives_the_terminal() {
         &format!("{header}\n{message}\n"),
     )]);
     let file = dir.path().join(format!(".bareagent/sessions/{id}.jsonl"));
-    // As if bareagent had written it, so `/resume` loads it.
+    // As private as bareagent would make it: still not the user's own.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let server = ModelServer::start(vec![]);
     let mut chat = Chat::start(dir.path(), &server, &[]);
     let listed = chat.command("/sessions", "gone");
-    let resumed = chat.command(&format!("/resume {id}"), "gone");
+    assert!(
+        !listed.contains("\u{1b}]0;") && !listed.contains("\u{1b}[2J") && !listed.contains('\u{7}'),
+        "{listed:?}"
+    );
+    assert!(listed.contains("\\u{1b}"), "shown escaped: {listed:?}");
+    let refused = chat.command(&format!("/resume {id}"), "still in session");
+    assert!(
+        refused.contains("not written by bareagent for you"),
+        "{refused}"
+    );
     chat.quit();
-    for shown in [listed, resumed] {
-        assert!(
-            !shown.contains("\u{1b}]0;")
-                && !shown.contains("\u{1b}[2J")
-                && !shown.contains('\u{7}'),
-            "{shown:?}"
-        );
-        assert!(shown.contains("\\u{1b}"), "shown escaped: {shown:?}");
-    }
 }
 
 /// The question reader (shared with `bareagent run`) waits for a line in
@@ -678,4 +677,22 @@ fn json_answers_sent_at_once_are_all_read() {
     drop(stdin);
     let sent = sent_tool_results(&server.requests()[1].body);
     assert!(!sent[0].1 && sent[1].1, "{sent:?}");
+}
+
+/// A resumed session's `/cost` starts from what its file recorded.
+#[test]
+fn a_resumed_session_costs_what_it_recorded() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![costing(Reply::text("Priced."))]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.turn("spend a little");
+    let state = chat.quit();
+    let mut chat = Chat::start_with(dir.path(), &server, &["--continue"], state);
+    let cost = chat.command("/cost", "session ");
+    // One call at claude-sonnet-4-5's price; no call yet in this chat.
+    assert!(
+        cost.contains("1,000 in · 2,000 cache write · 10,000 cache read · 500 out · $0.0210"),
+        "{cost}"
+    );
+    chat.quit();
 }

@@ -179,9 +179,16 @@ fn costs_match_the_price_table_and_unknown_models_cost_unknown() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let line = stderr.lines().last().unwrap_or_default();
         assert!(out.status.success(), "{what}: {stderr}");
-        match case.call_usd {
+        let shown = |line: &str| match case.call_usd {
             Some(usd) => assert!(line.contains(&format!("${:.4}", 2.0 * usd)), "{line}"),
             None => assert!(line.contains("cost unknown"), "{line}"),
-        }
+        };
+        shown(line);
+        // The session list: both runs' sessions, at the same figure (read
+        // back from their files).
+        let listed = bareagent(dir.path()).arg("sessions").output().unwrap();
+        let listed = String::from_utf8_lossy(&listed.stdout);
+        assert_eq!(listed.lines().count(), 2, "{what}: {listed}");
+        listed.lines().for_each(shown);
     }
 }

@@ -30,6 +30,7 @@ mod neovim_plugin;
 mod provider_setup;
 mod read_ledger;
 mod redact;
+mod rewind;
 mod sandbox;
 mod secrets;
 mod sessions;

@@ -107,6 +107,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await agent.run('bareagent.newSession', {});
     chat.clear();
   });
+  command('bareagent.vscode.rewind', async () => {
+    const result = (await agent.run('bareagent.rewind', {})) as { message?: string } | undefined;
+    if (result?.message) void vscode.window.showInformationMessage(`bareagent: ${result.message}`);
+  });
   command('bareagent.vscode.openChat', () => agent.run('bareagent.openChat'));
   command('bareagent.vscode.status', () => showStatus(agent));
   command('bareagent.vscode.setModel', () => pickModel(agent, chat));

@@ -11,6 +11,7 @@ end
 local SUBCOMMANDS = {
   cancel = function() agent().cancel() end,
   new = function() agent().new_session() end,
+  rewind = function() agent().rewind() end,
   chat = function() agent().chat() end,
   status = function() agent().status() end,
   model = function() agent().model() end,

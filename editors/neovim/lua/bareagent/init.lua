@@ -147,6 +147,16 @@ function M.new_session()
   end)
 end
 
+--- Undoes the last turn: its edits (one undoable edit), and the turn in
+--- the agent's memory. Files changed since are kept, and named.
+function M.rewind()
+  run('bareagent.rewind', nil, function(result)
+    if type(result) == 'table' and type(result.message) == 'string' then
+      notify(result.message)
+    end
+  end)
+end
+
 --- Shows the chat split and moves into it.
 function M.chat()
   ensure_setup()
