@@ -4,6 +4,7 @@ mod support;
 mod approvals;
 mod attacks;
 mod caching;
+mod chat;
 mod cli;
 mod client_process;
 mod coherence;
