@@ -335,13 +335,19 @@ impl Chat {
 }
 
 /// `/rewind`: undoes the last turn's edits and drops the turn from the
-/// history. Returns what to tell the user.
-// TODO(lead): wire the rewind of `src/sessions/` here (and its pty test in
-// tests/it/chat.rs): restore the files, replace `chat.messages` with the
-// history without the last turn, and record that in `chat.session`.
+/// history (see `crate::rewind`). Returns what to tell the user.
 async fn rewind_last_turn(chat: &mut Chat) -> String {
-    let _ = chat;
-    "rewind is not available yet".to_string()
+    let gate = match chat.agent.undo_gate() {
+        Ok(gate) => gate,
+        Err(error) => return format!("bareagent: cannot rewind: {error:#}"),
+    };
+    match crate::rewind::rewind(&chat.agent.workspace, &chat.session, &gate).await {
+        Ok(rewound) => {
+            chat.messages = rewound.messages.clone();
+            format!("bareagent: {}.", rewound.describe())
+        }
+        Err(error) => format!("bareagent: {error}"),
+    }
 }
 
 /// Ctrl-C while something runs (a turn, `/compact`): SIGINT, since the

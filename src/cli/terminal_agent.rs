@@ -237,6 +237,14 @@ impl TerminalAgent {
         Ok(())
     }
 
+    /// The gate a rewind goes through: the deny rules alone (the user asked
+    /// for it, so nobody is asked).
+    pub fn undo_gate(&self) -> anyhow::Result<PermissionGate> {
+        Ok(self
+            .settings
+            .deny_rules_only(self.workspace.paths().root())?)
+    }
+
     /// A new conversation: the model has seen no file, and what the old
     /// one left running in the background is stopped (its results would
     /// otherwise reach the new one).

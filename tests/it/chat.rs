@@ -696,3 +696,36 @@ fn a_resumed_session_costs_what_it_recorded() {
     );
     chat.quit();
 }
+
+/// `/rewind` undoes the last turn: its edit put back, the turn gone from
+/// what the next turn sends; with nothing left, it says so and the chat
+/// goes on.
+#[test]
+fn rewind_undoes_the_last_turn_and_the_model_forgets_it() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),
+        )
+        .into(),
+        Reply::text("Edited.").into(),
+        Reply::text("Fresh start.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
+    chat.turn("shout a.txt");
+    let read = || std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
+    assert_eq!(read(), "ONE\n");
+    chat.command("/rewind", "rewound the last turn: restored a.txt");
+    assert_eq!(read(), "one\n");
+    chat.command("/rewind", "nothing to rewind");
+    let shown = chat.turn("hello");
+    assert!(shown.contains("Fresh start."), "{shown}");
+    chat.quit();
+    let requests = server.requests();
+    assert_eq!(
+        conversation(&requests.last().unwrap().body),
+        vec![pair("user", "hello")],
+        "the rewound turn is not sent"
+    );
+}
