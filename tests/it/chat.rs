@@ -437,8 +437,8 @@ fn clear_starts_a_new_session_and_resume_goes_back() {
     );
     assert_eq!(turn_ends(&first[0]), 2, "the resumed session is written to");
 
-    // A new chat goes on with the latest session (the newest made, as
-    // `run --continue` picks it), here the one `/clear` started.
+    // A new chat goes on with the session used last (as `run --continue`
+    // picks it): the resumed one, not the newer one `/clear` started.
     let server = ModelServer::start(vec![Reply::text("Four.").into()]);
     let mut chat = Chat::start_with(dir.path(), &server, &["--continue"], state);
     let shown = chat.terminal.text();
@@ -448,8 +448,10 @@ fn clear_starts_a_new_session_and_resume_goes_back() {
     assert_eq!(
         conversation(&server.requests()[0].body),
         vec![
-            pair("user", "second"),
-            pair("assistant", "Two."),
+            pair("user", "first"),
+            pair("assistant", "One."),
+            pair("user", "third"),
+            pair("assistant", "Three."),
             pair("user", "fourth"),
         ]
     );
