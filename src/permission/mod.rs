@@ -586,6 +586,9 @@ impl PermissionGate {
         };
         asks.then(|| match action.kind {
             ActionKind::Edit => "it changes files".into(),
+            _ if action.tool.starts_with("mcp__") => {
+                "it calls an MCP tool its server does not mark read-only".into()
+            }
             _ => "it runs a command".into(),
         })
     }
