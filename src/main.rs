@@ -58,6 +58,15 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Mcp {
+            action: bareagent::cli::McpAction::List { json },
+        }) => match runtime.block_on(bareagent::cli::mcp_list(json)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bareagent: {error:#}");
+                ExitCode::from(2)
+            }
+        },
         Some(Command::Sessions { action }) => match bareagent::cli::sessions(action) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

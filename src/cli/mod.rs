@@ -3,6 +3,7 @@
 
 mod approve;
 mod diff_view;
+mod mcp;
 mod output;
 mod run;
 mod sessions;
@@ -15,6 +16,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
 
+pub use mcp::list as mcp_list;
 pub use run::run;
 pub use sessions::sessions;
 
@@ -59,6 +61,22 @@ pub enum Command {
     Trust {
         /// The project directory (default: the current one).
         path: Option<PathBuf>,
+    },
+    /// The MCP servers configured here (user config, project settings,
+    /// `.mcp.json`): started, their state and tools listed, then stopped.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Each server, its state and its tools.
+    List {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

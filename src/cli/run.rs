@@ -50,6 +50,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Arc::new(TerminalSink::new(args.quiet))
     };
+    let notices = sink.clone();
+    let mcp = crate::mcp::McpServers::new(
+        &settings.mcp,
+        workspace.paths().root(),
+        Arc::new(move |notice| notices.notice(&format!("bareagent: {}", notice.message))),
+    );
+    mcp.start_in_background();
     let choice = provider_choice(&args, &settings, workspace.paths().root(), sink.clone());
     let provider = choice.build()?;
     let model = choice.resolved_model().ok().flatten();
@@ -65,7 +72,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .or(settings.permissions.mode)
         .unwrap_or_default();
     let gate = settings.gate(mode, Box::new(approver), workspace.paths().root())?;
-    let tools = ToolRegistry::standard();
+    let mut tools = ToolRegistry::standard();
+    mcp.add_to(&mut tools).await;
     let prompt = args.prompt.join(" ");
     let instructions = load_instructions(
         workspace.paths(),
@@ -119,6 +127,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = run_loop(&agent, &mut messages).await;
     session.record(Entry::TurnEnd);
     background.kill_all();
+    mcp.stop().await;
     match outcome {
         Ok(outcome) => {
             sink.finished(&outcome);

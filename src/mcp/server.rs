@@ -269,7 +269,7 @@ impl Server {
     /// after `wait`; told to the user when `report` (a server that keeps
     /// failing is said once).
     fn failed(&self, error: String, attempts: u32, wait: Duration, report: bool) -> Link {
-        tracing::warn!(server = self.name(), %error, attempts, "MCP server failed");
+        tracing::info!(server = self.name(), %error, attempts, "MCP server failed");
         self.set_status(Status::Failed {
             error: error.clone(),
             retry_in_secs: wait.as_secs(),
