@@ -84,6 +84,9 @@ pub struct Server {
     notify: Notify,
     /// Set when the session ends: a start still under way is dropped.
     stopped: AtomicBool,
+    /// Set once the user was told the server failed: a server that keeps
+    /// crashing is said once a session (its state is in the status).
+    told: AtomicBool,
 }
 
 enum Link {
@@ -164,6 +167,7 @@ impl Server {
             tools: Arc::default(),
             notify,
             stopped: AtomicBool::new(false),
+            told: AtomicBool::new(false),
         }
     }
 
@@ -210,14 +214,14 @@ impl Server {
             let error = connection.ending();
             *link = self.crashed(error);
         }
-        // Failed starts in a row, and whether the user heard of this one.
-        let (attempts, reported) = match &*link {
+        // Failed starts in a row.
+        let attempts = match &*link {
             Link::Stopped => return Err("the session has ended".into()),
             Link::Failed {
                 error, retry_at, ..
             } if Instant::now() < *retry_at => return Err(error.clone()),
-            Link::Failed { attempts, .. } => (*attempts, true),
-            _ => (0, false),
+            Link::Failed { attempts, .. } => *attempts,
+            _ => 0,
         };
         self.set_status(Status::Starting);
         let started = Instant::now();
@@ -236,22 +240,12 @@ impl Server {
                     "MCP server started"
                 );
                 self.set_status(Status::Running { tools: count });
-                if reported {
-                    (self.notify)(Notice {
-                        server: self.name().to_string(),
-                        state: "running",
-                        message: format!(
-                            "MCP server `{}` is running again ({count} tools)",
-                            self.name()
-                        ),
-                    });
-                }
                 let peer = connection.service.peer().clone();
                 *link = Link::Live(Box::new(connection));
                 Ok(peer)
             }
             Ok(Err(error)) => {
-                *link = self.failed(error.clone(), attempts + 1, backoff(attempts), !reported);
+                *link = self.failed(error.clone(), attempts + 1, backoff(attempts));
                 Err(error)
             }
             Err(_) => {
@@ -259,22 +253,21 @@ impl Server {
                     "it did not answer `initialize` and list its tools within {} s",
                     self.spec.start_timeout.as_secs_f32()
                 );
-                *link = self.failed(error.clone(), attempts + 1, backoff(attempts), !reported);
+                *link = self.failed(error.clone(), attempts + 1, backoff(attempts));
                 Err(error)
             }
         }
     }
 
     /// The failed state after `attempts` failed starts in a row, next tried
-    /// after `wait`; told to the user when `report` (a server that keeps
-    /// failing is said once).
-    fn failed(&self, error: String, attempts: u32, wait: Duration, report: bool) -> Link {
+    /// after `wait`; told to the user the first time only.
+    fn failed(&self, error: String, attempts: u32, wait: Duration) -> Link {
         tracing::info!(server = self.name(), %error, attempts, "MCP server failed");
         self.set_status(Status::Failed {
             error: error.clone(),
             retry_in_secs: wait.as_secs(),
         });
-        if report {
+        if !self.told.swap(true, Ordering::SeqCst) {
             (self.notify)(Notice {
                 server: self.name().to_string(),
                 state: "failed",
@@ -295,7 +288,7 @@ impl Server {
     /// A running server's connection ended: said at once, and started
     /// again on next use.
     fn crashed(&self, error: String) -> Link {
-        self.failed(error, 0, Duration::ZERO, true)
+        self.failed(error, 0, Duration::ZERO)
     }
 
     async fn connect(&self) -> Result<Connection, String> {
