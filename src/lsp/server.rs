@@ -678,6 +678,7 @@ pub fn status(state: &State) -> Value {
                 "messages": session.messages.len(), "usage": session.usage,
                 "spend": session.spend, "instructions": session.instructions,
                 "sessionId": session.file.as_ref().map(|f| f.id()),
+                "mcp": session.mcp.as_ref().map(|m| m.report()),
             })
         })
         .collect();

@@ -455,7 +455,10 @@ async fn run_agent(
             crate::diagnostics::DEFAULT_SETTLE,
             std::time::Duration::from_millis,
         ));
-    let tools = ToolRegistry::in_editor();
+    let mut tools = ToolRegistry::in_editor();
+    super::mcp::for_turn(&state, id, &settings.mcp)
+        .add_to(&mut tools)
+        .await;
     let paths = state.init().paths.clone();
     let reader = gate.clone();
     let instructions = tokio::task::spawn_blocking(move || {

@@ -214,10 +214,17 @@ impl McpServers {
     }
 }
 
-impl Drop for McpServers {
-    fn drop(&mut self) {
+impl McpServers {
+    /// [`stop`](Self::stop) without waiting: at shutdown, from a destructor.
+    pub fn stop_now(&self) {
         for server in &self.servers {
             server.stop_now();
         }
+    }
+}
+
+impl Drop for McpServers {
+    fn drop(&mut self) {
+        self.stop_now();
     }
 }

@@ -601,3 +601,77 @@ fn no_mcp_server_outlives_an_agent_killed_with_sigkill() {
     }
     hold.release();
 }
+
+/// In the editor: servers from the editor's settings, their tools in a turn,
+/// their state in `bareagent.status`, a failure told as a `bareagent/event`,
+/// and the servers stopped (group and all) when the session is replaced.
+#[test]
+fn the_language_server_runs_a_sessions_servers_and_stops_them_with_it() {
+    use crate::lsp::{LONG, ask, events_of, options, start, turn_end};
+    let Some(program) = everything() else { return };
+    let dir = workspace(&[]);
+    let (pid_file, child_file) = (dir.path().join("server.pid"), dir.path().join("child.pid"));
+    let server = script(vec![
+        Reply::tool(
+            "mcp__everything__echo",
+            json!({"message": "from the editor"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let mut options = options(dir.path(), &server, "default");
+    options.env.push((
+        "XDG_CONFIG_HOME".into(),
+        dir.path().join(".no-user-config").display().to_string(),
+    ));
+    options.initialization_options["mcp"] = json!({"servers": {
+        "everything": {"command": "sh", "args": ["-c", format!(
+            "sleep 600 </dev/null >/dev/null 2>&1 & echo $! > '{}'; echo $$ > '{}'; exec '{}' stdio",
+            child_file.display(), pid_file.display(), program
+        )]},
+        "broken": {"command": "/nonexistent/mcp-server"},
+    }});
+    let client = start(dir.path(), options);
+    let answer = ask(&client, json!("use the MCP tools"));
+    let turn = answer["turn"].as_u64().expect("a turn");
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    assert_eq!(
+        results(&server, 1),
+        [("Echo: from the editor".to_string(), false)]
+    );
+    let failed = events_of(&client, "mcp_server");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["server"], "broken");
+    assert_eq!(failed[0]["state"], "failed");
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start `/nonexistent/mcp-server`"),
+        "{failed:?}"
+    );
+    let status = client.execute("bareagent.status", json!([])).unwrap();
+    let mcp = &status["sessions"][0]["mcp"];
+    let by_name = |name: &str| {
+        mcp.as_array()
+            .and_then(|servers| servers.iter().find(|s| s["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    let everything = by_name("everything");
+    assert_eq!(everything["status"]["state"], "running", "{everything}");
+    assert_eq!(everything["origin"], "editor");
+    assert!(
+        everything["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__everything__get-sum")),
+        "{everything}"
+    );
+    assert_eq!(by_name("broken")["status"]["state"], "failed");
+    let (pid, child) = (read_pid(&pid_file), read_pid(&child_file));
+    client.execute("bareagent.newSession", json!([])).unwrap();
+    wait_until("the old session's server is stopped", LONG, || {
+        is_gone(pid) && is_gone(child)
+    });
+    assert!(client.is_running(), "the language server goes on");
+}
