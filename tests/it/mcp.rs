@@ -675,3 +675,101 @@ fn the_language_server_runs_a_sessions_servers_and_stops_them_with_it() {
     });
     assert!(client.is_running(), "the language server goes on");
 }
+
+/// Cancelling a turn while an MCP tool runs: the server is sent
+/// `notifications/cancelled` for the call, and the call's result (in the
+/// next request's history) says it was cancelled.
+#[test]
+fn cancelling_a_turn_cancels_the_call_at_the_server() {
+    use crate::lsp::{LONG, ask, options, start, turn_end};
+    let Some(program) = everything() else { return };
+    let dir = workspace(&[]);
+    let log = dir.path().join("to-server.log");
+    let server = script(vec![
+        Reply::tool(
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 60, "steps": 2}),
+        ),
+        Reply::text("after the cancel"),
+    ]);
+    let mut options = options(dir.path(), &server, "default");
+    options.env.push((
+        "XDG_CONFIG_HOME".into(),
+        dir.path().join(".no-user-config").display().to_string(),
+    ));
+    // What the agent sends the server, copied to a log on the way.
+    options.initialization_options["mcp"] = json!({"servers": {"everything": {
+        "command": "sh",
+        "args": ["-c", format!("tee '{}' | '{}' stdio", log.display(), program)],
+    }}});
+    let client = start(dir.path(), options);
+    let sent = || std::fs::read_to_string(&log).unwrap_or_default();
+    let turn = ask(&client, json!("start the long operation"))["turn"]
+        .as_u64()
+        .expect("a turn");
+    wait_until("the tool is called", LONG, || sent().contains("tools/call"));
+    client.execute("bareagent.cancel", json!([])).unwrap();
+    assert_eq!(turn_end(&client, turn)["message"], "cancelled");
+    wait_until("the server is told", LONG, || {
+        sent().contains("notifications/cancelled")
+    });
+    let next = ask(&client, json!("and now?"))["turn"]
+        .as_u64()
+        .expect("a turn");
+    assert_eq!(turn_end(&client, next)["type"], "turn_finished");
+    let (text, is_error) = sent_tool_results(&server.requests()[1].body)
+        .into_iter()
+        .next()
+        .expect("the cancelled call's result");
+    assert!(
+        is_error && text.to_lowercase().contains("cancelled"),
+        "{text}"
+    );
+}
+
+#[test]
+fn mcp_list_shows_each_server_its_state_and_its_tools() {
+    let Some(program) = everything() else { return };
+    let dir = workspace(&[]);
+    user_config(
+        dir.path(),
+        &format!(
+            "{}[mcp.servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n",
+            everything_server(&program)
+        ),
+    );
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        r#"{"mcpServers": {"planted": {"command": "sh", "args": ["-c", "exit 1"]}}}"#,
+    )
+    .unwrap();
+    let out = bareagent(dir.path())
+        .args(["mcp", "list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("everything (stdio, from the user's config): running, 13 tools\n  mcp__everything__echo\n"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains(
+            "gone (stdio, from the user's config): failed: cannot start `/nonexistent/mcp-server`"
+        ),
+        "{listing}"
+    );
+    assert!(!listing.contains("planted"), "{listing}");
+    assert!(stderr(&out).contains("MCP server `planted` of .mcp.json (not started)"));
+    let out = bareagent(dir.path())
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report[0]["name"], "everything");
+    assert_eq!(
+        report[0]["status"],
+        json!({"state": "running", "tools": 13})
+    );
+    assert_eq!(report[1]["status"]["state"], "failed");
+}
