@@ -312,10 +312,14 @@ impl Server {
                 (service, Some(process))
             }
             Transport::Http { url, headers } => {
-                let transport = http_transport(url, headers)?;
+                let expanded = expand_env(url)
+                    .map_err(|var| format!("the environment variable `{var}` is not set"))?;
+                let transport = http_transport(&expanded, headers)?;
+                // The URL as configured, never as expanded: `${TOKEN}` in a
+                // query stays out of messages and logs.
                 let service = rmcp::serve_client(handler, transport)
                     .await
-                    .map_err(|error| error.to_string())?;
+                    .map_err(|error| error.to_string().replace(&expanded, url))?;
                 (service, None)
             }
         };
@@ -418,14 +422,13 @@ impl Server {
     }
 }
 
-/// The transport of a Streamable HTTP server, its header values expanded.
+/// The transport of a Streamable HTTP server at `url` (expanded), its
+/// header values expanded.
 fn http_transport(
     url: &str,
     headers: &BTreeMap<String, String>,
 ) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let url =
-        expand_env(url).map_err(|var| format!("the environment variable `{var}` is not set"))?;
     let mut custom = std::collections::HashMap::new();
     for (name, value) in headers {
         let value = expand_env(value)
@@ -443,7 +446,8 @@ fn http_transport(
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|error| format!("cannot make an HTTP client: {error}"))?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(custom);
     Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
         client, config,
     ))

@@ -773,3 +773,47 @@ fn mcp_list_shows_each_server_its_state_and_its_tools() {
     );
     assert_eq!(report[1]["status"]["state"], "failed");
 }
+
+/// A server's new tools (`notifications/tools/list_changed`) reach the
+/// model at the session's next turn.
+#[test]
+fn a_changed_tool_list_reaches_the_next_turn() {
+    use crate::lsp::{LONG, ask, options, start, turn_end};
+    let dir = workspace(&[]);
+    let server = script(vec![
+        Reply::tool("mcp__changes__grow", json!({})),
+        Reply::text("grown"),
+        Reply::tool("mcp__changes__grown", json!({})),
+        Reply::text("done"),
+    ]);
+    let mut options = options(dir.path(), &server, "bypass");
+    options.env.push((
+        "XDG_CONFIG_HOME".into(),
+        dir.path().join(".no-user-config").display().to_string(),
+    ));
+    options.initialization_options["mcp"] = json!({"servers": {"changes": {
+        "command": "python3",
+        "args": [fixture("changes_tools.py").display().to_string()],
+    }}});
+    let client = start(dir.path(), options);
+    let first = ask(&client, json!("grow"))["turn"]
+        .as_u64()
+        .expect("a turn");
+    assert_eq!(turn_end(&client, first)["type"], "turn_finished");
+    let names = tool_names(&server.requests()[0].body);
+    assert!(names.contains(&"mcp__changes__grow".into()), "{names:?}");
+    assert!(!names.contains(&"mcp__changes__grown".into()), "{names:?}");
+    assert_eq!(results(&server, 1), [("2 tools now".to_string(), false)]);
+    client.wait_until(LONG, "the new list is in", |client| {
+        let status = client.execute("bareagent.status", json!([])).unwrap();
+        status["sessions"][0]["mcp"][0]["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.len() == 2)
+    });
+    let second = ask(&client, json!("use it"))["turn"]
+        .as_u64()
+        .expect("a turn");
+    assert_eq!(turn_end(&client, second)["type"], "turn_finished");
+    assert!(tool_names(&server.requests()[2].body).contains(&"mcp__changes__grown".into()));
+    assert_eq!(results(&server, 3), [("2 tools now".to_string(), false)]);
+}
