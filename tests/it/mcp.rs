@@ -817,3 +817,37 @@ fn a_changed_tool_list_reaches_the_next_turn() {
     assert!(tool_names(&server.requests()[2].body).contains(&"mcp__changes__grown".into()));
     assert_eq!(results(&server, 3), [("2 tools now".to_string(), false)]);
 }
+
+/// A stdio server gets its `env` (variables expanded) and not the agent's
+/// provider keys.
+#[test]
+fn a_server_gets_its_env_expanded_and_not_the_agents_keys() {
+    let Some(program) = everything() else { return };
+    let dir = workspace(&[]);
+    user_config(
+        dir.path(),
+        &format!(
+            "{}env = {{ GREETING = \"hello ${{BAREAGENT_TEST_MCP_NAME}}\" }}\n",
+            everything_server(&program)
+        ),
+    );
+    let server = script(vec![
+        Reply::tool("mcp__everything__get-env", json!({})),
+        Reply::text("done"),
+    ]);
+    let out = run_against_model(&mut bareagent(dir.path()), &server)
+        .env("BAREAGENT_TEST_MCP_NAME", "world")
+        .env("OPENAI_API_KEY", "sk-other-provider-key-0123")
+        .arg("show the environment")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = &results(&server, 1)[0];
+    assert!(!is_error, "{text}");
+    let env: Value = serde_json::from_str(text).expect("the server's environment as JSON");
+    assert_eq!(env["GREETING"], "hello world");
+    assert!(env.get("PATH").is_some(), "{env}");
+    for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] {
+        assert!(env.get(key).is_none(), "{key} reached the server: {env}");
+    }
+}
