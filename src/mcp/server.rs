@@ -70,6 +70,8 @@ pub enum CallError {
     Crashed { server: String, reason: String },
     #[error("the MCP server `{server}` answered with an error: {message}")]
     Server { server: String, message: String },
+    #[error("the call to the MCP server `{server}` failed: {reason}")]
+    Failed { server: String, reason: String },
 }
 
 pub struct Server {
@@ -364,18 +366,21 @@ impl Server {
                 message: error.message.to_string(),
             }),
             Err(error) => {
-                let reason = self.ended(&error).await;
-                Err(CallError::Crashed {
-                    server: self.name().to_string(),
-                    reason,
+                let server = self.name().to_string();
+                Err(match self.ended(&error).await {
+                    Some(reason) => CallError::Crashed { server, reason },
+                    None => CallError::Failed {
+                        server,
+                        reason: error.to_string(),
+                    },
                 })
             }
         }
     }
 
     /// After a call failed below the protocol: if the connection is gone,
-    /// the server is marked failed (and said so once); the reason either way.
-    async fn ended(&self, error: &ServiceError) -> String {
+    /// the server is marked failed (and said so once), and this is why.
+    async fn ended(&self, error: &ServiceError) -> Option<String> {
         let mut link = self.link.lock().await;
         if let Link::Live(connection) = &*link {
             // The process may need a moment to be seen gone after its pipe closed.
@@ -387,10 +392,10 @@ impl Server {
             {
                 let reason = connection.ending();
                 *link = self.crashed(reason.clone());
-                return reason;
+                return Some(reason);
             }
         }
-        error.to_string()
+        None
     }
 
     /// Ends the connection and kills a stdio server's process group.

@@ -851,3 +851,26 @@ fn a_server_gets_its_env_expanded_and_not_the_agents_keys() {
         assert!(env.get(key).is_none(), "{key} reached the server: {env}");
     }
 }
+
+/// What the server refuses is an error result the model reads; the turn goes on.
+#[test]
+fn a_servers_refusal_is_an_error_result() {
+    let Some(program) = everything() else { return };
+    let dir = workspace(&[]);
+    user_config(dir.path(), &everything_server(&program));
+    let server = script(vec![
+        Reply::tool("mcp__everything__get-sum", json!({"a": "two", "b": 2})),
+        Reply::text("done"),
+    ]);
+    let out = run(dir.path(), &server, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = &results(&server, 1)[0];
+    assert!(is_error, "{text}");
+    // The server's words, as it said them (an `isError` result).
+    assert!(
+        text.starts_with("Error: ")
+            && text.contains("Invalid arguments for tool get-sum")
+            && text.contains("expected number, received string"),
+        "{text}"
+    );
+}
