@@ -321,7 +321,10 @@ impl Server {
                 // query stays out of messages and logs.
                 let service = rmcp::serve_client(handler, transport)
                     .await
-                    .map_err(|error| error.to_string().replace(&expanded, url))?;
+                    .map_err(|error| {
+                        format!("cannot initialize at {url}: {}", root_cause(&error))
+                            .replace(&expanded, url)
+                    })?;
                 (service, None)
             }
         };
@@ -456,6 +459,26 @@ fn http_transport(
     Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
         client, config,
     ))
+}
+
+/// What went wrong at the start of a Streamable HTTP server, without the
+/// SDK's transport type names (its innermost error is not kept).
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    let text = cause.to_string();
+    if text.contains("error sending request") {
+        return "it cannot be reached (is it running, and is the URL right?)".into();
+    }
+    // `Send message error Transport [a::very::Long<Type>] error: …`
+    match (text.find(" ["), text.find("] ")) {
+        (Some(start), Some(end)) if start < end => {
+            format!("{}{}", &text[..start], &text[end + 1..])
+        }
+        _ => text,
+    }
 }
 
 /// How long to wait before the start after `attempts` failed ones: 1 s,

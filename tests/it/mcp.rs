@@ -223,7 +223,7 @@ fn everything_servers_echo_over_streamable_http() {
     user_config(
         dir.path(),
         &format!(
-            "[mcp.servers.web]\nurl = \"http://127.0.0.1:{}/mcp\"\nheaders = {{ X-Test = \"${{BAREAGENT_TEST_MCP_HEADER:-none}}\" }}\n",
+            "[mcp.servers.web]\nurl = \"http://127.0.0.1:{}/mcp\"\nheaders = {{ Authorization = \"Bearer ${{BAREAGENT_TEST_MCP_TOKEN}}\" }}\n",
             http.port
         ),
     );
@@ -234,8 +234,20 @@ fn everything_servers_echo_over_streamable_http() {
         ]),
         Reply::text("done"),
     ]);
-    let out = run(dir.path(), &server, &[]);
+    // Logging everything, the header's value still appears nowhere.
+    let out = run_against_model(&mut bareagent(dir.path()), &server)
+        .env("BAREAGENT_TEST_MCP_TOKEN", "tok-sekrit-4711")
+        .env("BAREAGENT_LOG", "trace")
+        .arg("use the MCP tools")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("MCP server started"), "logged");
+    assert!(
+        !stderr(&out).contains("tok-sekrit-4711"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(
         results(&server, 1),
         [
