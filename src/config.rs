@@ -58,6 +58,9 @@ pub struct Config {
     pub edits: Edits,
     #[serde(default)]
     pub context: ContextSettings,
+    /// `[mcp]`: MCP servers and the limits on their tools (see `crate::mcp::config`).
+    #[serde(default)]
+    pub mcp: crate::mcp::McpSettings,
     /// Directories the user trusts (read from the user's config only).
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectEntry>,
@@ -203,7 +206,21 @@ impl Config {
             None => Config::default(),
         };
         let project = Config::load_file(&project_config_path(root))?;
-        Ok(Config::merge(user, project, root))
+        let mut config = Config::merge(user, project, root);
+        // A project's `.mcp.json` (Claude Code's format): its servers, like
+        // the project's own, start only in a trusted directory.
+        // A name the config files give already is theirs.
+        let (mut servers, problems) = crate::mcp::config::read_mcp_json(root);
+        servers.retain(|name, _| !config.mcp.servers.contains_key(name));
+        let trusted = config.trusts(root);
+        config.mcp = std::mem::take(&mut config.mcp).with_project(
+            Default::default(),
+            servers,
+            trusted,
+            &mut config.ignored,
+        );
+        config.mcp.problems.extend(problems);
+        Ok(config)
     }
 
     /// The project's settings over the user's, as far as trust allows.
@@ -234,6 +251,16 @@ impl Config {
         // Not a permission either: it decides only when to summarise.
         config.context.window = project.context.window.or(config.context.window);
         config.context.compact_at = project.context.compact_at.or(config.context.compact_at);
+        // The project's servers start only if it is trusted (the rest of
+        // `[mcp]` only shapes what the model sees).
+        config.mcp = std::mem::take(&mut config.mcp)
+            .from(crate::mcp::Origin::User)
+            .with_project(
+                project.mcp,
+                Default::default(),
+                trusted,
+                &mut config.ignored,
+            );
         let user_mode = config.permissions.mode.unwrap_or_default();
         match project.permissions.mode {
             Some(mode) if trusted || mode.latitude() <= user_mode.latitude() => {
@@ -293,10 +320,10 @@ impl Config {
             return None;
         }
         Some(format!(
-            "Ignored settings in {} because this directory is not trusted: {}. \
+            "Ignored settings of the project in {} because this directory is not trusted: {}. \
              If you trust this repository, run `bareagent trust` in it (or the editor command \
              `bareagent.trustWorkspace`).",
-            project_config_path(root).display(),
+            root.display(),
             self.ignored.join(", ")
         ))
     }

@@ -16,6 +16,7 @@ pub mod events;
 pub mod history;
 pub mod inbox;
 pub mod lsp;
+pub mod mcp;
 pub mod permission;
 pub mod provider;
 pub mod rewind;

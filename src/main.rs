@@ -59,6 +59,15 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Mcp {
+            action: bareagent::cli::McpAction::List { json },
+        }) => match runtime.block_on(bareagent::cli::mcp_list(json)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bareagent: {error:#}");
+                ExitCode::from(2)
+            }
+        },
         Some(Command::Sessions { action }) => match bareagent::cli::sessions(action) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
@@ -128,7 +137,9 @@ fn usage_error(error: clap::Error) -> ExitCode {
 /// by `BAREAGENT_LOG` (e.g. `debug`, `bareagent=trace`); warnings by default.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("BAREAGENT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp's own errors would repeat ours, with a server's URL as
+        // expanded (a `${TOKEN}` in it included): off unless asked for.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

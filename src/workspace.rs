@@ -146,12 +146,12 @@ impl PathResolver {
         }
         // Devices, pipes and sockets: reading one can block forever or read
         // hardware; no tool has business with them.
-        if rest.is_empty() {
-            if let Ok(metadata) = std::fs::metadata(&real) {
-                if !metadata.is_file() && !metadata.is_dir() {
-                    return Err(WorkspaceError::NotRegular(input.to_string()));
-                }
-            }
+        if rest.is_empty()
+            && let Ok(metadata) = std::fs::metadata(&real)
+            && !metadata.is_file()
+            && !metadata.is_dir()
+        {
+            return Err(WorkspaceError::NotRegular(input.to_string()));
         }
         Ok(rest
             .into_iter()
@@ -271,10 +271,11 @@ impl PathResolver {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&shown, e.into()))?;
-            if let Ok(name) = entry.file_name().to_str() {
-                if name != "." && name != ".." {
-                    names.push(name.to_string());
-                }
+            if let Ok(name) = entry.file_name().to_str()
+                && name != "."
+                && name != ".."
+            {
+                names.push(name.to_string());
             }
         }
         Ok(names)

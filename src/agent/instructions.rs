@@ -76,12 +76,11 @@ pub fn load(
     near: &[PathBuf],
 ) -> Instructions {
     let mut found: Vec<(InstructionFile, String)> = Vec::new();
-    if let Some(user) = user_file {
-        if let Ok(file) = std::fs::File::open(user) {
-            if let Found::Text(text, size) = read_capped(file) {
-                found.push((file_entry(user.display().to_string(), size), text));
-            }
-        }
+    if let Some(user) = user_file
+        && let Ok(file) = std::fs::File::open(user)
+        && let Found::Text(text, size) = read_capped(file)
+    {
+        found.push((file_entry(user.display().to_string(), size), text));
     }
     let is_dir = |relative: &Path| paths.is_dir(&paths.root().join(relative));
     for dir in directories(paths.root(), near, is_dir) {

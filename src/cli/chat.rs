@@ -125,6 +125,7 @@ impl Chat {
     /// One turn for `prompt`, on the history so far.
     async fn turn(&mut self, prompt: String) {
         self.agent.read_instructions(&prompt);
+        self.agent.refresh_tools().await;
         let cancel = CancellationToken::new();
         let agent = self.agent.agent(cancel.clone(), &self.session, &self.spend);
         crate::sessions::append(

@@ -6,6 +6,7 @@ mod approve;
 mod chat;
 mod diff_view;
 mod line_editor;
+mod mcp;
 mod output;
 mod run;
 mod session_spend;
@@ -22,6 +23,7 @@ use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
 
 pub use chat::chat;
+pub use mcp::list as mcp_list;
 pub use run::run;
 pub use sessions::sessions;
 
@@ -68,6 +70,22 @@ pub enum Command {
     Trust {
         /// The project directory (default: the current one).
         path: Option<PathBuf>,
+    },
+    /// The MCP servers configured here (user config, project settings,
+    /// `.mcp.json`): started, their state and tools listed, then stopped.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Each server, its state and its tools.
+    List {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

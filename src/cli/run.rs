@@ -32,6 +32,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = run_loop(&agent, &mut messages).await;
     session.record(Entry::TurnEnd);
     parts.background.kill_all();
+    parts.mcp.stop().await;
     match outcome {
         Ok(outcome) => {
             sink.finished(&outcome);

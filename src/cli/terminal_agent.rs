@@ -55,6 +55,9 @@ pub struct TerminalAgent {
     pub background: BackgroundTasks,
     /// Which version of each file the model has seen, kept across turns.
     reads: Arc<ReadLedger>,
+    /// The MCP servers of the settings, started with the agent, stopped
+    /// (process groups and all) with it.
+    pub mcp: crate::mcp::McpServers,
     /// Instruction files already said to be refused.
     refused: Vec<String>,
 }
@@ -100,6 +103,13 @@ impl TerminalAgent {
             .or(settings.permissions.mode)
             .unwrap_or_default();
         let gate = gate(&settings, mode, json, workspace.paths().root())?;
+        let notices = sink.clone();
+        let mcp = crate::mcp::McpServers::new(
+            &settings.mcp,
+            workspace.paths().root(),
+            Arc::new(move |notice| notices.notice(&format!("bareagent: {}", notice.message))),
+        );
+        mcp.start_in_background();
         let tools = ToolRegistry::standard();
         let config = LoopConfig {
             max_iterations: args.max_iterations,
@@ -135,9 +145,20 @@ impl TerminalAgent {
             background,
             reads: Arc::default(),
             refused: Vec::new(),
+            mcp,
         };
         agent.read_instructions(prompt);
+        agent.refresh_tools().await;
         Ok(agent)
+    }
+
+    /// The tools for the next turn: ours and the MCP servers' as they list
+    /// them now (a server's list may change; one that failed is left out).
+    /// Waits for servers still on their first start.
+    pub async fn refresh_tools(&mut self) {
+        let mut tools = ToolRegistry::standard();
+        self.mcp.add_to(&mut tools).await;
+        self.tools = tools;
     }
 
     /// The system prompt for a turn about `prompt`: the project
@@ -152,11 +173,11 @@ impl TerminalAgent {
             &paths_in(prompt),
         );
         for file in &instructions.files {
-            if let Some(why) = &file.refused {
-                if !self.refused.contains(&file.path) {
-                    eprintln!("bareagent: not reading {}: {why}", file.path);
-                    self.refused.push(file.path.clone());
-                }
+            if let Some(why) = &file.refused
+                && !self.refused.contains(&file.path)
+            {
+                eprintln!("bareagent: not reading {}: {why}", file.path);
+                self.refused.push(file.path.clone());
             }
         }
         self.config.system = system_prompt(self.workspace.paths().root()) + &instructions.prompt;

@@ -9,6 +9,7 @@ mod compact;
 mod diagnostics;
 mod documents;
 mod editor;
+mod mcp;
 mod model;
 mod parent;
 mod pending;

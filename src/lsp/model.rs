@@ -143,12 +143,11 @@ fn choices(state: &State) -> Value {
                 .map(|m| m.to_string())
                 .collect();
             // The model in use, if it is this provider's and not a suggestion.
-            if current["provider"] == json!(kind) {
-                if let Some(model) = current["model"].as_str() {
-                    if !models.iter().any(|m| m == model) {
-                        models.insert(0, model.to_string());
-                    }
-                }
+            if current["provider"] == json!(kind)
+                && let Some(model) = current["model"].as_str()
+                && !models.iter().any(|m| m == model)
+            {
+                models.insert(0, model.to_string());
             }
             models.into_iter().map(
                 move |model| json!({"provider": kind, "model": model, "configured": configured}),

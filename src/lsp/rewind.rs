@@ -61,10 +61,10 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
             .filter(|s| s.running.as_ref().is_some_and(|r| r.id == id))
         {
             session.running = None;
-            if let Ok((file, rewound)) = &outcome {
-                if session.file.as_ref().is_some_and(|f| Arc::ptr_eq(f, file)) {
-                    session.messages = rewound.messages.clone();
-                }
+            if let Ok((file, rewound)) = &outcome
+                && session.file.as_ref().is_some_and(|f| Arc::ptr_eq(f, file))
+            {
+                session.messages = rewound.messages.clone();
             }
             let queued = session.inbox.take_user_messages();
             if !queued.is_empty() {

@@ -431,12 +431,12 @@ impl Backend {
             self.state.client.configuration(vec![item]),
         )
         .await;
-        if let Ok(Ok(values)) = answer {
-            if let Some(value) = values.first().filter(|v| !v.is_null()) {
-                let mut merged = self.state.init().options.clone();
-                merge(&mut merged, value);
-                self.set_editor_settings(EditorSettings::from_value(&merged));
-            }
+        if let Ok(Ok(values)) = answer
+            && let Some(value) = values.first().filter(|v| !v.is_null())
+        {
+            let mut merged = self.state.init().options.clone();
+            merge(&mut merged, value);
+            self.set_editor_settings(EditorSettings::from_value(&merged));
         }
     }
 
@@ -678,6 +678,7 @@ pub fn status(state: &State) -> Value {
                 "messages": session.messages.len(), "usage": session.usage,
                 "spend": session.spend, "instructions": session.instructions,
                 "sessionId": session.file.as_ref().map(|f| f.id()),
+                "mcp": session.mcp.as_ref().map(|m| m.report()),
             })
         })
         .collect();

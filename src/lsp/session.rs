@@ -42,6 +42,9 @@ pub struct Session {
     pub chat_notice: Option<String>,
     /// `bareagent.compact` during a turn: its loop compacts at its next step.
     pub compact: CompactRequest,
+    /// Its MCP servers, made at its first turn; dropped with it, which
+    /// stops them (process groups and all).
+    pub mcp: Option<Arc<crate::mcp::McpServers>>,
 }
 
 /// What a session may do, fixed at its first turn.
@@ -75,6 +78,7 @@ impl Default for Session {
             file: None,
             chat_notice: None,
             compact: CompactRequest::default(),
+            mcp: None,
         }
     }
 }

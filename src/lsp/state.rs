@@ -64,6 +64,10 @@ pub struct EditorSettings {
     /// Which conversation the main session starts with (read from
     /// `initializationOptions`, at start).
     pub resume: Option<ResumeSetting>,
+    /// MCP servers and limits, as `[mcp]` (`{"servers": {"git": {"command":
+    /// …}}, "max_tools": 40}`): the user's own, so they start in any
+    /// workspace.
+    pub mcp: crate::mcp::McpSettings,
     /// The model's context window in tokens (over `[context] window`).
     pub context_window: Option<u64>,
     /// Compact past this share of the window (over `[context] compact_at`).
@@ -150,6 +154,10 @@ impl EditorSettings {
         merged.edits.save = self.edits.save.or(files.edits.save);
         merged.context.window = self.context_window.or(files.context.window);
         merged.context.compact_at = self.compact_at.or(files.context.compact_at);
+        merged.mcp = files
+            .mcp
+            .clone()
+            .overlaid(self.mcp.clone().from(crate::mcp::Origin::Editor));
         merged
             .permissions
             .rules
@@ -329,6 +337,9 @@ impl State {
                 running.cancel.cancel();
             }
             session.background.kill_all();
+            if let Some(mcp) = &session.mcp {
+                mcp.stop_now();
+            }
         }
     }
 

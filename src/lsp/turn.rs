@@ -158,10 +158,10 @@ impl Turn {
         if let Some(chat) = &chat {
             // Created first, so the header fits the file's text (a missing
             // file is created with its own `## You` on the first append).
-            if state.lock_documents().get(&state.chat_path()).is_none() {
-                if let Err(error) = chat::ensure_exists(&state.init().paths, &state.chat_path()) {
-                    tracing::warn!(%error, "cannot create the chat file");
-                }
+            if state.lock_documents().get(&state.chat_path()).is_none()
+                && let Err(error) = chat::ensure_exists(&state.init().paths, &state.chat_path())
+            {
+                tracing::warn!(%error, "cannot create the chat file");
             }
             let current = chat::current_text(&state).unwrap_or_default();
             chat.write(chat::turn_header(&current, &ask.prompt, ask.prompt_in_chat));
@@ -399,15 +399,14 @@ async fn run_agent(
     let settings = state.load_settings().await?;
     let editor = state.editor_settings();
     let root = state.init().root.clone();
-    if let Some(notice) = settings.ignored_notice(&root) {
-        if !state
+    if let Some(notice) = settings.ignored_notice(&root)
+        && !state
             .trust_notice_shown
             .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            state
-                .show(tower_lsp_server::ls_types::MessageType::WARNING, notice)
-                .await;
-        }
+    {
+        state
+            .show(tower_lsp_server::ls_types::MessageType::WARNING, notice)
+            .await;
     }
     let TurnModel {
         provider,
@@ -455,7 +454,10 @@ async fn run_agent(
             crate::diagnostics::DEFAULT_SETTLE,
             std::time::Duration::from_millis,
         ));
-    let tools = ToolRegistry::in_editor();
+    let mut tools = ToolRegistry::in_editor();
+    super::mcp::for_turn(&state, id, &settings.mcp)
+        .add_to(&mut tools)
+        .await;
     let paths = state.init().paths.clone();
     let reader = gate.clone();
     let instructions = tokio::task::spawn_blocking(move || {
@@ -652,13 +654,13 @@ async fn forward_events(
                             .collect();
                         chat.write(layout.list_item(&format!("  - ✗ {first}")));
                     }
-                } else if let Some((name, input)) = calls.get(&id) {
-                    if let Some((path, added, removed)) = edit_counts(name, input) {
-                        let mut totals = to.totals.lock().unwrap_or_else(|p| p.into_inner());
-                        let entry = totals.edits.entry(path).or_default();
-                        entry.0 += added;
-                        entry.1 += removed;
-                    }
+                } else if let Some((name, input)) = calls.get(&id)
+                    && let Some((path, added, removed)) = edit_counts(name, input)
+                {
+                    let mut totals = to.totals.lock().unwrap_or_else(|p| p.into_inner());
+                    let entry = totals.edits.entry(path).or_default();
+                    entry.0 += added;
+                    entry.1 += removed;
                 }
             }
             AgentEvent::UserMessage { text } => {

@@ -328,27 +328,26 @@ impl CommandCheck {
         if program == "xargs" {
             self.concern("`xargs` runs commands built from its input".into());
         }
-        if program == "find" {
-            if let Some(action) = args
+        if program == "find"
+            && let Some(action) = args
                 .iter()
                 .find(|w| FIND_ACTIONS.contains(&w.text.as_str()))
-            {
-                self.concern(format!(
-                    "`find {}` runs commands or changes files",
-                    action.text
-                ));
-            }
+        {
+            self.concern(format!(
+                "`find {}` runs commands or changes files",
+                action.text
+            ));
         }
         if matches!(program, "watch" | "script" | "flock" | "parallel" | "ssh") {
             self.concern(format!("`{program}` runs a command line of its own"));
         }
-        if let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(name, _)| *name == program) {
-            if let Some(option) = args.iter().find(|w| runs_program(&w.text, options)) {
-                self.concern(format!(
-                    "`{program} {}` runs a program named on the command line",
-                    option.text
-                ));
-            }
+        if let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(name, _)| *name == program)
+            && let Some(option) = args.iter().find(|w| runs_program(&w.text, options))
+        {
+            self.concern(format!(
+                "`{program} {}` runs a program named on the command line",
+                option.text
+            ));
         }
         let mut edited_in_place = false;
         if program == "sed" {

@@ -457,22 +457,21 @@ impl PermissionGate {
                 break;
             }
         }
-        if let Target::Command(check) = &action.target {
-            if let Some(reason) = self.scan_reason(check, &rules) {
-                reasons.push(reason);
-            }
+        if let Target::Command(check) = &action.target
+            && let Some(reason) = self.scan_reason(check, &rules)
+        {
+            reasons.push(reason);
         }
         if let (Target::Command(check), Verdict::Allow(rule)) = (&action.target, &verdict) {
             if let Some(concern) = check.concerns.first() {
                 reasons.push(format!("`{rule}` cannot cover it: {concern}"));
             }
-            if self.mode != PermissionMode::AcceptEdits {
-                if let Some(path) = writes
+            if self.mode != PermissionMode::AcceptEdits
+                && let Some(path) = writes
                     .iter()
                     .find(|path| !rules.allows(tool, Subject::Write(path)))
-                {
-                    reasons.push(format!("it writes `{path}`"));
-                }
+            {
+                reasons.push(format!("it writes `{path}`"));
             }
         }
         if let Some(reason) = reasons.into_iter().next() {
@@ -596,6 +595,9 @@ impl PermissionGate {
         };
         asks.then(|| match action.kind {
             ActionKind::Edit => "it changes files".into(),
+            _ if action.tool.starts_with("mcp__") => {
+                "it calls an MCP tool its server does not mark read-only".into()
+            }
             _ => "it runs a command".into(),
         })
     }

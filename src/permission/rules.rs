@@ -30,6 +30,9 @@ pub struct Rule {
     pub text: String,
     tool: String,
     pattern: Option<Pattern>,
+    /// For `mcp__SERVER__*`, `mcp__SERVER` and `mcp__*`: the start of
+    /// every tool name the rule covers (`mcp__SERVER__`, `mcp__`).
+    mcp_prefix: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +74,48 @@ pub enum RuleError {
     NotPlainWords(String),
     #[error("permission rule `{rule}`: bad glob: {reason}")]
     BadGlob { rule: String, reason: String },
+    #[error(
+        "permission rule `{0}`: an MCP rule names a tool (`mcp__SERVER__TOOL`), a server's tools (`mcp__SERVER__*` or `mcp__SERVER`) or every MCP tool (`mcp__*`), without a pattern"
+    )]
+    McpForm(String),
+}
+
+/// The start of every tool name an MCP rule covers, or `None` for a rule
+/// naming one tool; an error for what no MCP tool can be called. Server
+/// names never hold `__` (`mcp::config::valid_server_name`), so the first
+/// `__` after `mcp__` ends the server's name, in a rule as in a tool.
+fn mcp_prefix(text: &str, tool: &str) -> Result<Option<String>, RuleError> {
+    let wrong = || RuleError::McpForm(text.to_string());
+    if tool == "mcp__*" {
+        return Ok(Some("mcp__".into()));
+    }
+    let rest = tool.strip_prefix("mcp__").ok_or_else(wrong)?;
+    let (server, tool_part) = match rest.split_once("__") {
+        Some((server, tool_part)) => (server, Some(tool_part)),
+        None => (rest, None),
+    };
+    let server_ok = !server.is_empty()
+        && server
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !server.starts_with('_')
+        && !server.ends_with('_');
+    if !server_ok {
+        return Err(wrong());
+    }
+    match tool_part {
+        // Claude Code's form: the server's name alone is all its tools.
+        None | Some("*") => Ok(Some(format!("mcp__{server}__"))),
+        Some(name)
+            if !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+        {
+            Ok(None)
+        }
+        Some(_) => Err(wrong()),
+    }
 }
 
 impl Rule {
@@ -85,6 +130,20 @@ impl Rule {
             }
             None => (text, None),
         };
+        if tool.starts_with("mcp__") {
+            // An MCP tool does nothing a pattern could speak about: a rule
+            // with one would match nothing, and a deny rule that matches
+            // nothing fails open.
+            if pattern.is_some() {
+                return Err(RuleError::McpForm(text.to_string()));
+            }
+            return Ok(Rule {
+                text: text.to_string(),
+                tool: tool.to_string(),
+                pattern: None,
+                mcp_prefix: mcp_prefix(text, tool)?,
+            });
+        }
         if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(RuleError::NotATool {
                 rule: text.to_string(),
@@ -132,7 +191,31 @@ impl Rule {
             text: text.to_string(),
             tool: tool.to_string(),
             pattern,
+            mcp_prefix: None,
         })
+    }
+
+    /// Whether the rule names `tool`. For MCP tools, deny and ask rules
+    /// (`strict`) ignore ASCII case — two servers `Git` and `git` are both
+    /// what a user denying `mcp__git__*` meant — while allow rules match
+    /// exactly.
+    fn names_tool(&self, tool: &str, strict: bool) -> bool {
+        if !self.tool.starts_with("mcp__") {
+            return self.tool == tool;
+        }
+        let same = |a: &str, b: &str| {
+            if strict {
+                a.eq_ignore_ascii_case(b)
+            } else {
+                a == b
+            }
+        };
+        match &self.mcp_prefix {
+            Some(prefix) => tool
+                .get(..prefix.len())
+                .is_some_and(|start| same(start, prefix)),
+            None => same(&self.tool, tool),
+        }
     }
 
     /// Whether the rule speaks about `subject` of a call to `tool`. Deny and
@@ -140,14 +223,14 @@ impl Rule {
     /// (`/bin/rm` is `rm`); allow rules only by the words as written.
     fn covers(&self, tool: &str, subject: Subject<'_>, strict: bool) -> bool {
         match (subject, &self.pattern) {
-            (Subject::Command(_) | Subject::Tool, None) => self.tool == tool,
+            (Subject::Command(_) | Subject::Tool, None) => self.names_tool(tool, strict),
             (Subject::Command(words), Some(Pattern::CommandExact(exact))) => {
                 self.tool == "bash" && command_matches(words, exact, true, strict)
             }
             (Subject::Command(words), Some(Pattern::CommandPrefix(prefix))) => {
                 self.tool == "bash" && command_matches(words, prefix, false, strict)
             }
-            (Subject::Read(_) | Subject::Write(_), None) => self.tool == tool,
+            (Subject::Read(_) | Subject::Write(_), None) => self.names_tool(tool, strict),
             (Subject::Read(path), Some(Pattern::Path(glob, _))) => {
                 READ_TOOLS.contains(&self.tool.as_str()) && glob.is_match(path)
             }
@@ -520,6 +603,92 @@ mod tests {
     fn other_tools_rules_do_not_apply() {
         let set = rules(&["write_file"], &[], &["read_file"]);
         assert_eq!(set.evaluate(&edit("a")), Verdict::Unmatched);
+    }
+
+    /// MCP tools are named by rules as `mcp__SERVER__TOOL`, `mcp__SERVER__*`,
+    /// `mcp__SERVER` or `mcp__*`; every case a server or tool name could
+    /// use to slip past a rule is here.
+    #[test]
+    fn mcp_rules_name_servers_and_tools_and_nothing_else() {
+        let call = |tool: &str| Action {
+            tool: tool.into(),
+            kind: ActionKind::Execute,
+            summary: String::new(),
+            target: Target::None,
+        };
+        // (rule, tool, covered as a deny rule, covered as an allow rule)
+        let cases = [
+            ("mcp__git__git_status", "mcp__git__git_status", true, true),
+            (
+                "mcp__git__git_status",
+                "mcp__git__git_statuses",
+                false,
+                false,
+            ),
+            ("mcp__git__git_status", "mcp__git__git_commit", false, false),
+            ("mcp__git__*", "mcp__git__git_status", true, true),
+            ("mcp__git__*", "mcp__git__git-commit", true, true),
+            ("mcp__git", "mcp__git__git_status", true, true),
+            ("mcp__*", "mcp__git__git_status", true, true),
+            ("mcp__*", "mcp__x__y", true, true),
+            // Another server whose name starts the same.
+            ("mcp__git__*", "mcp__git_x__status", false, false),
+            ("mcp__git__*", "mcp__gitx__status", false, false),
+            ("mcp__git", "mcp__github__status", false, false),
+            ("mcp__a__*", "mcp__a_b__c", false, false),
+            ("mcp__a_b__*", "mcp__a__b_c", false, false),
+            ("mcp__a_b", "mcp__a__b", false, false),
+            ("mcp__a__b", "mcp__a_b", false, false),
+            // Case: deny and ask rules cover `Git` too; allow rules only `git`.
+            ("mcp__git__*", "mcp__Git__status", true, false),
+            ("mcp__git__git_status", "mcp__git__GIT_STATUS", true, false),
+            // Not MCP tools at all.
+            ("mcp__*", "mcp_search", false, false),
+            ("mcp__*", "bash", false, false),
+            ("mcp__git__*", "mcp__git", false, false),
+        ];
+        for (rule, tool, deny, allow) in cases {
+            let denying = rules(&[], &[], &[rule]);
+            assert_eq!(
+                matches!(denying.evaluate(&call(tool)), Verdict::Deny(_)),
+                deny,
+                "deny `{rule}` on {tool}"
+            );
+            let allowing = rules(&[rule], &[], &[]);
+            assert_eq!(
+                matches!(allowing.evaluate(&call(tool)), Verdict::Allow(_)),
+                allow,
+                "allow `{rule}` on {tool}"
+            );
+        }
+        // What no MCP tool can be called is refused, not read as matching nothing.
+        for bad in [
+            "mcp__git__git_status(x)",
+            "mcp__git__*(**)",
+            "mcp__",
+            "mcp____x",
+            "mcp___git__x",
+            "mcp__g*__x",
+            "mcp__git__git_*",
+            "mcp__*__status",
+            "mcp__gіt__*",      // Cyrillic і
+            "mcp__git__stаtus", // Cyrillic а
+            "mcp__git__a.b",
+            "mcp__git__ x",
+        ] {
+            assert!(
+                matches!(Rule::parse(bad), Err(RuleError::McpForm(_))),
+                "{bad}: {:?}",
+                Rule::parse(bad).map(|r| r.text)
+            );
+        }
+        // "Allow always" on an MCP tool suggests the rule for that tool, which parses.
+        let suggested = suggested_rule(&call("mcp__git__git_commit"));
+        assert_eq!(suggested, "mcp__git__git_commit");
+        assert!(matches!(
+            rules(&[&suggested], &[], &[]).evaluate(&call("mcp__git__git_commit")),
+            Verdict::Allow(_)
+        ));
     }
 
     #[test]

@@ -84,10 +84,10 @@ impl WireFormat for Messages {
             .enumerate()
             .map(|(index, message)| {
                 let mut wire = WireMessage::from(message);
-                if marked.contains(&index) {
-                    if let Some(last) = wire.content.last_mut() {
-                        last.mark();
-                    }
+                if marked.contains(&index)
+                    && let Some(last) = wire.content.last_mut()
+                {
+                    last.mark();
                 }
                 wire
             })

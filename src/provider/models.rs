@@ -121,25 +121,25 @@ pub fn context_window(model: &str) -> Option<u64> {
 /// `model` without a snapshot date: `-20250929`, `-2025-04-14`, `@20250805`.
 fn undated(model: &str) -> &str {
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if let Some((name, date)) = model.rsplit_once('@') {
-        if all_digits(date) {
-            return name;
-        }
+    if let Some((name, date)) = model.rsplit_once('@')
+        && all_digits(date)
+    {
+        return name;
     }
-    if let Some((name, date)) = model.rsplit_once('-') {
-        if date.len() == 8 && all_digits(date) {
-            return name;
-        }
+    if let Some((name, date)) = model.rsplit_once('-')
+        && date.len() == 8
+        && all_digits(date)
+    {
+        return name;
     }
     // `-YYYY-MM-DD`: the last three parts are 4, 2 and 2 digits.
     let parts: Vec<&str> = model.rsplitn(4, '-').collect();
-    if let [day, month, year, name] = parts[..] {
-        if [(day, 2), (month, 2), (year, 4)]
+    if let [day, month, year, name] = parts[..]
+        && [(day, 2), (month, 2), (year, 4)]
             .iter()
             .all(|(part, len)| part.len() == *len && all_digits(part))
-        {
-            return name;
-        }
+    {
+        return name;
     }
     model
 }

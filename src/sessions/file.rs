@@ -106,10 +106,10 @@ impl SessionFile {
 
     fn write(&self, record: &Record, sync: bool) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.file.is_none() {
-            if let Some(header) = state.header.as_mut() {
-                header.first_prompt = first_prompt(record);
-            }
+        if state.file.is_none()
+            && let Some(header) = state.header.as_mut()
+        {
+            header.first_prompt = first_prompt(record);
         }
         let result = self.write_locked(&mut state, record, sync);
         match result {

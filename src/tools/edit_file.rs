@@ -218,10 +218,9 @@ fn nearest_lines(text: &str, old: &str) -> String {
             .enumerate()
             .map(|(i, l)| (i, score(l)))
             .max_by_key(|&(i, s)| (s, std::cmp::Reverse(i)))
+            && best > 0
         {
-            if best > 0 {
-                nearest.push(index);
-            }
+            nearest.push(index);
         }
     }
     if nearest.is_empty() {

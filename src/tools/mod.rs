@@ -16,7 +16,7 @@ mod multi_edit;
 mod output;
 mod process;
 mod read_file;
-mod reaper;
+pub(crate) mod reaper;
 mod task;
 mod todo;
 mod visibility;
@@ -45,6 +45,7 @@ pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::{FileResult, Grep, GrepError, GrepQuery, OutputMode, search, search_files};
 pub use multi_edit::MultiEdit;
+pub(crate) use process::is_secret as is_secret_variable;
 pub use process::{Ending, GroupProcess};
 pub use read_file::ReadFile;
 pub use reaper::start as start_reaper;
@@ -337,7 +338,13 @@ pub struct PreparedCall<'t> {
     call: Box<dyn Invocation + 't>,
 }
 
-impl PreparedCall<'_> {
+impl<'t> PreparedCall<'t> {
+    /// A call of a tool that implements [`AnyTool`] itself (an MCP tool,
+    /// whose schema is known only at run time).
+    pub fn new(action: Action, call: Box<dyn Invocation + 't>) -> Self {
+        PreparedCall { action, call }
+    }
+
     /// Read-only calls may run next to each other; any other runs alone.
     pub fn is_read_only(&self) -> bool {
         self.action.kind == ActionKind::Read
@@ -378,7 +385,7 @@ impl PreparedCall<'_> {
 
 /// A tool and its parsed input, with the input's type erased.
 #[async_trait]
-trait Invocation: Send + Sync {
+pub trait Invocation: Send + Sync {
     async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>>;
     async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
@@ -502,7 +509,7 @@ fn input_schema<I: JsonSchema>() -> Value {
 /// The tools of an agent, by name.
 #[derive(Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Box<dyn AnyTool>>,
+    tools: BTreeMap<String, Box<dyn AnyTool>>,
     specs: Vec<ToolSpec>,
 }
 
@@ -560,7 +567,16 @@ impl ToolRegistry {
     pub fn register<T: Tool>(&mut self, tool: T) {
         self.specs.retain(|spec| spec.name != T::NAME);
         self.specs.push(tool.spec());
-        self.tools.insert(T::NAME, Box::new(tool));
+        self.tools.insert(T::NAME.to_string(), Box::new(tool));
+    }
+
+    /// A tool known only at run time (an MCP server's), by its spec's name;
+    /// it replaces a tool of the same name.
+    pub fn register_dyn(&mut self, tool: Box<dyn AnyTool>) {
+        let spec = tool.spec();
+        self.specs.retain(|known| known.name != spec.name);
+        self.tools.insert(spec.name.clone(), tool);
+        self.specs.push(spec);
     }
 
     pub fn get(&self, name: &str) -> Option<&dyn AnyTool> {

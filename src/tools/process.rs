@@ -63,7 +63,7 @@ pub struct GroupProcess {
 }
 
 /// Environment variables a command must not see: the provider keys.
-fn is_secret(name: &str) -> bool {
+pub(crate) fn is_secret(name: &str) -> bool {
     name.ends_with("_API_KEY") || name.ends_with("_AUTH_TOKEN") || name.ends_with("_CUSTOM_HEADERS")
 }
 

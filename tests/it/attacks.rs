@@ -878,10 +878,10 @@ async fn run_case(case: &Case) -> Result<Outcome, String> {
         .into_iter()
         .next()
         .ok_or("no tool result was sent")?;
-    if let Some(secret) = case.never_shows {
-        if content.contains(secret) {
-            return Err(format!("the result shows `{secret}`: {content}"));
-        }
+    if let Some(secret) = case.never_shows
+        && content.contains(secret)
+    {
+        return Err(format!("the result shows `{secret}`: {content}"));
     }
     if !dir.path().join("victim/canary").exists() {
         return Err(format!("the canary was deleted; result: {content}"));

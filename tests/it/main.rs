@@ -24,6 +24,7 @@ mod instructions;
 mod layers;
 mod lsp;
 mod lsp_frames;
+mod mcp;
 mod model_server_smoke;
 mod neovim;
 mod neovim_plugin;

@@ -1,0 +1,128 @@
+//! What MCP servers cost a session: the added start-up time of `bareagent
+//! run` with two stdio servers (the everything server and mcp-server-git),
+//! measured to the first model request — which goes out once both have
+//! answered `initialize` and listed their tools — against the same run
+//! without servers; and the size of that first request with the everything
+//! server's tools sent in full and behind the `mcp_search` budget.
+//!
+//! `cargo bench --bench mcp`, with `BAREAGENT_MCP_EVERYTHING` and
+//! `BAREAGENT_MCP_GIT` set as `.ci/run` sets them. Knobs: `RUNS` (default
+//! 10), `BAREAGENT_BIN` (another build).
+
+#[path = "../tests/support/model_server.rs"]
+mod model_server;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use model_server::{ModelServer, Reply};
+
+fn bareagent() -> std::path::PathBuf {
+    std::env::var_os("BAREAGENT_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
+}
+
+/// One `bareagent run` in `dir` with `config` as the user's config: the
+/// time to its first model request, and that request's body size.
+fn one_run(dir: &Path, config: &str) -> (Duration, usize) {
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join("bareagent")).expect("config dir");
+    std::fs::write(home.join("bareagent/config.toml"), config).expect("config");
+    let server = ModelServer::start(vec![Reply::text("ok").into()]);
+    let start = Instant::now();
+    let mut child = Command::new(bareagent())
+        .current_dir(dir)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("ANTHROPIC_API_KEY", "sk-bench")
+        .args(["run", "--provider", "anthropic", "--base-url"])
+        .arg(server.anthropic_base())
+        .arg("hello")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bareagent");
+    let first = loop {
+        if let Some(request) = server.requests().into_iter().next() {
+            break request;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("no model request within 60 s");
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    };
+    let elapsed = first.received.duration_since(start);
+    let _ = child.wait();
+    (elapsed, first.raw_body.len())
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    let (Ok(everything), Ok(git)) = (
+        std::env::var("BAREAGENT_MCP_EVERYTHING"),
+        std::env::var("BAREAGENT_MCP_GIT"),
+    ) else {
+        eprintln!(
+            "skipped: set BAREAGENT_MCP_EVERYTHING and BAREAGENT_MCP_GIT (.ci/run installs them)"
+        );
+        return;
+    };
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(10);
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo dir");
+    let _ = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status();
+    let everything_server = format!(
+        "[mcp.servers.everything]\ncommand = {}\nargs = [\"stdio\"]\n",
+        quoted(&everything)
+    );
+    let two_servers = format!(
+        "{everything_server}[mcp.servers.git]\ncommand = {}\nargs = [\"--repository\", {}]\n",
+        quoted(&git),
+        quoted(&repo.display().to_string())
+    );
+    // A warm-up of each (page cache, Python's bytecode, node's compile cache).
+    one_run(dir.path(), "");
+    one_run(dir.path(), &two_servers);
+    let mut without = Vec::new();
+    let mut with = Vec::new();
+    for _ in 0..runs {
+        without.push(one_run(dir.path(), "").0);
+        with.push(one_run(dir.path(), &two_servers).0);
+    }
+    let (without, with) = (median(without), median(with));
+    println!(
+        "start to first model request, median of {runs}: no MCP servers {:.1} ms, two stdio servers (everything + git) {:.1} ms: +{:.1} ms",
+        without.as_secs_f64() * 1e3,
+        with.as_secs_f64() * 1e3,
+        with.saturating_sub(without).as_secs_f64() * 1e3
+    );
+    let (_, bare) = one_run(dir.path(), "");
+    let (_, full) = one_run(dir.path(), &everything_server);
+    let (_, searched) = one_run(
+        dir.path(),
+        &format!("[mcp]\nmax_tools = 0\n{everything_server}"),
+    );
+    println!(
+        "first request: {bare} bytes without MCP; with the everything server's 13 tools {full} bytes (+{}), behind mcp_search/mcp_call {searched} bytes (+{})",
+        full - bare,
+        searched - bare
+    );
+}
