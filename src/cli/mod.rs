@@ -47,6 +47,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the Language Server Protocol on stdin/stdout (the default).
     Lsp,
+    /// Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, CodeCompanion, avante.nvim).
+    Acp(crate::acp::AcpArgs),
     /// Run one agent turn in the current directory, without an editor.
     Run(RunArgs),
     /// List this workspace's saved sessions (newest first), or remove one.
