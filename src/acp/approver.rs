@@ -17,8 +17,8 @@ use agent_client_protocol::v1::schema::{
 };
 use async_trait::async_trait;
 
+use super::Peer;
 use super::calls::Calls;
-use super::server::Peer;
 use crate::permission::{ActionKind, Approval, Approver, DENIED_BY_USER, Question, Target};
 
 const ALLOW_ONCE: &str = "allow_once";

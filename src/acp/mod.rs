@@ -29,6 +29,9 @@ mod workspace;
 
 pub use server::serve;
 
+/// The connection to the client, to send it requests and notifications.
+type Peer = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Client>;
+
 /// `bareagent acp`'s options; the rest comes from the settings files and
 /// the environment, as for `bareagent run`.
 #[derive(Clone, Debug, clap::Args)]

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification, ContentBlock,
     EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
@@ -18,19 +19,15 @@ use agent_client_protocol::v1::schema::{
     PromptCapabilities, PromptRequest, PromptResponse, SessionId, SessionMode, SessionModeState,
     SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, Error, ErrorCode};
+use agent_client_protocol::{Agent, Error, ErrorCode};
 
-use super::AcpArgs;
 use super::calls::Calls;
 use super::replay::replay;
 use super::session::{Session, root_of};
 use super::sink::ClientSink;
 use super::workspace::ClientFiles;
+use super::{AcpArgs, Peer};
 use crate::permission::PermissionMode;
-
-/// The connection to the client, to send it requests and notifications.
-pub type Peer = ConnectionTo<Client>;
 
 struct Server {
     args: AcpArgs,

@@ -16,8 +16,8 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::Value;
 
+use super::Peer;
 use super::calls::Calls;
-use super::server::Peer;
 use crate::events::{AgentEvent, EventSink, TodoStatus};
 
 /// Characters of a tool's output shown in the panel (the model gets all).

@@ -13,15 +13,14 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     CreateTerminalRequest, KillTerminalRequest, ReleaseTerminalRequest, SessionId,
-    SessionNotification, SessionUpdate, Terminal, TerminalId, TerminalOutputRequest,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    WaitForTerminalExitRequest,
+    SessionNotification, SessionUpdate, Terminal, TerminalOutputRequest, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
 };
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use super::Peer;
 use super::calls::Calls;
-use super::server::Peer;
 use crate::workspace::{ClientTerminal, TerminalRun};
 
 /// Output the client keeps per command (it keeps the end).
@@ -35,37 +34,6 @@ pub struct ClientTerminals {
     pub calls: Arc<Calls>,
 }
 
-/// Kills and releases the terminal if the run is dropped before it ended
-/// (the turn was cancelled: the loop drops the running tool).
-struct Release {
-    peer: Peer,
-    session: SessionId,
-    terminal: TerminalId,
-    kill: bool,
-}
-
-impl Drop for Release {
-    fn drop(&mut self) {
-        let peer = self.peer.clone();
-        let session = self.session.clone();
-        let terminal = self.terminal.clone();
-        let kill = self.kill;
-        tokio::spawn(async move {
-            if kill {
-                let request = KillTerminalRequest::new(session.clone(), terminal.clone());
-                let _ =
-                    tokio::time::timeout(CLEANUP, peer.send_request(request).block_task()).await;
-            }
-            let request = ReleaseTerminalRequest::new(session, terminal);
-            if let Ok(Err(error)) =
-                tokio::time::timeout(CLEANUP, peer.send_request(request).block_task()).await
-            {
-                tracing::debug!(%error, "terminal/release failed");
-            }
-        });
-    }
-}
-
 #[async_trait]
 impl ClientTerminal for ClientTerminals {
     async fn run(
@@ -75,9 +43,43 @@ impl ClientTerminal for ClientTerminals {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<TerminalRun, String> {
+        // The terminal's life runs in a task of its own, so a cancelled
+        // turn (the loop drops this future at once) still kills and
+        // releases it, even one whose creation was under way.
+        let stop = cancel.child_token();
+        let _stop_when_dropped = stop.clone().drop_guard();
+        let run = Lifecycle {
+            peer: self.peer.clone(),
+            session: self.session.clone(),
+            calls: self.calls.clone(),
+            command: command.to_string(),
+            cwd: cwd.to_path_buf(),
+            timeout,
+            stop,
+        };
+        tokio::spawn(run.run())
+            .await
+            .map_err(|error| format!("the terminal task failed: {error}"))?
+    }
+}
+
+/// One command in one client terminal, from creation to release.
+struct Lifecycle {
+    peer: Peer,
+    session: SessionId,
+    calls: Arc<Calls>,
+    command: String,
+    cwd: std::path::PathBuf,
+    timeout: Duration,
+    /// The turn was cancelled, or the tool's future dropped.
+    stop: CancellationToken,
+}
+
+impl Lifecycle {
+    async fn run(self) -> Result<TerminalRun, String> {
         let request = CreateTerminalRequest::new(self.session.clone(), "bash")
-            .args(vec!["-c".to_string(), command.to_string()])
-            .cwd(cwd.to_path_buf())
+            .args(vec!["-c".to_string(), self.command.clone()])
+            .cwd(self.cwd.clone())
             .output_byte_limit(OUTPUT_LIMIT);
         let created = self
             .peer
@@ -86,13 +88,7 @@ impl ClientTerminal for ClientTerminals {
             .await
             .map_err(|error| error.message)?;
         let terminal = created.terminal_id;
-        let mut release = Release {
-            peer: self.peer.clone(),
-            session: self.session.clone(),
-            terminal: terminal.clone(),
-            kill: true,
-        };
-        if let Some(call) = self.calls.running_in_terminal(command, &terminal.0) {
+        if let Some(call) = self.calls.running_in_terminal(&self.command, &terminal.0) {
             let fields = ToolCallUpdateFields::new()
                 .status(ToolCallStatus::InProgress)
                 .content(vec![ToolCallContent::Terminal(Terminal::new(
@@ -106,23 +102,30 @@ impl ClientTerminal for ClientTerminals {
         let wait = WaitForTerminalExitRequest::new(self.session.clone(), terminal.clone());
         let waited = self.peer.send_request(wait).block_task();
         let killed = tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => Some("cancelled; the command was killed".to_string()),
             result = waited => match result {
                 Ok(_) => None,
                 Err(error) => Some(format!("the editor's terminal failed: {}", error.message)),
             },
-            _ = tokio::time::sleep(timeout) => Some(format!(
-                "timed out after {} s; the command was killed", timeout.as_secs()
+            _ = tokio::time::sleep(self.timeout) => Some(format!(
+                "timed out after {} s; the command was killed", self.timeout.as_secs()
             )),
-            _ = cancel.cancelled() => Some("cancelled; the command was killed".to_string()),
         };
         if killed.is_some() {
             let kill = KillTerminalRequest::new(self.session.clone(), terminal.clone());
             let _ = tokio::time::timeout(CLEANUP, self.peer.send_request(kill).block_task()).await;
         }
-        release.kill = false;
         let output = TerminalOutputRequest::new(self.session.clone(), terminal.clone());
-        let output = tokio::time::timeout(CLEANUP, self.peer.send_request(output).block_task())
-            .await
+        let output =
+            tokio::time::timeout(CLEANUP, self.peer.send_request(output).block_task()).await;
+        let release = ReleaseTerminalRequest::new(self.session.clone(), terminal);
+        if let Ok(Err(error)) =
+            tokio::time::timeout(CLEANUP, self.peer.send_request(release).block_task()).await
+        {
+            tracing::debug!(%error, "terminal/release failed");
+        }
+        let output = output
             .map_err(|_| "the editor did not send the terminal's output".to_string())?
             .map_err(|error| error.message)?;
         let (exit_code, signal) = match output.exit_status {

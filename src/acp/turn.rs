@@ -10,9 +10,9 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema::{SessionId, SessionUpdate, StopReason};
 
 use super::AcpArgs;
+use super::Peer;
 use super::approver::ClientApprover;
 use super::calls::Calls;
-use super::server::Peer;
 use super::session::Session;
 use super::sink::{ClientSink, text_chunk};
 use super::terminal::ClientTerminals;

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use agent_client_protocol::v1::schema::{ReadTextFileRequest, SessionId, WriteTextFileRequest};
 use async_trait::async_trait;
 
+use super::Peer;
 use super::calls::Calls;
-use super::server::Peer;
 use crate::workspace::{
     ClientTerminal, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError,
 };
