@@ -14,6 +14,8 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   buffers:      {absolute path: text} served in place of the disk
   answers:      option ids, one per permission question, in order
   cancel_on_terminal: send session/cancel once a terminal is created
+  cancel_on_permission: send session/cancel when asked, then answer
+                cancelled
   steps:        [{"new": {}}, {"prompt": "text"}, {"load": "id"},
                  {"set_mode": "plan"}]
 """
@@ -59,6 +61,14 @@ class Editor:
             toolCall=dump(tool_call),
             options=[dump(o) for o in options],
         )
+        if self.scenario.get("cancel_on_permission"):
+            # As an editor does when the user stops the turn while asked:
+            # session/cancel, then the pending question answered cancelled.
+            await self.conn.cancel(session_id=session_id)
+            self.log("cancel_sent")
+            return schema.RequestPermissionResponse(
+                outcome=schema.DeniedOutcome(outcome="cancelled")
+            )
         if not self.answers:
             return schema.RequestPermissionResponse(
                 outcome=schema.DeniedOutcome(outcome="cancelled")

@@ -42,6 +42,11 @@ fn drive(python: &Path, root: &Path, server: &ModelServer, mut scenario: Value) 
     let home = tempfile::tempdir().expect("home");
     scenario["agent"] = json!([BIN, "acp", "--base-url", server.anthropic_base()]);
     scenario["cwd"] = json!(root);
+    if let Some(config) = scenario.get("user_config").and_then(Value::as_str) {
+        let dir = home.path().join("bareagent");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(dir.join("config.toml"), config).expect("user config");
+    }
     let file = home.path().join("scenario.json");
     std::fs::write(&file, scenario.to_string()).expect("scenario");
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/driver.py");
@@ -266,6 +271,43 @@ fn cancel_mid_command_ends_cancelled_with_a_valid_history() {
     );
 }
 
+/// session/cancel while a question is pending: the turn ends `cancelled`,
+/// nothing runs, and the next prompt sends the model a valid history.
+#[test]
+fn cancel_while_asked_ends_cancelled_and_runs_nothing() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo ran > ran.txt"})).into(),
+        Reply::text("ok").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": true, "cancel_on_permission": true,
+            "steps": [{"new": {}}, {"prompt": "run"}, {"prompt": "again"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["cancelled", "end_turn"],
+        "{transcript:#?}"
+    );
+    assert!(
+        of_type(&transcript, "create_terminal").is_empty(),
+        "{transcript:#?}"
+    );
+    assert!(!root.join("ran.txt").exists());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let results = sent_tool_results(&requests[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1, "{results:?}");
+}
+
 /// session/load in a new agent replays the stored session as updates.
 #[test]
 fn load_replays_a_stored_session() {
@@ -368,6 +410,153 @@ fn a_client_without_fs_or_terminals_gets_the_disk_and_our_bash() {
         "{results:?}"
     );
     assert_eq!(stop_reasons(&transcript), ["end_turn"]);
+}
+
+/// The client's terminal is not our sandbox: a command reaches it only
+/// when the user was asked about that very call and allowed it. One that a
+/// rule or the mode allows without asking runs in our own sandboxed
+/// process, though the client offers terminals. (Attack: an allow rule or
+/// `bypass` as a way out of the sandbox.)
+#[test]
+fn commands_allowed_without_asking_never_run_in_the_editors_terminal() {
+    let Some(python) = python() else { return };
+    // (case, user config, steps before the prompt, answers, runs in the editor's terminal)
+    let cases: [(&str, &str, Value, Value, bool); 4] = [
+        (
+            "asked and allowed",
+            "",
+            json!([]),
+            json!(["allow_once"]),
+            true,
+        ),
+        (
+            "bypass mode",
+            "",
+            json!([{"set_mode": "bypass"}]),
+            json!([]),
+            false,
+        ),
+        (
+            "allow rule",
+            "[permissions]\nallow = [\"bash(echo sandboxed-run)\"]\n",
+            json!([]),
+            json!([]),
+            false,
+        ),
+        (
+            "asked and allowed always",
+            "",
+            json!([]),
+            json!(["allow_always"]),
+            true,
+        ),
+    ];
+    for (case, config, before, answers, in_terminal) in cases {
+        let dir = workspace(&[]);
+        let root = dir.path().canonicalize().expect("root");
+        let server = ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": "echo sandboxed-run"})).into(),
+            Reply::text("done").into(),
+        ]);
+        let mut steps = vec![json!({"new": {}})];
+        steps.extend(before.as_array().expect("steps").iter().cloned());
+        steps.push(json!({"prompt": "run it"}));
+        let transcript = drive(
+            &python,
+            &root,
+            &server,
+            json!({
+                "fs": true, "terminal": true, "user_config": config,
+                "answers": answers, "steps": steps,
+            }),
+        );
+        let terminals = of_type(&transcript, "create_terminal").len();
+        assert_eq!(terminals > 0, in_terminal, "{case}: {transcript:#?}");
+        let results = sent_tool_results(&server.requests()[1].body);
+        assert!(
+            results
+                .last()
+                .is_some_and(|r| r.0.contains("sandboxed-run") && !r.1),
+            "{case}: {results:?}"
+        );
+        assert_eq!(stop_reasons(&transcript), ["end_turn"], "{case}");
+    }
+}
+
+/// The editor is only ever asked about paths inside the workspace: a path
+/// that leaves it (`..`, absolute, through a link) is refused by the
+/// resolver before any fs/* request. (Attack: the client's fs as a way to
+/// read or write outside the root.)
+#[test]
+fn the_editor_is_never_asked_for_a_path_outside_the_workspace() {
+    let Some(python) = python() else { return };
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("secret.txt"), "secret\n").expect("secret");
+    let dir = workspace(&[("inside.txt", "inside\n")]);
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("link");
+    let root = dir.path().canonicalize().expect("root");
+    let secret = outside.path().join("secret.txt");
+    let secret = secret.to_str().expect("path");
+    // (tool, input): each must fail without the editor hearing of it.
+    let attacks = [
+        ("read_file", json!({"path": "../secret.txt"})),
+        ("read_file", json!({"path": secret})),
+        ("read_file", json!({"path": "link/secret.txt"})),
+        ("write_file", json!({"path": "../evil.txt", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": "link/evil.txt", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "link/secret.txt", "old_string": "secret", "new_string": "x"}),
+        ),
+    ];
+    let calls: Vec<(&str, Value)> = attacks.iter().map(|(t, i)| (*t, i.clone())).collect();
+    let server = ModelServer::start(vec![
+        Reply::tools(calls).into(),
+        Reply::tool("read_file", json!({"path": "inside.txt"})).into(),
+        Reply::text("done").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": true,
+            "answers": ["allow_once", "allow_once", "allow_once"],
+            "steps": [{"new": {}}, {"prompt": "try"}],
+        }),
+    );
+    for event in of_type(&transcript, "read_text_file")
+        .into_iter()
+        .chain(of_type(&transcript, "write_text_file"))
+    {
+        let path = event["path"].as_str().unwrap_or_default();
+        assert!(
+            Path::new(path).starts_with(&root),
+            "asked for {path}: {transcript:#?}"
+        );
+    }
+    // The control: a path inside is read through the editor.
+    assert_eq!(
+        of_type(&transcript, "read_text_file").len(),
+        1,
+        "{transcript:#?}"
+    );
+    let results = sent_tool_results(&server.requests()[1].body);
+    assert_eq!(results.len(), attacks.len(), "{results:?}");
+    for ((tool, input), (text, is_error)) in attacks.iter().zip(&results) {
+        assert!(
+            *is_error && !text.contains("secret\n"),
+            "{tool} {input}: {text}"
+        );
+    }
+    assert!(!outside.path().join("evil.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(&secret).expect("secret"),
+        "secret\n"
+    );
 }
 
 /// Reads the agent's stdout lines until `count` JSON-RPC answers arrived
