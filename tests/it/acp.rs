@@ -553,10 +553,7 @@ fn the_editor_is_never_asked_for_a_path_outside_the_workspace() {
         );
     }
     assert!(!outside.path().join("evil.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(&secret).expect("secret"),
-        "secret\n"
-    );
+    assert_eq!(std::fs::read_to_string(secret).expect("secret"), "secret\n");
 }
 
 /// Reads the agent's stdout lines until `count` JSON-RPC answers arrived
