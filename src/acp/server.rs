@@ -385,3 +385,53 @@ impl Server {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every permission mode is a session mode, with the id the settings
+    /// files spell it with (so `mode = "…"` and `session/set_mode` agree).
+    #[test]
+    fn every_permission_mode_is_a_session_mode_named_as_in_the_settings() {
+        use PermissionMode::*;
+        // Exhaustive: a new mode does not compile here until it has an ACP mode.
+        match Default {
+            Default | AcceptEdits | Plan | Bypass => {}
+        }
+        for mode in [Default, AcceptEdits, Plan, Bypass] {
+            let spelled = serde_json::to_value(mode).expect("mode");
+            let state = modes(mode);
+            assert_eq!(
+                Some(&*state.current_mode_id.0),
+                spelled.as_str(),
+                "{mode:?}"
+            );
+        }
+        assert_eq!(modes(Default).available_modes.len(), MODES.len());
+    }
+
+    #[test]
+    fn prompts_keep_text_links_and_text_resources_and_refuse_the_rest() {
+        use agent_client_protocol::v1::schema::{
+            EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents,
+        };
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("look at")),
+            ContentBlock::ResourceLink(ResourceLink::new("a.rs", "file:///w/a.rs")),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    "fn main() {}",
+                    "file:///w/b.rs",
+                )),
+            )),
+        ];
+        let text = prompt_text(blocks).expect("text");
+        assert_eq!(
+            text,
+            "look at\n@file:///w/a.rs\n<resource uri=\"file:///w/b.rs\">\nfn main() {}\n</resource>"
+        );
+        let image = ContentBlock::Image(ImageContent::new("AAAA", "image/png"));
+        assert!(prompt_text(vec![image]).is_err());
+    }
+}

@@ -40,7 +40,16 @@ fn python() -> Option<PathBuf> {
 /// returns its transcript.
 fn drive(python: &Path, root: &Path, server: &ModelServer, mut scenario: Value) -> Vec<Value> {
     let home = tempfile::tempdir().expect("home");
-    scenario["agent"] = json!([BIN, "acp", "--base-url", server.anthropic_base()]);
+    let mut agent = vec![
+        json!(BIN),
+        json!("acp"),
+        json!("--base-url"),
+        json!(server.anthropic_base()),
+    ];
+    if let Some(extra) = scenario.get("agent_args").and_then(Value::as_array) {
+        agent.extend(extra.iter().cloned());
+    }
+    scenario["agent"] = Value::Array(agent);
     scenario["cwd"] = json!(root);
     if let Some(config) = scenario.get("user_config").and_then(Value::as_str) {
         let dir = home.path().join("bareagent");
@@ -375,6 +384,14 @@ fn a_client_without_fs_or_terminals_gets_the_disk_and_our_bash() {
     let server = ModelServer::start(vec![
         Reply::tool("read_file", json!({"path": "notes.txt"})).into(),
         Reply::tool("bash", json!({"command": "echo own-bash"})).into(),
+        Reply::tool(
+            "todo_write",
+            json!({"todos": [
+                {"content": "look", "status": "completed"},
+                {"content": "report", "status": "in_progress"},
+            ]}),
+        )
+        .into(),
         Reply::text("done").into(),
     ]);
     let transcript = drive(
@@ -409,7 +426,46 @@ fn a_client_without_fs_or_terminals_gets_the_disk_and_our_bash() {
             .is_some_and(|r| r.0.contains("own-bash") && !r.1),
         "{results:?}"
     );
+    // The plan from todo_write, as ACP's plan.
+    let plans: Vec<&Value> = of_type(&transcript, "update")
+        .into_iter()
+        .filter(|e| update_kind(e) == "plan")
+        .collect();
+    assert_eq!(
+        plans[0]["update"]["entries"],
+        json!([
+            {"content": "look", "priority": "medium", "status": "completed"},
+            {"content": "report", "priority": "medium", "status": "in_progress"},
+        ]),
+        "{plans:?}"
+    );
     assert_eq!(stop_reasons(&transcript), ["end_turn"]);
+}
+
+/// At the iteration cap the prompt ends with `max_turn_requests`.
+#[test]
+fn the_iteration_cap_ends_with_max_turn_requests() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "agent_args": ["--max-iterations", "1"],
+            "steps": [{"new": {}}, {"prompt": "loop"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["max_turn_requests"],
+        "{transcript:#?}"
+    );
 }
 
 /// The client's terminal is not our sandbox: a command reaches it only
