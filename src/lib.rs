@@ -19,6 +19,7 @@ pub mod inbox;
 pub mod lsp;
 pub mod permission;
 pub mod provider;
+pub mod rewind;
 pub mod sandbox;
 pub mod secrets;
 pub mod sessions;

@@ -440,6 +440,9 @@ pub struct Restore {
     /// Its text before the agent's edits; `None`: the agent created it,
     /// so it is removed.
     pub text: Option<String>,
+    /// What it holds now, as checked (the agent's text): an editor checks
+    /// again just before it writes.
+    pub expected: String,
     /// The version its current text was read at (in an editor).
     pub version: Option<i32>,
 }

@@ -47,7 +47,7 @@ pub(super) async fn compact_now(
             // The session file takes the new history whole: a resume
             // starts from it, not from what it replaced.
             if done.usage != crate::history::Usage::default() {
-                agent.transcript.record(Entry::Usage {
+                agent.session_log.record(Entry::Usage {
                     usage: done.usage,
                     cost_usd: agent.config.price.map(|price| price.cost(&done.usage)),
                 });

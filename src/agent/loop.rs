@@ -156,7 +156,7 @@ pub async fn run_loop(
             response => response?,
         };
         usage.add(response.usage, true);
-        agent.transcript.record(Entry::Usage {
+        agent.session_log.record(Entry::Usage {
             usage: response.usage,
             cost_usd: agent.config.price.map(|price| price.cost(&response.usage)),
         });

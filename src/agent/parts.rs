@@ -32,9 +32,11 @@ pub struct Agent<'a> {
     pub(super) compactor: &'a dyn Compactor,
     /// Told every message the loop appends (a session file, or nothing).
     pub(super) transcript: &'a dyn Transcript,
-    /// Told every change a tool makes to a file: the transcript, or for a
-    /// sub-agent its parent's (a rewind undoes the sub-agent's edits too).
-    pub(super) edit_log: &'a dyn Transcript,
+    /// Told what counts for the user's session whoever did it — each
+    /// change a tool makes to a file, each model call's usage: the
+    /// transcript, or for a sub-agent its parent's (a rewind undoes its
+    /// edits too, and the session's cost includes its calls).
+    pub(super) session_log: &'a dyn Transcript,
     pub(super) inbox: Option<&'a Inbox>,
     pub(super) config: &'a LoopConfig,
     /// Cancels the model call and every running tool; the turn then ends
@@ -84,7 +86,7 @@ impl<'a> Agent<'a> {
             sink,
             compactor: &NoCompaction,
             transcript: &NoTranscript,
-            edit_log: &NoTranscript,
+            session_log: &NoTranscript,
             inbox: None,
             config,
             cancel: CancellationToken::new(),
@@ -128,13 +130,13 @@ impl<'a> Agent<'a> {
     /// language server: the session file).
     pub fn with_transcript(mut self, transcript: &'a dyn Transcript) -> Self {
         self.transcript = transcript;
-        self.edit_log = transcript;
+        self.session_log = transcript;
         self
     }
 
-    /// Where a sub-agent's file changes are recorded: its parent's log.
-    pub(super) fn logging_edits_to(mut self, edit_log: &'a dyn Transcript) -> Self {
-        self.edit_log = edit_log;
+    /// Where a sub-agent's edits and usage are recorded: its parent's log.
+    pub(super) fn logging_to(mut self, session_log: &'a dyn Transcript) -> Self {
+        self.session_log = session_log;
         self
     }
 
@@ -167,7 +169,7 @@ impl<'a> Agent<'a> {
             sink: self.sink,
             sub_agents: (self.depth < MAX_DEPTH).then_some(self as &dyn SubAgents),
             approved,
-            edits: self.edit_log,
+            edits: self.session_log,
         }
     }
 }

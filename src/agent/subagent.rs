@@ -41,7 +41,7 @@ impl SubAgents for Agent<'_> {
         .with_compactor(self.compactor)
         .with_background(self.background)
         .with_cancel(self.cancel.child_token())
-        .logging_edits_to(self.edit_log)
+        .logging_to(self.session_log)
         .at_depth(self.depth + 1);
         let mut messages = vec![Message::user_text(task.prompt)];
         match run_loop(&child, &mut messages).await {

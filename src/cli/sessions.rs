@@ -70,7 +70,7 @@ pub async fn rewind(
     // Only its deny rules count: nobody is asked about an undo.
     let settings = crate::config::Config::load(paths.root()).map_err(anyhow::Error::msg)?;
     let gate = settings.deny_rules_only(paths.root())?;
-    let rewound = sessions::rewind(workspace, &file, &gate).await?;
+    let rewound = crate::rewind::rewind(workspace, &file, &gate).await?;
     if args.json {
         let event = serde_json::json!({
             "type": "rewound",

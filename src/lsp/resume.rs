@@ -95,6 +95,13 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
                 .into(),
         );
     }
+    let current = state
+        .lock_sessions()
+        .get(MAIN_SESSION)
+        .and_then(|s| s.file.as_ref().map(|f| f.id() == id));
+    if current == Some(true) {
+        return Ok(json!({"resumed": id, "message": "already the current conversation"}));
+    }
     let loading = id.clone();
     let (loaded, file) = tokio::task::spawn_blocking(move || sessions::load(&paths, &loading))
         .await

@@ -36,8 +36,19 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
         });
         (id, session.file.clone())
     };
+    // In a task of its own: a panic in it must not leave the session
+    // marked busy for ever.
     let outcome = match file {
-        Some(file) => undo(state, &file).await.map(|rewound| (file, rewound)),
+        Some(file) => {
+            let (state, undoing) = (state.clone(), file.clone());
+            match tokio::spawn(async move { undo(&state, &undoing).await }).await {
+                Ok(result) => result.map(|rewound| (file, rewound)),
+                Err(error) => {
+                    tracing::error!(%error, "the rewind task failed");
+                    Err("the rewind crashed (a bug in bareagent); nothing more was changed".into())
+                }
+            }
+        }
         None => Err("nothing to rewind".into()),
     };
 
@@ -94,7 +105,7 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
 async fn undo(
     state: &Arc<State>,
     file: &crate::sessions::SessionFile,
-) -> Result<crate::sessions::Rewound, String> {
+) -> Result<crate::rewind::Rewound, String> {
     let settings = state.load_settings().await?;
     let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
         .map_err(|e| format!("cannot open the workspace: {e}"))?;
@@ -102,7 +113,7 @@ async fn undo(
     let gate = settings
         .deny_rules_only(&state.init().root)
         .map_err(|e| e.to_string())?;
-    crate::sessions::rewind(&workspace, file, &gate)
+    crate::rewind::rewind(&workspace, file, &gate)
         .await
         .map_err(|e| e.to_string())
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
-use super::{Entry, Transcript, sessions_dir};
+use super::{Entry, SessionError, Transcript, sessions_dir};
 use crate::diff::Before;
 use crate::workspace::{PathResolver, WorkspaceError};
 
@@ -44,6 +44,7 @@ impl SessionFile {
             created: super::now_rfc3339(),
             workspace: paths.root().display().to_string(),
             first_prompt: None,
+            token: Some(super::vouch::new_token()),
         };
         SessionFile {
             path: sessions_dir(paths).join(format!("{id}.jsonl")),
@@ -64,9 +65,12 @@ impl SessionFile {
         paths: &PathResolver,
         id: &str,
         valid_len: u64,
-    ) -> Result<SessionFile, WorkspaceError> {
+    ) -> Result<SessionFile, SessionError> {
         let path = sessions_dir(paths).join(format!("{id}.jsonl"));
         let file = paths.open_append(&path, false)?;
+        if lock(&file).is_err() {
+            return Err(SessionError::InUse(id.to_string()));
+        }
         let size = file.metadata().map(|m| m.len()).unwrap_or(valid_len);
         if size > valid_len {
             tracing::warn!(
@@ -130,7 +134,12 @@ impl SessionFile {
                 .paths
                 .open_append(&self.path, true)
                 .map_err(|e| e.to_string())?;
+            lock(&file).map_err(|e| e.to_string())?;
             if let Some(header) = state.header.take() {
+                let token = header.token.as_deref().unwrap_or_default();
+                if let Err(error) = super::vouch::vouch(&self.id, token, self.paths.root()) {
+                    tracing::warn!(session = %self.id, %error, "cannot record the session as yours; it will not be resumed");
+                }
                 file.write_all(&line(&Record::Header(header))?)
                     .map_err(|e| e.to_string())?;
             }
@@ -147,6 +156,14 @@ impl SessionFile {
         }
         Ok(())
     }
+}
+
+/// Holds the file for this process alone, while it is open: two agents
+/// appending to one session would interleave two histories (and a rewind
+/// or a repair would act on a turn that is still running).
+fn lock(file: &std::fs::File) -> std::io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .map_err(std::io::Error::from)
 }
 
 /// A record as one line, its newline included.

@@ -13,6 +13,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use super::Transcript;
 use super::file::SessionFile;
 use super::record::{Header, Record, VERSION};
 use crate::history::{ContentBlock, Message, Role, Usage, check_history};
@@ -40,13 +41,17 @@ pub enum SessionError {
     #[error("{path}: its history is not valid ({reason}); the session is not loaded")]
     InvalidHistory { path: String, reason: String },
     #[error(
-        "{path} was not written by bareagent for you (it is readable by others, or not yours: it may have come with the repository); it is not resumed. Delete it, or `chmod 600` it if it is yours"
+        "{path} was not written by bareagent for you in this workspace (it is readable by others, not yours, or not in your own record of sessions: it may have come with the repository); it is neither resumed nor rewound"
     )]
     NotOurs { path: String },
+    #[error("session `{0}` is in use by another bareagent (an editor, or a run): end it first")]
+    InUse(String),
     #[error("nothing to rewind: the session has no turn yet")]
     NothingToRewind,
     #[error("no session to rewind in this workspace")]
     NoSession,
+    #[error("nothing was rewound ({0}); the turn is kept, so you can try again")]
+    RewindFailed(String),
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
@@ -75,7 +80,8 @@ pub struct Loaded {
     pub size: u64,
     /// Where the last whole line ends.
     valid_len: u64,
-    /// Owned by this user and readable by nobody else: bareagent wrote it.
+    /// Owned by this user, readable by nobody else, and in the user's own
+    /// record of sessions for this workspace (`vouch.rs`): bareagent wrote it.
     pub(super) owner_only: bool,
 }
 
@@ -95,10 +101,10 @@ pub(super) struct TurnMark {
 }
 
 /// The last turn of a replayed history, as a rewind undoes it.
-pub(super) struct LastTurn<'a> {
+pub struct LastTurn<'a> {
     /// The history before it, or `None` where a compaction rewrote it.
-    pub(super) history_before: Option<Vec<Message>>,
-    pub(super) edits: &'a [super::EditRecord],
+    pub history_before: Option<Vec<Message>>,
+    pub edits: &'a [super::EditRecord],
 }
 
 impl Loaded {
@@ -114,7 +120,8 @@ impl Loaded {
         )
     }
 
-    pub(super) fn last_turn(&self) -> Option<LastTurn<'_>> {
+    /// The last turn (an unanswered prompt after it included).
+    pub fn last_turn(&self) -> Option<LastTurn<'_>> {
         let start = self.last_turn_start()?;
         let mark = self.marks[start];
         let history_before = mark.history.map(|(len, blocks)| {
@@ -202,11 +209,32 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
             &file,
         );
     }
+    // A turn a kill cut short ended there: what comes next is a turn of
+    // its own (a rewind undoes one, not both).
+    if loaded.marks.last().is_some_and(|mark| !mark.ended) {
+        file.record(super::Entry::TurnEnd);
+        if let Some(mark) = loaded.marks.last_mut() {
+            mark.ended = true;
+        }
+        loaded.turns += 1;
+    }
     check_history(&loaded.messages).map_err(|reason| SessionError::InvalidHistory {
         path: paths.display(&file_of(paths, id)),
         reason,
     })?;
     Ok((loaded, file))
+}
+
+/// Reads session `id` as it is, if bareagent wrote it for this user here
+/// (see [`load`]), without opening it to append: what a rewind acts on.
+pub fn read_own(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+    let loaded = read(paths, id)?;
+    if !loaded.owner_only {
+        return Err(SessionError::NotOurs {
+            path: paths.display(&file_of(paths, id)),
+        });
+    }
+    Ok(loaded)
 }
 
 /// The results a history's unanswered last tool calls need: an assistant
@@ -223,7 +251,7 @@ pub fn interrupted_results(messages: &[Message]) -> Vec<ContentBlock> {
 }
 
 /// Reads and replays a session file, without repairing it.
-pub(super) fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
     check_id(id)?;
     let path = file_of(paths, id);
     let shown = paths.display(&path);
@@ -243,7 +271,9 @@ pub(super) fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionErro
     loaded.owner_only = {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions.
-        meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o077 == 0
+        meta.uid() == unsafe { libc::geteuid() }
+            && meta.mode() & 0o077 == 0
+            && super::vouch::vouched(id, loaded.header.token.as_deref(), paths.root())
     };
     Ok(loaded)
 }
@@ -276,6 +306,7 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
             created: String::new(),
             workspace: String::new(),
             first_prompt: None,
+            token: None,
         },
         messages: Vec::new(),
         usage: Usage::default(),
@@ -408,7 +439,7 @@ pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
     Ok(ids(paths)?.into_iter().next())
 }
 
-/// Deletes session `id`.
+/// Deletes session `id`, and the user's record of it.
 pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
     check_id(id)?;
     paths
@@ -416,7 +447,9 @@ pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
         .map_err(|error| match error {
             WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
             other => other.into(),
-        })
+        })?;
+    super::vouch::forget(id);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -530,6 +563,19 @@ mod tests {
                 Some("user:1 assistant:1"),
                 1,
             ),
+            // Compacted between turns (the editor's idle compaction): exact.
+            (
+                vec![HEADER, PROMPT, ANSWER, END, compaction, NEXT, ANSWER, END],
+                Some("user:1"),
+                0,
+            ),
+            // Prompts queued during a cancelled turn, then the user's own:
+            // one turn, both joining the results it ended on.
+            (
+                vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, NEXT, ANSWER, END],
+                Some("user:1 assistant:1 user:1"),
+                0,
+            ),
             // Compacted during the turn: its start is gone.
             (
                 vec![HEADER, PROMPT, ANSWER, END, NEXT, compaction, ANSWER, END],
@@ -566,6 +612,9 @@ mod tests {
                     .join(" ")
             });
             assert_eq!(shape.as_deref(), before, "{records:?}");
+            if let Some(history) = turn.history_before.as_ref().filter(|h| !h.is_empty()) {
+                assert_eq!(check_history(history), Ok(()), "{records:?}");
+            }
             assert_eq!(turn.edits.len(), edits, "{records:?}");
         }
         let once = replay(

@@ -14,17 +14,17 @@
 mod file;
 mod load;
 mod record;
-pub mod rewind;
+mod vouch;
 
 pub use file::SessionFile;
 pub use load::{
-    Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load, remove,
-    sessions_dir,
+    LastTurn, Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load,
+    read_own, remove, sessions_dir,
 };
 pub use record::{
-    CompactionRecord, EditRecord, Header, Record, RewindRecord, VERSION, new_id, now_rfc3339,
+    CompactionRecord, EditRecord, Header, Record, Refused, RewindRecord, VERSION, new_id,
+    now_rfc3339,
 };
-pub use rewind::{Refused, Rewound, rewind};
 
 use crate::history::{Message, Role, Usage, push_user_blocks};
 
@@ -58,7 +58,7 @@ pub enum Entry<'a> {
     },
     /// A turn ended (whatever its outcome): the file is synced to disk.
     TurnEnd,
-    /// The last turn was rewound (see [`rewind()`]); synced.
+    /// The last turn was rewound (see `crate::rewind`); synced.
     Rewind(&'a RewindRecord),
 }
 

@@ -47,6 +47,10 @@ pub struct Header {
     pub workspace: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_prompt: Option<String>,
+    /// Random; the user's own record of the session carries it too (see
+    /// `vouch.rs`): what tells the user's session from a planted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// The history was compacted. `messages` is the whole history after it, so
@@ -81,8 +85,15 @@ pub struct RewindRecord {
     /// Files put back as they were before the turn.
     pub restored: Vec<String>,
     /// Files left as they are, with why.
-    pub refused: Vec<super::rewind::Refused>,
+    pub refused: Vec<Refused>,
     pub messages: Vec<Message>,
+}
+
+/// A file a rewind left as it is, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub path: String,
+    pub reason: String,
 }
 
 /// A new session id: the UTC time to the millisecond, then four random

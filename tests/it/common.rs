@@ -269,7 +269,9 @@ pub fn bareagent(dir: &Path) -> Command {
     command
         .current_dir(dir)
         .stdin(Stdio::null())
-        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"));
+        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"))
+        // The user's record of their sessions (`sessions/vouch.rs`).
+        .env("XDG_STATE_HOME", dir.join(".no-user-state"));
     for name in [
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_AUTH_TOKEN",

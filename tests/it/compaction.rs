@@ -316,6 +316,9 @@ async fn peak_context_of_a_50_turn_session_with_and_without_compaction() {
         script.push(Reply::text("done").into());
         let server = ModelServer::start(script);
         server.answer_matching(is_summary, Reply::text(SUMMARY));
+        // What compaction costs the cache: each change to the history's
+        // middle makes what follows it a cache write again.
+        server.simulate_prompt_cache();
         let provider = provider(Api::Anthropic, &server);
         let on = compaction.is_some();
         let turn = run_turn(
@@ -328,7 +331,10 @@ async fn peak_context_of_a_50_turn_session_with_and_without_compaction() {
             },
         )
         .await;
+        let usage = turn.result.as_ref().map(|o| o.usage).unwrap_or_default();
         assert!(turn.result.is_ok());
+        let input =
+            usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
         let peak = server
             .requests()
             .iter()
@@ -337,9 +343,11 @@ async fn peak_context_of_a_50_turn_session_with_and_without_compaction() {
             .max()
             .unwrap_or_default();
         eprintln!(
-            "50 turns, compaction {}: peak request {peak} bytes, about {} tokens",
+            "50 turns, compaction {}: peak request {peak} bytes, about {} tokens; {input} input tokens, {:.1}% read from the cache, {} written",
             if on { "on (200k window, 80 %)" } else { "off" },
-            peak / 4
+            peak / 4,
+            usage.cache_read_input_tokens as f64 * 100.0 / input.max(1) as f64,
+            usage.cache_creation_input_tokens,
         );
         peaks.push(peak);
     }

@@ -144,7 +144,9 @@ fn start(front: FrontEnd, dir: &Path, server: &ModelServer) -> Agent {
         ),
         FrontEnd::Lsp => {
             let mut options = ClientOptions::new(dir);
-            options.env = vec![("ANTHROPIC_API_KEY".into(), TEST_KEY.into())];
+            options
+                .env
+                .extend([("ANTHROPIC_API_KEY".into(), TEST_KEY.into())]);
             options.initialization_options = json!({
                 "provider": "anthropic", "baseUrl": server.anthropic_base(), "permissionMode": "bypass",
             });

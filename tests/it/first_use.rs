@@ -136,10 +136,10 @@ fn a_queued_prompt_the_turn_did_not_take_is_neither_lost_nor_reordered() {
 
 fn openai_options(root: &Path, server: &ModelServer) -> ClientOptions {
     let mut options = ClientOptions::new(root);
-    options.env = vec![
+    options.env.extend([
         ("OPENAI_API_KEY".into(), TEST_KEY.into()),
         ("BAREAGENT_LOG".into(), "info".into()),
-    ];
+    ]);
     options.initialization_options = json!({
         "provider": "openai", "baseUrl": server.openai_base(), "permissionMode": "default", "idleTimeoutSecs": 5,
     });
@@ -430,14 +430,14 @@ fn the_environment_and_set_model_choose_the_model() {
     ]);
     let base_env = |editor: Value| {
         let mut options = ClientOptions::new(dir.path());
-        options.env = vec![
+        options.env.extend([
             ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
             ("OPENAI_API_KEY".into(), TEST_KEY.into()),
             ("ANTHROPIC_BASE_URL".into(), server.anthropic_base()),
             ("OPENAI_BASE_URL".into(), server.openai_base()),
             ("BAREAGENT_PROVIDER".into(), "openai".into()),
             ("BAREAGENT_MODEL".into(), "env-model".into()),
-        ];
+        ]);
         options.initialization_options = editor;
         options
     };

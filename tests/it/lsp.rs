@@ -21,10 +21,10 @@ pub(crate) fn binary() -> &'static Path {
 
 pub(crate) fn options(root: &Path, server: &ModelServer, mode: &str) -> ClientOptions {
     let mut options = ClientOptions::new(root);
-    options.env = vec![
+    options.env.extend([
         ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
         ("BAREAGENT_LOG".into(), "info".into()),
-    ];
+    ]);
     options.initialization_options = json!({
         "provider": "anthropic", "baseUrl": server.anthropic_base(), "permissionMode": mode, "idleTimeoutSecs": 5,
     });

@@ -139,7 +139,9 @@ fn drop_lines(client: &LspClient) -> usize {
 fn hostile_frames_are_answered_or_dropped_and_later_requests_are_served() {
     let dir = workspace(&[]);
     let mut options = ClientOptions::new(dir.path());
-    options.env = vec![("BAREAGENT_LOG".into(), "info".into())];
+    options
+        .env
+        .extend([("BAREAGENT_LOG".into(), "info".into())]);
     let client = LspClient::start(env!("CARGO_BIN_EXE_bareagent").as_ref(), options);
     client.initialize();
     let status = || client.execute("bareagent.status", json!([]));

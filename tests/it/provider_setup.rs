@@ -169,7 +169,9 @@ fn the_language_server_logs_retries_at_info() {
             Reply::text("answered after a retry").into(),
         ]);
         let mut options = ClientOptions::new(dir.path());
-        options.env = vec![("ANTHROPIC_API_KEY".into(), TEST_KEY.into())];
+        options
+            .env
+            .extend([("ANTHROPIC_API_KEY".into(), TEST_KEY.into())]);
         options
             .env
             .extend(log.map(|l| ("BAREAGENT_LOG".into(), l.into())));

@@ -108,10 +108,16 @@ fn rewind_restores_the_last_turns_files_refuses_the_users_and_forgets_the_turn()
         "not that turn's"
     );
 
-    // The turn is gone from the history the session goes on with.
+    // The turn is gone from the history the session goes on with; the
+    // model is told which file still holds its edits.
     let server = turn(dir, &["--continue"], "third", vec![]);
     let sent = prompts(&server.requests()[0].body);
-    assert_eq!(sent, ["first", "third"], "{sent:?}");
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!((sent[0].as_str(), sent[2].as_str()), ("first", "third"));
+    assert!(
+        sent[1].contains("these files still hold its edits") && sent[1].contains("b.txt"),
+        "{sent:?}"
+    );
 
     // Then that turn (the third) and the first, in order; then nothing.
     let (ok, said) = rewind(dir);
@@ -124,20 +130,45 @@ fn rewind_restores_the_last_turns_files_refuses_the_users_and_forgets_the_turn()
     assert!(!ok && said.contains("nothing to rewind"), "{said}");
 }
 
-/// A session file whose records the rewind acts on, written by hand.
-fn session_file(dir: &Path, records: &[Value], mode: u32) {
+/// Whose record of the session the user's state holds.
+#[derive(Clone, Copy)]
+enum Vouched {
+    /// The user's own: the header's token, this workspace.
+    Yes,
+    /// None: a file that came with the repository.
+    No,
+    /// The token, for another workspace.
+    Elsewhere,
+}
+
+const ID: &str = "20261201T000000000-aaaa";
+
+/// A session file whose records the rewind acts on, written by hand, and
+/// the user's record of it (`sessions/vouch.rs`) as `vouched` says.
+fn session_file(dir: &Path, records: &[Value], mode: u32, vouched: Vouched) {
     use std::os::unix::fs::PermissionsExt;
     let sessions = dir.join(".bareagent/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
-    let mut text = json!({"type": "header", "version": 1, "id": "20261201T000000000-aaaa",
-        "created": "2026-12-01T00:00:00Z", "workspace": dir.display().to_string()})
+    let root = dir.canonicalize().unwrap();
+    let record = match vouched {
+        Vouched::Yes => Some(root.display().to_string()),
+        Vouched::No => None,
+        Vouched::Elsewhere => Some("/somewhere/else".to_string()),
+    };
+    if let Some(root) = record {
+        let state = dir.join(".no-user-state/bareagent/sessions");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(state.join(ID), format!("tok\n{root}\n")).unwrap();
+    }
+    let mut text = json!({"type": "header", "version": 1, "id": ID, "token": "tok",
+        "created": "2026-12-01T00:00:00Z", "workspace": root.display().to_string()})
     .to_string();
     for record in records {
         text.push('\n');
         text.push_str(&record.to_string());
     }
     text.push('\n');
-    let file = sessions.join("20261201T000000000-aaaa.jsonl");
+    let file = sessions.join(format!("{ID}.jsonl"));
     std::fs::write(&file, text).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
 }
@@ -150,7 +181,8 @@ fn edit_record(path: &str, before: Option<&str>, after: &str) -> Value {
     json!({"type": "edit", "path": path, "before": before, "after": after})
 }
 
-/// (case, the edit records, the file mode, what must be said) — each an
+/// (case, the edit records, the file mode, the user's record of it, what
+/// must be said) — each an
 /// attack on, or a limit of, what a rewind may write. In every case the
 /// files are left exactly as they were.
 #[test]
@@ -161,29 +193,57 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
     let victim_path = victim.display().to_string();
     let outside_name = outside.path().file_name().unwrap().to_string_lossy();
     let up = format!("../{outside_name}/victim.txt");
-    let cases: Vec<(&str, Vec<Value>, u32, &str)> = vec![
+    let cases: Vec<(&str, Vec<Value>, u32, Vouched, &str)> = vec![
         (
             "a session file that came with the repository (0644)",
             vec![edit_record("a.txt", Some("planted\n"), "a\n")],
             0o644,
+            Vouched::Yes,
             "not written by bareagent for you",
+        ),
+        (
+            "one cloned under umask 077 (0600, the user's, but not in their record)",
+            vec![edit_record("a.txt", Some("planted\n"), "a\n")],
+            0o600,
+            Vouched::No,
+            "not written by bareagent for you",
+        ),
+        (
+            "one the user's record has for another workspace",
+            vec![edit_record("a.txt", Some("planted\n"), "a\n")],
+            0o600,
+            Vouched::Elsewhere,
+            "not written by bareagent for you",
+        ),
+        (
+            "a file changed between the agent's edits of it",
+            vec![
+                edit_record("a.txt", Some("one\n"), "two\n"),
+                edit_record("a.txt", Some("two, and the user's\n"), "a\n"),
+            ],
+            0o600,
+            Vouched::Yes,
+            "a.txt (it changed between the agent's edits",
         ),
         (
             "a path out of the workspace",
             vec![edit_record(&up, Some("owned\n"), "safe\n")],
             0o600,
+            Vouched::Yes,
             "victim.txt` is outside the workspace",
         ),
         (
             "an absolute path out of the workspace",
             vec![edit_record(&victim_path, Some("owned\n"), "safe\n")],
             0o600,
+            Vouched::Yes,
             "victim.txt` is outside the workspace",
         ),
         (
             "a link in the workspace to a file outside",
             vec![edit_record("link.txt", Some("owned\n"), "safe\n")],
             0o600,
+            Vouched::Yes,
             "link.txt` leads outside the workspace through a symbolic link",
         ),
         (
@@ -194,18 +254,21 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
                 "not what it holds\n",
             )],
             0o600,
+            Vouched::Yes,
             "a.txt (changed since",
         ),
         (
             "a file deleted since the edit",
-            vec![edit_record("gone.txt", None, "x\n")],
+            vec![edit_record("gone.txt", Some("was\n"), "x\n")],
             0o600,
+            Vouched::Yes,
             "gone.txt (deleted since",
         ),
         (
             "a file the user's deny rules keep edits from",
             vec![edit_record("locked.txt", Some("owned\n"), "safe\n")],
             0o600,
+            Vouched::Yes,
             "locked.txt (Denied by the permission rule `edit(locked.txt)`",
         ),
         (
@@ -214,10 +277,11 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
                 json!({"type": "edit", "path": "a.txt", "before": null, "binary": true, "after": "a\n"}),
             ],
             0o600,
+            Vouched::Yes,
             "a.txt (it was binary before",
         ),
     ];
-    for (case, edits, mode, said) in cases {
+    for (case, edits, mode, vouched, said) in cases {
         let dir = workspace(&[
             ("a.txt", "a\n"),
             ("locked.txt", "safe\n"),
@@ -230,7 +294,7 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
         std::os::unix::fs::symlink(&victim, dir.join("link.txt")).unwrap();
         let mut records = vec![prompt_record()];
         records.extend(edits);
-        session_file(dir, &records, mode);
+        session_file(dir, &records, mode, vouched);
         let (ok, out) = rewind(dir);
         assert!(!ok, "{case}: {out}");
         assert!(out.contains(said), "{case}: `{out}` ∌ `{said}`");
@@ -303,6 +367,68 @@ fn bareagent_rewind_undoes_the_turn_in_one_editor_edit() {
         assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
         let requests = server.requests();
         let sent = prompts(&requests.last().unwrap().body);
-        assert_eq!(sent, ["again"], "{sent:?}");
+        assert_eq!(sent.last().map(String::as_str), Some("again"), "{sent:?}");
+        // Only a file left with the turn's edits is worth a word to the model.
+        assert_eq!(sent.len(), if user_types { 2 } else { 1 }, "{sent:?}");
     }
+}
+
+/// A session another agent is writing is not touched (its turn is still
+/// running); a turn a kill cut short is a turn of its own once resumed, so
+/// the first rewind undoes the next turn alone, the second the killed one.
+#[test]
+fn a_session_in_use_is_left_alone_and_a_killed_turn_rewinds_on_its_own() {
+    let dir = workspace(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let dir = dir.path();
+    let server = ModelServer::start(vec![
+        Reply::tool("edit_file", edit("a.txt", "a", "A").1).into(),
+        Reply::tool(
+            "bash",
+            json!({"command": "echo started > marker && sleep 60"}),
+        )
+        .into(),
+    ]);
+    let mut running = run_against_model(&mut bareagent(dir), &server)
+        .args(["--permission-mode", "bypass", "first"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !dir.join("marker").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never ran its command"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (ok, said) = rewind(dir);
+    assert!(
+        !ok && said.contains("in use by another bareagent"),
+        "{said}"
+    );
+    assert_eq!(
+        read(dir, "a.txt").as_deref(),
+        Some("A\n"),
+        "untouched while in use"
+    );
+    running.kill().unwrap();
+    running.wait().unwrap();
+
+    turn(
+        dir,
+        &["--continue"],
+        "second",
+        vec![edit("b.txt", "b", "B")],
+    );
+    let (ok, said) = rewind(dir);
+    assert!(ok && said.contains("restored b.txt"), "{said}");
+    assert_eq!(
+        read(dir, "a.txt").as_deref(),
+        Some("A\n"),
+        "not that turn's"
+    );
+    let (ok, said) = rewind(dir);
+    assert!(ok && said.contains("restored a.txt"), "{said}");
+    assert_eq!(read(dir, "a.txt").as_deref(), Some("a\n"));
 }

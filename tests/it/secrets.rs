@@ -126,11 +126,11 @@ fn keys_printed_by_tools_reach_neither_the_chat_file_nor_editor_events() {
     let dir = leaking_workspace();
     let server = ModelServer::start(leaking_script());
     let mut options = ClientOptions::new(dir.path());
-    options.env = vec![
+    options.env.extend([
         ("ANTHROPIC_API_KEY".into(), TEST_KEY.into()),
         ("SOME_SERVICE_API_KEY".into(), OTHER_KEY.into()),
         ("GITHUB_TOKEN".into(), GITHUB_TOKEN.into()),
-    ];
+    ]);
     options.initialization_options = json!({
         "provider": "anthropic", "baseUrl": server.anthropic_base(), "permissionMode": "bypass", "idleTimeoutSecs": 5,
     });

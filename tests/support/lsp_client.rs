@@ -97,7 +97,11 @@ impl ClientOptions {
     pub fn new(root: &Path) -> Self {
         ClientOptions {
             root: root.to_path_buf(),
-            env: Vec::new(),
+            // Not the developer's own state (the record of their sessions).
+            env: vec![(
+                "XDG_STATE_HOME".to_string(),
+                root.join(".no-user-state").display().to_string(),
+            )],
             args: Vec::new(),
             position_encodings: vec!["utf-8".to_string(), "utf-16".to_string()],
             show_message_request: true,

@@ -1,4 +1,4 @@
-//! Rewind: the last turn undone. Its file edits are put back as they were
+//! Rewind: the last turn of a session undone. Its file edits are put back as they were
 //! before it (in an editor as one undoable `workspace/applyEdit`, headless
 //! on disk), and the turn is dropped from the history, by a record the
 //! loader honours, so a resumed session has forgotten it too.
@@ -16,23 +16,16 @@
 //! are not recorded, so not undone.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
-use serde::{Deserialize, Serialize};
-
-use super::file::SessionFile;
-use super::load::{SessionError, read};
-use super::{EditRecord, Entry, RewindRecord, Transcript};
 use crate::history::{ContentBlock, Message, push_user_blocks};
 use crate::permission::PermissionGate;
+use crate::sessions::{
+    EditRecord, Entry as Said, Refused, RewindRecord, SessionError, SessionFile, Transcript,
+    read_own,
+};
 use crate::tools::edit_action;
 use crate::workspace::{Restore, Workspace, WorkspaceError};
-
-/// A file a rewind left as it is, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refused {
-    pub path: String,
-    pub reason: String,
-}
 
 /// What a rewind did.
 #[derive(Clone, Debug)]
@@ -80,67 +73,67 @@ pub async fn rewind(
     gate: &PermissionGate,
 ) -> Result<Rewound, SessionError> {
     let paths = workspace.paths();
-    let loaded = match read(paths, file.id()) {
+    // Its edit records say what to write into files: only the user's own.
+    let loaded = match read_own(paths, file.id()) {
         // Its file is made at its first record: nothing was said yet.
         Err(SessionError::NotFound(_)) => return Err(SessionError::NothingToRewind),
         other => other?,
     };
-    // Its edit records say what to write into files: only the user's own.
-    if !loaded.owner_only {
-        return Err(SessionError::NotOurs {
-            path: file.shown_path(),
-        });
-    }
     let turn = loaded.last_turn().ok_or(SessionError::NothingToRewind)?;
 
     let mut restores = Vec::new();
     let mut shown = Vec::new();
     let mut refused = Vec::new();
+    let mut restored = Vec::new();
     for (path, change) in changes_by_file(turn.edits) {
         match plan_restore(workspace, gate, path, &change).await {
-            Ok(restore) => {
+            Ok(Some(restore)) => {
                 restores.push(restore);
                 shown.push(path.to_string());
             }
+            Ok(None) => restored.push(path.to_string()),
             Err(reason) => refused.push(Refused {
                 path: path.to_string(),
                 reason,
             }),
         }
     }
-    let mut restored = Vec::new();
+    let mut failed = Vec::new();
     for (path, result) in shown.into_iter().zip(workspace.restore(&restores).await) {
         match result {
             Ok(()) => restored.push(path),
-            Err(error) => refused.push(Refused {
+            Err(error) => failed.push(Refused {
                 path,
                 reason: error.to_string(),
             }),
         }
     }
+    // Nothing could be put back (an editor refuses a stale edit whole):
+    // the turn stays, so the rewind can be tried again.
+    if restored.is_empty() && !failed.is_empty() {
+        return Err(SessionError::RewindFailed(
+            failed
+                .iter()
+                .map(|f| format!("{}: {}", f.path, f.reason))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    refused.extend(failed);
 
-    let (messages, noted) = match turn.history_before {
+    let (mut messages, noted) = match turn.history_before {
         Some(messages) => (messages, false),
-        None => {
-            let mut messages = loaded.messages.clone();
-            let note = format!(
-                "<system-reminder>The user rewound the turn above: its edits to files were undone ({}). Read files again before relying on what it did.</system-reminder>",
-                if restored.is_empty() {
-                    "no file was restored".to_string()
-                } else {
-                    format!("restored: {}", restored.join(", "))
-                }
-            );
-            push_user_blocks(&mut messages, vec![ContentBlock::Text { text: note }]);
-            (messages, true)
-        }
+        None => (loaded.messages.clone(), true),
     };
+    if let Some(note) = note_for_the_model(noted, &restored, &refused) {
+        push_user_blocks(&mut messages, vec![ContentBlock::Text { text: note }]);
+    }
     let record = RewindRecord {
         restored: restored.clone(),
         refused: refused.clone(),
         messages,
     };
-    file.record(Entry::Rewind(&record));
+    file.record(Said::Rewind(&record));
     Ok(Rewound {
         restored,
         refused,
@@ -149,39 +142,83 @@ pub async fn rewind(
     })
 }
 
+/// What the model is told when the history cannot simply lose the turn:
+/// the turn was compacted into what it keeps, or files still hold its edits.
+fn note_for_the_model(noted: bool, restored: &[String], refused: &[Refused]) -> Option<String> {
+    let mut lines = Vec::new();
+    if noted {
+        lines.push(format!(
+            "The user rewound the turn above: its edits to files were undone ({}).",
+            if restored.is_empty() {
+                "no file was restored".to_string()
+            } else {
+                format!("restored: {}", restored.join(", "))
+            }
+        ));
+    }
+    if !refused.is_empty() {
+        let left: Vec<&str> = refused.iter().map(|r| r.path.as_str()).collect();
+        lines.push(format!(
+            "The user rewound your last turn, but these files still hold its edits (they changed since, so they were left as they are): {}.",
+            left.join(", ")
+        ));
+    }
+    (!lines.is_empty()).then(|| {
+        format!(
+            "<system-reminder>{} Read files again before relying on what you remember of them.</system-reminder>",
+            lines.join(" ")
+        )
+    })
+}
+
 /// One file's change over a turn: what it held before the turn's first
-/// edit of it, and after its last.
+/// edit of it, and after its last — if every edit started from the text
+/// the one before it left (else something else changed the file between
+/// them, and putting the first text back would undo that too).
 struct TurnChange<'a> {
     before: Option<&'a str>,
     binary: bool,
     after: &'a str,
+    unbroken: bool,
 }
 
 /// The turn's edits, one change per file (by workspace-relative path).
 fn changes_by_file(edits: &[EditRecord]) -> BTreeMap<&str, TurnChange<'_>> {
     let mut files: BTreeMap<&str, TurnChange<'_>> = BTreeMap::new();
     for edit in edits {
-        files
-            .entry(edit.path.as_str())
-            .or_insert(TurnChange {
-                before: edit.before.as_deref(),
-                binary: edit.binary,
-                after: &edit.after,
-            })
-            .after = &edit.after;
+        match files.entry(edit.path.as_str()) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(TurnChange {
+                    before: edit.before.as_deref(),
+                    binary: edit.binary,
+                    after: &edit.after,
+                    unbroken: true,
+                });
+            }
+            Entry::Occupied(mut occupied) => {
+                let change = occupied.get_mut();
+                change.unbroken &= !edit.binary && edit.before.as_deref() == Some(change.after);
+                change.after = &edit.after;
+            }
+        }
     }
     files
 }
 
-/// How to put one file back, or why not.
+/// How to put one file back (`None`: it is already as it was), or why not.
 async fn plan_restore(
     workspace: &dyn Workspace,
     gate: &PermissionGate,
     path: &str,
     change: &TurnChange<'_>,
-) -> Result<Restore, String> {
+) -> Result<Option<Restore>, String> {
     if change.binary {
         return Err("it was binary before the turn; its bytes were not kept".into());
+    }
+    if !change.unbroken {
+        return Err(
+            "it changed between the agent's edits of it (by you or a command): putting it back would undo that too".into(),
+        );
     }
     let paths = workspace.paths();
     let action = edit_action("rewind", path, "put back as it was".into(), paths)
@@ -191,7 +228,9 @@ async fn plan_restore(
     }
     let resolved = paths.resolve(path).map_err(|e| e.to_string())?;
     let now = match workspace.read_text(&resolved).await {
+        Ok(now) if Some(now.text.as_str()) == change.before => return Ok(None),
         Ok(now) => now,
+        Err(WorkspaceError::NotFound(_)) if change.before.is_none() => return Ok(None),
         Err(WorkspaceError::NotFound(_)) => return Err("deleted since".into()),
         Err(WorkspaceError::Binary(_)) => return Err("changed since (now binary)".into()),
         Err(error) => return Err(error.to_string()),
@@ -199,9 +238,10 @@ async fn plan_restore(
     if now.text != change.after {
         return Err("changed since the agent edited it".into());
     }
-    Ok(Restore {
+    Ok(Some(Restore {
         path: resolved,
         text: change.before.map(str::to_string),
+        expected: now.text,
         version: now.version,
-    })
+    }))
 }
