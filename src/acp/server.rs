@@ -284,6 +284,20 @@ impl Server {
         peer: &Peer,
     ) -> Result<LoadSessionResponse, Error> {
         let root = root_of(&request.cwd).map_err(invalid)?;
+        // Already open here (the client shows it again): replayed from
+        // what this agent holds; its file stays ours.
+        if let Some(session) = self.session(&request.session_id) {
+            if session.paths.root() != root.canonicalize().unwrap_or_default() {
+                return Err(invalid(format!(
+                    "session {} belongs to the workspace {}, not {}",
+                    session.id,
+                    session.paths.root().display(),
+                    root.display()
+                )));
+            }
+            self.replay_to(&session, peer);
+            return Ok(LoadSessionResponse::new().modes(modes(session.mode())));
+        }
         let paths = crate::workspace::PathResolver::new(&root)
             .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
         let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
@@ -296,23 +310,29 @@ impl Server {
                 .unwrap_or_else(|p| p.into_inner())
                 .push(notice);
         }
-        let sink = ClientSink {
-            peer: peer.clone(),
-            session: request.session_id.clone(),
-            root: session.paths.root().to_path_buf(),
-            calls: Arc::new(Calls::default()),
-        };
-        replay(
-            &sink,
-            session.paths.root(),
-            &session.messages.lock().unwrap_or_else(|p| p.into_inner()),
-        );
+        self.replay_to(&session, peer);
         let response = LoadSessionResponse::new().modes(modes(session.mode()));
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(session.id.clone(), Arc::new(session));
         Ok(response)
+    }
+
+    /// Sends the session's history as `session/update` notifications.
+    fn replay_to(&self, session: &Session, peer: &Peer) {
+        let sink = ClientSink {
+            peer: peer.clone(),
+            session: SessionId::new(session.id.as_str()),
+            root: session.paths.root().to_path_buf(),
+            calls: Arc::new(Calls::default()),
+        };
+        let messages = session
+            .messages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        replay(&sink, session.paths.root(), &messages);
     }
 
     fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {

@@ -38,8 +38,20 @@ fn python() -> Option<PathBuf> {
 
 /// Runs the driver on `scenario` (the agent's command line added) and
 /// returns its transcript.
-fn drive(python: &Path, root: &Path, server: &ModelServer, mut scenario: Value) -> Vec<Value> {
+fn drive(python: &Path, root: &Path, server: &ModelServer, scenario: Value) -> Vec<Value> {
     let home = tempfile::tempdir().expect("home");
+    drive_in(python, root, server, home.path(), scenario)
+}
+
+/// [`drive`] with the user's home (settings, the record of their sessions)
+/// in `home`, for runs that share it.
+fn drive_in(
+    python: &Path,
+    root: &Path,
+    server: &ModelServer,
+    home: &Path,
+    mut scenario: Value,
+) -> Vec<Value> {
     let mut agent = vec![
         json!(BIN),
         json!("acp"),
@@ -52,11 +64,11 @@ fn drive(python: &Path, root: &Path, server: &ModelServer, mut scenario: Value) 
     scenario["agent"] = Value::Array(agent);
     scenario["cwd"] = json!(root);
     if let Some(config) = scenario.get("user_config").and_then(Value::as_str) {
-        let dir = home.path().join("bareagent");
+        let dir = home.join("bareagent");
         std::fs::create_dir_all(&dir).expect("config dir");
         std::fs::write(dir.join("config.toml"), config).expect("user config");
     }
-    let file = home.path().join("scenario.json");
+    let file = home.join("scenario.json");
     std::fs::write(&file, scenario.to_string()).expect("scenario");
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/driver.py");
     let out = Command::new("timeout")
@@ -69,8 +81,9 @@ fn drive(python: &Path, root: &Path, server: &ModelServer, mut scenario: Value) 
         .env_remove("OPENAI_BASE_URL")
         .env_remove("BAREAGENT_PROVIDER")
         .env_remove("BAREAGENT_MODEL")
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("HOME", home)
         .output()
         .expect("run the driver");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -327,10 +340,12 @@ fn load_replays_a_stored_session() {
         Reply::tool("read_file", json!({"path": "a.txt"})).into(),
         Reply::text("it says alpha").into(),
     ]);
-    let first = drive(
+    let home = tempfile::tempdir().expect("home");
+    let first = drive_in(
         &python,
         &root,
         &server,
+        home.path(),
         json!({"fs": true, "steps": [{"new": {}}, {"prompt": "what is in a.txt?"}]}),
     );
     let id = of_type(&first, "session")[0]["response"]["sessionId"]
@@ -338,40 +353,65 @@ fn load_replays_a_stored_session() {
         .expect("session id")
         .to_string();
 
-    let replayed = drive(
+    // Loaded twice in one agent: the second replays what the first holds.
+    let replayed = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"fs": true, "steps": [{"load": id}, {"load": id}]}),
+    );
+    let shown = |events: &[Value]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "update")
+            .map(|e| {
+                let u = &e["update"];
+                let shown = u["content"]["text"]
+                    .as_str()
+                    .or(u["title"].as_str())
+                    .or(u["status"].as_str());
+                (
+                    update_kind(e).to_string(),
+                    shown.unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let loads: Vec<usize> = replayed
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "loaded")
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(loads.len(), 2, "{replayed:#?}");
+    let expected: Vec<(String, String)> = [
+        ("user_message_chunk", "what is in a.txt?"),
+        ("tool_call", "read_file a.txt"),
+        ("tool_call_update", "completed"),
+        ("agent_message_chunk", "it says alpha"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(shown(&replayed[..loads[0]]), expected, "{replayed:#?}");
+    assert_eq!(
+        shown(&replayed[loads[0]..loads[1]]),
+        expected,
+        "{replayed:#?}"
+    );
+    assert_eq!(server.requests().len(), 2, "loading asks the model nothing");
+
+    // Another user's record of sessions does not vouch for it: refused.
+    let stranger = drive(
         &python,
         &root,
         &server,
         json!({"fs": true, "steps": [{"load": id}]}),
     );
-    let updates: Vec<(&str, String)> = of_type(&replayed, "update")
-        .iter()
-        .map(|e| {
-            let u = &e["update"];
-            let shown = u["content"]["text"]
-                .as_str()
-                .or(u["title"].as_str())
-                .or(u["status"].as_str());
-            (update_kind(e), shown.unwrap_or_default().to_string())
-        })
-        .collect();
-    assert_eq!(
-        updates,
-        [
-            ("user_message_chunk", "what is in a.txt?".to_string()),
-            ("tool_call", "read_file a.txt".to_string()),
-            ("tool_call_update", "completed".to_string()),
-            ("agent_message_chunk", "it says alpha".to_string()),
-        ],
-        "{replayed:#?}"
-    );
-    let loaded = position(&replayed, |e| e["type"] == "loaded");
-    let last_update = replayed
-        .iter()
-        .rposition(|e| e["type"] == "update")
-        .expect("updates");
-    assert!(last_update < loaded, "replayed before the answer");
-    assert_eq!(server.requests().len(), 2, "loading asks the model nothing");
+    let errors = of_type(&stranger, "error");
+    assert_eq!(errors.len(), 1, "{stranger:#?}");
+    assert!(of_type(&stranger, "update").is_empty(), "{stranger:#?}");
 }
 
 /// A client that offers neither fs nor terminals gets the disk and our own
