@@ -23,7 +23,7 @@ use crate::agent::{
 };
 use crate::events::EventSink;
 use crate::provider::openai::session_cache_key;
-use crate::provider::{HttpSettings, ProviderChoice, context_window};
+use crate::provider::{FromEnvironment, HttpSettings, ProviderChoice, context_window};
 use crate::sandbox::Sandbox;
 use crate::sessions::{Entry, Transcript};
 use crate::tools::ToolRegistry;
@@ -65,9 +65,11 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
             "_{notice}_\n\n"
         ))));
     }
+    // BAREAGENT_PROVIDER / BAREAGENT_MODEL over the settings, as for `run`.
+    let named = FromEnvironment::read().map_err(|e| e.to_string())?;
     let choice = ProviderChoice {
-        kind: settings.provider,
-        model: settings.model.clone(),
+        kind: named.kind.or(settings.provider),
+        model: named.model.or_else(|| settings.model.clone()),
         base_url: args.base_url.clone(),
         replay: None,
         record: None,
