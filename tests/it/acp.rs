@@ -143,7 +143,9 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
         )
         .into(),
         Reply::tool("bash", json!({"command": "echo from-terminal"})).into(),
-        Reply::text("all done").into(),
+        Reply::text("all done")
+            .with_thinking("pondering", "sig-1")
+            .into(),
     ]);
     let transcript = drive(
         &python,
@@ -237,9 +239,16 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
         .filter_map(|e| e["update"]["content"]["text"].as_str())
         .collect();
     assert_eq!(said, "all done");
+    let thought: String = transcript
+        .iter()
+        .filter(|e| update_kind(e) == "agent_thought_chunk")
+        .filter_map(|e| e["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(thought, "pondering");
+    let thinking = position(&transcript, |e| update_kind(e) == "agent_thought_chunk");
     let end = position(&transcript, |e| e["type"] == "prompt_response");
     let order = [
-        read_call, read_done, edit_call, first_ask, write, bash_call, terminal, text, end,
+        read_call, read_done, edit_call, first_ask, write, bash_call, terminal, thinking, text, end,
     ];
     assert!(order.is_sorted(), "{order:?}\n{transcript:#?}");
     assert_eq!(stop_reasons(&transcript), ["end_turn"]);
