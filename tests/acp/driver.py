@@ -16,7 +16,7 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   cancel_on_terminal: send session/cancel once a terminal is created
   cancel_on_permission: send session/cancel when asked, then answer
                 cancelled
-  steps:        [{"new": {}}, {"prompt": "text"}, {"load": "id"},
+  steps:        [{"new": {"mcp": [names]}}, {"prompt": "text"}, {"load": "id"},
                  {"set_mode": "plan"}]
 """
 
@@ -207,7 +207,13 @@ async def main():
         for step in scenario["steps"]:
             try:
                 if "new" in step:
-                    response = await conn.new_session(cwd=step["new"].get("cwd", scenario["cwd"]))
+                    servers = [
+                        schema.McpServerStdio(name=name, command="true", args=[], env=[])
+                        for name in step["new"].get("mcp", [])
+                    ]
+                    response = await conn.new_session(
+                        cwd=step["new"].get("cwd", scenario["cwd"]), mcp_servers=servers
+                    )
                     editor.session_id = response.session_id
                     editor.log("session", response=dump(response))
                 elif "load" in step:

@@ -491,7 +491,8 @@ fn a_client_without_fs_or_terminals_gets_the_disk_and_our_bash() {
     assert_eq!(stop_reasons(&transcript), ["end_turn"]);
 }
 
-/// At the iteration cap the prompt ends with `max_turn_requests`.
+/// At the iteration cap the prompt ends with `max_turn_requests`; and MCP
+/// servers the client passes are said to be ignored, not silently dropped.
 #[test]
 fn the_iteration_cap_ends_with_max_turn_requests() {
     let Some(python) = python() else { return };
@@ -507,13 +508,22 @@ fn the_iteration_cap_ends_with_max_turn_requests() {
         &server,
         json!({
             "fs": true, "agent_args": ["--max-iterations", "1"],
-            "steps": [{"new": {}}, {"prompt": "loop"}],
+            "steps": [{"new": {"mcp": ["files", "web"]}}, {"prompt": "loop"}],
         }),
     );
     assert_eq!(
         stop_reasons(&transcript),
         ["max_turn_requests"],
         "{transcript:#?}"
+    );
+    let first = of_type(&transcript, "update")
+        .into_iter()
+        .find(|e| update_kind(e) == "agent_message_chunk")
+        .map(|e| e["update"]["content"]["text"].to_string())
+        .unwrap_or_default();
+    assert!(
+        first.contains("does not start MCP servers") && first.contains("files, web"),
+        "{first}"
     );
 }
 
