@@ -38,7 +38,8 @@ fn main() -> ExitCode {
             if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
                 eprintln!(
                     "bareagent: this is the language server, waiting for LSP messages on stdin; \
-                     start it from your editor, or ask the agent here with `bareagent run \"…\"` \
+                     start it from your editor, or talk with the agent here with `bareagent chat` \
+                     or `bareagent run \"…\"` \
                      (see `bareagent run --help`)."
                 );
             }
@@ -75,6 +76,18 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Chat(args)) => {
+            let result = runtime.block_on(bareagent::cli::chat(args));
+            // As after `run`: an approval's reader may still be in read(2).
+            runtime.shutdown_background();
+            match result {
+                Ok(code) => code,
+                Err(error) => {
+                    eprintln!("bareagent: {error:#}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Some(Command::Run(args)) => {
             let result = runtime.block_on(bareagent::cli::run(args));
             // A prompt cut short by Ctrl-C leaves its reader blocked in

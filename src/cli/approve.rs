@@ -1,6 +1,7 @@
 //! Asking the user on the command line: a prompt on a terminal, a JSON
 //! request and reply line with `--json`, and no when nobody can be asked.
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
@@ -45,6 +46,12 @@ impl Approver for TerminalApprover {
                 action.tool, question.reason
             )),
             TerminalApprover::Tty => {
+                // What was typed before the question was shown (the next
+                // prompt, typed ahead at `bareagent chat`) answers nothing.
+                let _ = rustix::termios::tcflush(
+                    std::io::stdin(),
+                    rustix::termios::QueueSelector::IFlush,
+                );
                 let diff = question
                     .diff()
                     .map(diff_view::for_stderr)
@@ -108,8 +115,22 @@ pub async fn ask_to_trust(root: &std::path::Path) -> bool {
 }
 
 /// One line of stdin; `None` at the end of input.
+///
+/// On a terminal the reader gives up once nobody waits for it: a question
+/// dropped by a cancelled turn must not leave a read behind that takes the
+/// next line the user types (at `bareagent chat`'s prompt, say). So it
+/// waits for input in short polls, and reads only when a line is there (a
+/// terminal hands over one line per read, so none waits in stdin's buffer
+/// unseen by the poll). Off a terminal (`--json` answers from a program,
+/// several lines at once maybe) it reads as usual.
 async fn read_line() -> Option<String> {
-    tokio::task::spawn_blocking(|| {
+    let waiting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let _dropped = StopWaitingOnDrop(waiting.clone());
+    let terminal = std::io::stdin().is_terminal();
+    tokio::task::spawn_blocking(move || {
+        if terminal && !line_ready(&waiting) {
+            return None;
+        }
         let mut line = String::new();
         match std::io::stdin().read_line(&mut line) {
             Ok(0) | Err(_) => None,
@@ -118,6 +139,38 @@ async fn read_line() -> Option<String> {
     })
     .await
     .unwrap_or_default()
+}
+
+/// Waits for a line on the terminal while someone waits for it: false
+/// once nobody does (input that came meanwhile is not theirs), or when
+/// stdin cannot be polled.
+fn line_ready(waiting: &std::sync::atomic::AtomicBool) -> bool {
+    let stdin = std::io::stdin();
+    let tick = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    while waiting.load(Ordering::Relaxed) {
+        let mut fds = [rustix::event::PollFd::new(
+            &stdin,
+            rustix::event::PollFlags::IN,
+        )];
+        match rustix::event::poll(&mut fds, Some(&tick)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => {}
+            Ok(_) => return waiting.load(Ordering::Relaxed),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Tells a reader that nobody waits for its line any more.
+struct StopWaitingOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopWaitingOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 /// On a terminal: `y`, `s`, `a`; anything else, end of input included, is no.

@@ -1,11 +1,17 @@
 //! The command line: `bareagent` (the language server), `bareagent run`
-//! (one headless turn), `bareagent sessions`, `bareagent --version`.
+//! (one headless turn), `bareagent chat` (turns typed at a prompt),
+//! `bareagent sessions`, `bareagent --version`.
 
 mod approve;
+mod chat;
 mod diff_view;
+mod line_editor;
 mod output;
 mod run;
+mod session_spend;
 mod sessions;
+mod slash;
+mod terminal_agent;
 
 use std::path::PathBuf;
 
@@ -15,6 +21,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
 
+pub use chat::chat;
 pub use run::run;
 pub use sessions::sessions;
 
@@ -51,6 +58,8 @@ pub enum Command {
     Acp(crate::acp::AcpArgs),
     /// Run one agent turn in the current directory, without an editor.
     Run(RunArgs),
+    /// Talk with the agent in the current directory, a turn per prompt (`/help` lists the commands).
+    Chat(ChatArgs),
     /// List this workspace's saved sessions (newest first), or remove one.
     Sessions {
         #[command(subcommand)]
@@ -100,6 +109,24 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["prompt", "continue_last"])]
     pub rewind: bool,
 
+    #[command(flatten)]
+    pub agent: AgentArgs,
+
+    /// Print one JSON event per line on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// What `bareagent run` and `bareagent chat` share: which session, which
+/// model, who decides, and the limits of a turn.
+#[derive(Clone, Debug, Args)]
+pub struct AgentArgs {
     /// Go on with this workspace's latest session instead of starting one.
     #[arg(long = "continue", conflicts_with = "resume")]
     pub continue_last: bool,
@@ -140,10 +167,6 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub max_iterations: usize,
 
-    /// Print one JSON event per line on stdout instead of text.
-    #[arg(long)]
-    pub json: bool,
-
     /// Write every model request and response to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -173,7 +196,7 @@ pub struct RunArgs {
 /// `--provider`'s values: the command line's names for [`ProviderKind`],
 /// here so that the provider module knows nothing of clap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ProviderArg {
+pub(super) enum ProviderArg {
     Anthropic,
     Openai,
     Replay,
@@ -191,7 +214,7 @@ impl From<ProviderArg> for ProviderKind {
 
 /// `--permission-mode`'s values, and their help, for [`PermissionMode`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum PermissionModeArg {
+pub(super) enum PermissionModeArg {
     /// Reads are allowed; edits and commands ask.
     Default,
     /// Reads and edits are allowed; commands ask.
@@ -250,7 +273,7 @@ mod tests {
         }
         for mode in [Default, AcceptEdits, Plan, Bypass] {
             let args = run_args(&["--permission-mode", &config_name(mode)]);
-            assert_eq!(args.permission_mode, Some(mode));
+            assert_eq!(args.agent.permission_mode, Some(mode));
         }
         match ProviderKind::Replay {
             ProviderKind::Anthropic | ProviderKind::Openai | ProviderKind::Replay => {}
@@ -261,7 +284,7 @@ mod tests {
             ProviderKind::Replay,
         ] {
             let args = run_args(&["--provider", &config_name(kind)]);
-            assert_eq!(args.provider, Some(kind));
+            assert_eq!(args.agent.provider, Some(kind));
         }
     }
 }

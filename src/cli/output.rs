@@ -201,7 +201,12 @@ impl EventSink for TerminalSink {
 
 impl TurnSink for TerminalSink {
     fn started(&self) {
-        self.start_waiting(&mut self.state());
+        let mut state = self.state();
+        // A chat's turns share the sink: nothing of the last one carries over.
+        state.streamed = false;
+        state.running_tools = 0;
+        state.spend = Spend::default();
+        self.start_waiting(&mut state);
     }
 
     fn notice(&self, line: &str) {

@@ -1,11 +1,13 @@
 //! `bareagent sessions` (the list), `bareagent sessions rm ID`, and which
-//! session `bareagent run` writes to: a new one, or with `--continue` /
-//! `--resume ID` an old one, read back and repaired.
+//! session `bareagent run` and `bareagent chat` write to: a new one, or
+//! with `--continue` / `--resume ID` (or `/resume`) an old one, read back
+//! and repaired.
 
 use anyhow::Context;
 
-use super::{RunArgs, SessionsAction};
+use super::{AgentArgs, RunArgs, SessionsAction};
 use crate::agent::Message;
+use crate::history::Usage;
 use crate::sessions::{self, SessionError, SessionFile};
 use crate::workspace::{DiskWorkspace, PathResolver, Workspace};
 
@@ -18,29 +20,38 @@ pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
             sessions::remove(&paths, &id)?;
             println!("Removed session {id}.");
         }
-        None => {
-            let list = sessions::list(&paths)?;
-            if list.is_empty() {
-                println!("No sessions in this workspace yet.");
-            }
-            for s in list {
-                let prompt = s.first_prompt.as_deref().unwrap_or("");
-                let prompt = crate::text::prefix(prompt.lines().next().unwrap_or(""), 60);
-                let cost = match s.cost_usd {
-                    Some(usd) => format!("${usd:.4}"),
-                    None => "cost unknown".to_string(),
-                };
-                println!(
-                    "{}  {}  {:>3} turns  {:>7} tokens  {:>12}  {:>8}  {prompt}",
-                    s.id,
-                    s.date,
-                    s.turns,
-                    s.tokens,
-                    cost,
-                    size(s.size)
-                );
-            }
-        }
+        None => print_list(&paths)?,
+    }
+    Ok(())
+}
+
+/// The list `bareagent sessions` and `/sessions` print, newest first.
+pub fn print_list(paths: &PathResolver) -> anyhow::Result<()> {
+    let list = sessions::list(paths)?;
+    if list.is_empty() {
+        println!("No sessions in this workspace yet.");
+    }
+    for s in list {
+        let prompt = s.first_prompt.as_deref().unwrap_or("");
+        // A session file may have come with the repository: its text
+        // shows, and never drives the terminal.
+        let prompt = super::diff_view::visible_lines(crate::text::prefix(
+            prompt.lines().next().unwrap_or(""),
+            60,
+        ));
+        let cost = match s.cost_usd {
+            Some(usd) => format!("${usd:.4}"),
+            None => "cost unknown".to_string(),
+        };
+        println!(
+            "{}  {}  {:>3} turns  {:>7} tokens  {:>12}  {:>8}  {prompt}",
+            s.id,
+            s.date,
+            s.turns,
+            s.tokens,
+            cost,
+            size(s.size)
+        );
     }
     Ok(())
 }
@@ -55,6 +66,37 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Which session a run or a chat writes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Which {
+    New,
+    /// The workspace's latest (`--continue`, `/resume`).
+    Latest,
+    /// `--resume ID`, `/resume ID`.
+    Id(String),
+}
+
+impl Which {
+    pub fn of(args: &AgentArgs) -> Which {
+        match (&args.resume, args.continue_last) {
+            (Some(id), _) => Which::Id(id.clone()),
+            (None, true) => Which::Latest,
+            (None, false) => Which::New,
+        }
+    }
+}
+
+/// A session opened to write to, and what it had.
+pub struct Opened {
+    pub file: SessionFile,
+    /// The history it starts from (repaired).
+    pub messages: Vec<Message>,
+    /// The usage its model calls reported so far.
+    pub usage: Usage,
+    /// What they cost, as recorded; `None`: some call's price was unknown.
+    pub cost_usd: Option<f64>,
+}
+
 /// `bareagent run --rewind [--resume ID]`: the last turn undone, on disk.
 /// Exits 1 when a file was left as it is.
 pub async fn rewind(
@@ -62,7 +104,7 @@ pub async fn rewind(
     args: &RunArgs,
 ) -> anyhow::Result<std::process::ExitCode> {
     let paths = workspace.paths();
-    let id = match &args.resume {
+    let id = match &args.agent.resume {
         Some(id) => id.clone(),
         None => sessions::latest(paths)?.ok_or(SessionError::NoSession)?,
     };
@@ -90,14 +132,26 @@ pub async fn rewind(
 }
 
 /// The session this run writes to, and the history it starts from.
-pub fn open(paths: &PathResolver, args: &RunArgs) -> anyhow::Result<(SessionFile, Vec<Message>)> {
-    let id = match (&args.resume, args.continue_last) {
-        (Some(id), _) => id.clone(),
-        (None, true) => match sessions::latest(paths)? {
+pub fn open(paths: &PathResolver, args: &AgentArgs) -> anyhow::Result<(SessionFile, Vec<Message>)> {
+    open_which(paths, &Which::of(args)).map(|opened| (opened.file, opened.messages))
+}
+
+/// Opens `which` session; an old one is said on stderr, with its size.
+pub fn open_which(paths: &PathResolver, which: &Which) -> anyhow::Result<Opened> {
+    let id = match which {
+        Which::Id(id) => id.clone(),
+        Which::Latest => match sessions::latest(paths)? {
             Some(id) => id,
-            None => anyhow::bail!("--continue: there is no session in this workspace yet"),
+            None => anyhow::bail!("there is no session in this workspace yet to go on with"),
         },
-        (None, false) => return Ok((SessionFile::create(paths), Vec::new())),
+        Which::New => {
+            return Ok(Opened {
+                file: SessionFile::create(paths),
+                messages: Vec::new(),
+                usage: Usage::default(),
+                cost_usd: Some(0.0),
+            });
+        }
     };
     let (loaded, file) = sessions::load(paths, &id)?;
     let repaired = match loaded.repaired {
@@ -108,5 +162,10 @@ pub fn open(paths: &PathResolver, args: &RunArgs) -> anyhow::Result<(SessionFile
         "bareagent: resuming session {id} ({} messages{repaired})",
         loaded.messages.len()
     );
-    Ok((file, loaded.messages))
+    Ok(Opened {
+        file,
+        messages: loaded.messages,
+        usage: loaded.usage,
+        cost_usd: loaded.cost_usd,
+    })
 }

@@ -395,16 +395,19 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
     Ok(loaded)
 }
 
-/// The ids of this workspace's session files, newest first.
+/// The ids of this workspace's session files, the last written first
+/// (then the newest id): `--continue` goes on with the conversation last
+/// used, even one started before another.
 fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
-    let mut ids: Vec<String> = paths
+    let mut ids: Vec<(Option<std::time::SystemTime>, String)> = paths
         .file_names(&sessions_dir(paths))?
         .into_iter()
         .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_string))
         .filter(|id| check_id(id).is_ok())
+        .map(|id| (paths.file_modified(&file_of(paths, &id)), id))
         .collect();
     ids.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(ids)
+    Ok(ids.into_iter().map(|(_, id)| id).collect())
 }
 
 /// The sessions of this workspace, newest first. A file that cannot be read
@@ -432,7 +435,7 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
     Ok(summaries)
 }
 
-/// The newest session of this workspace, by its id — readable or not: a
+/// The session of this workspace last written — readable or not: a
 /// damaged last session is an error when loaded, never silently passed
 /// over for an older one.
 pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {

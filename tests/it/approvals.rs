@@ -48,14 +48,35 @@ pub(crate) struct Output(Arc<(Mutex<Vec<u8>>, Condvar)>);
 
 impl Output {
     pub(crate) fn collect(reader: impl Read + Send + 'static) -> Output {
+        Output::collect_answering(reader, None)
+    }
+
+    /// [`Output::collect`] from a terminal's master, which answers each
+    /// cursor position query (`ESC [ 6 n`, which a line editor such as
+    /// `bareagent chat`'s sends before each prompt) as a terminal would.
+    fn collect_answering(
+        reader: impl Read + Send + 'static,
+        mut answers: Option<std::fs::File>,
+    ) -> Output {
+        const QUERY: &[u8] = b"\x1b[6n";
         let output = Output::default();
         let shared = output.clone();
         std::thread::spawn(move || {
             let mut reader = reader;
             let mut chunk = [0u8; 4096];
+            let mut answered = 0;
             // A pseudo-terminal's master reads EIO once the child is gone.
             while let Ok(n @ 1..) = reader.read(&mut chunk) {
-                shared.0.0.lock().unwrap().extend_from_slice(&chunk[..n]);
+                let mut bytes = shared.0.0.lock().unwrap();
+                bytes.extend_from_slice(&chunk[..n]);
+                if let Some(answers) = answers.as_mut() {
+                    let asked = bytes.windows(QUERY.len()).filter(|w| *w == QUERY).count();
+                    for _ in answered..asked {
+                        let _ = answers.write_all(b"\x1b[1;1R");
+                    }
+                    answered = asked;
+                }
+                drop(bytes);
                 shared.0.1.notify_all();
             }
         });
@@ -118,7 +139,7 @@ pub(crate) fn on_a_terminal_of(command: Command, rows: u16) -> (std::fs::File, C
     on_a_terminal_sized(command, Stdio::piped(), rows)
 }
 
-fn on_a_terminal_sized(
+pub(crate) fn on_a_terminal_sized(
     mut command: Command,
     stdout: impl Into<Option<Stdio>>,
     rows: u16,
@@ -145,7 +166,7 @@ fn on_a_terminal_sized(
         .unwrap();
     // The parent's copies of the slave are gone with `Stdio`: the master
     // ends when the child does.
-    let terminal = Output::collect(master.try_clone().unwrap());
+    let terminal = Output::collect_answering(master.try_clone().unwrap(), master.try_clone().ok());
     (master, child, terminal)
 }
 

@@ -5,6 +5,7 @@ mod acp;
 mod approvals;
 mod attacks;
 mod caching;
+mod chat;
 mod cli;
 mod client_process;
 mod coherence;

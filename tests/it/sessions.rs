@@ -222,19 +222,26 @@ fn a_new_run_starts_a_new_session_and_resume_picks_one_by_id() {
         "user[text:one] assistant[text:said one] user[text:go on]"
     );
 
-    // The list: newest first, with the first prompt and the turns.
+    // The list: the one used last first (the older, just resumed), with
+    // the first prompt and the turns; `--continue` takes that one too.
     let out = bareagent(dir.path()).arg("sessions").output().unwrap();
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
     let lines: Vec<&str> = listed.lines().collect();
     assert_eq!(lines.len(), 2, "{listed}");
     assert!(
-        lines[1].starts_with(&first) && lines[1].ends_with("one"),
+        lines[0].starts_with(&first) && lines[0].ends_with("one"),
         "{listed}"
     );
-    assert!(lines[1].contains("  2 turns"), "{listed}");
+    assert!(lines[0].contains("  2 turns"), "{listed}");
     assert!(
-        lines[0].ends_with("two") && lines[0].contains("  1 turns"),
+        lines[1].ends_with("two") && lines[1].contains("  1 turns"),
         "{listed}"
+    );
+    let (history, _) = continue_run(dir.path(), &["--continue"]);
+    assert!(
+        shape(&history).starts_with("user[text:one]"),
+        "{}",
+        shape(&history)
     );
 
     let rm = |id: &str| {

@@ -1,0 +1,446 @@
+//! `bareagent chat`: turns typed at a prompt, on the same loop as
+//! `bareagent run` and the same agent ([`TerminalAgent`]): the model's
+//! text streams, tool calls show as they run, approvals ask inline with
+//! the diff. One session file for the whole chat (a new one, or the one
+//! `--continue` / `--resume` / `/resume` names), a turn end recorded after
+//! each turn, the history kept in memory between turns.
+//!
+//! Ctrl-C during a turn cancels it (the history stays valid, the prompt
+//! comes back); a second one soon after quits with 130, whether the turn
+//! has ended by then or not. Otherwise at the prompt Ctrl-C clears the
+//! line; Ctrl-D on an empty line (or `/exit`) ends the chat.
+//! The slash commands are `slash.rs`'s; what each does is here.
+
+use std::future::Future;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::line_editor::{LineEditor, Read, history_path};
+use super::output::TurnSink;
+use super::session_spend::{CallsOutsideTurns, SessionSpend};
+use super::sessions::{Which, open_which, print_list};
+use super::slash::{Input, Slash, help, parse};
+use super::terminal_agent::TerminalAgent;
+use super::{ChatArgs, PermissionModeArg};
+use crate::agent::{LoopError, Message, Role, run_loop};
+use crate::permission::PermissionMode;
+use crate::sessions::{Entry, SessionFile, Transcript};
+use crate::workspace::Workspace;
+
+pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "bareagent chat needs a terminal to read prompts from; for one turn without one, use `bareagent run \"…\"`"
+        );
+    }
+    let agent = TerminalAgent::assemble(&args.agent, false, "").await?;
+    let opened = open_which(agent.workspace.paths(), &Which::of(&args.agent))?;
+    let spend = SessionSpend::new(agent.sink.clone());
+    spend.start(opened.usage, opened.cost_usd);
+    let mut chat = Chat {
+        agent,
+        spend,
+        session: opened.file,
+        messages: opened.messages,
+        interrupts: Interrupts {
+            signal: signal(SignalKind::interrupt())?,
+            cancelled_at: None,
+        },
+    };
+    eprintln!(
+        "bareagent chat · model {} · permission mode {} · session {} · /help for the commands, Ctrl-D to quit",
+        chat.agent
+            .model()
+            .unwrap_or("from the recording (--replay)"),
+        mode_name(chat.agent.mode()),
+        chat.session.id(),
+    );
+    // The terminal as the shell left it, to leave it so if the chat quits
+    // while the prompt has it in raw mode.
+    let cooked = rustix::termios::tcgetattr(std::io::stdin()).ok();
+    let mut editor = LineEditor::start(history_path());
+    loop {
+        let read = editor.read();
+        tokio::pin!(read);
+        let read = loop {
+            tokio::select! {
+                read = &mut read => break read?,
+                // A second Ctrl-C that came after the turn had ended but
+                // before the prompt took the terminal (a SIGINT still).
+                Some(()) = chat.interrupts.signal.recv() => {
+                    if chat.interrupts.again() {
+                        if let Some(cooked) = &cooked {
+                            let _ = rustix::termios::tcsetattr(
+                                std::io::stdin(),
+                                rustix::termios::OptionalActions::Now,
+                                cooked,
+                            );
+                        }
+                        return Ok(chat.quit_interrupted());
+                    }
+                }
+            }
+        };
+        let typed = match read {
+            Read::End => break,
+            Read::Interrupted if chat.interrupts.again() => return Ok(chat.quit_interrupted()),
+            Read::Interrupted => continue,
+            Read::Line(typed) => typed,
+        };
+        match parse(&typed) {
+            Ok(Input::Empty) => {}
+            Ok(Input::Prompt(prompt)) => chat.turn(prompt).await,
+            Ok(Input::Command(Slash::Exit)) => break,
+            Ok(Input::Command(command)) => chat.command(command).await,
+            Err(error) => eprintln!("bareagent: {error}"),
+        }
+    }
+    chat.agent.background.kill_all();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A chat between two prompts.
+struct Chat {
+    agent: TerminalAgent,
+    /// What the session has spent; every turn's events pass it.
+    spend: SessionSpend,
+    session: SessionFile,
+    messages: Vec<Message>,
+    interrupts: Interrupts,
+}
+
+impl Chat {
+    /// Ctrl-C twice: the chat ends with 130.
+    fn quit_interrupted(&self) -> ExitCode {
+        self.agent.sink.failed("interrupted");
+        self.agent.background.kill_all();
+        ExitCode::from(130)
+    }
+
+    /// One turn for `prompt`, on the history so far.
+    async fn turn(&mut self, prompt: String) {
+        self.agent.read_instructions(&prompt);
+        let cancel = CancellationToken::new();
+        let agent = self.agent.agent(cancel.clone(), &self.session, &self.spend);
+        crate::sessions::append(
+            &mut self.messages,
+            Message::user_text(prompt),
+            &self.session,
+        );
+        let sink = self.agent.sink.as_ref();
+        sink.started();
+        let outcome = self
+            .interrupts
+            .during(run_loop(&agent, &mut self.messages), &cancel, sink)
+            .await;
+        self.session.record(Entry::TurnEnd);
+        self.spend.end_turn();
+        match outcome {
+            Ok(outcome) => sink.finished(&outcome),
+            Err(LoopError::Cancelled) => {
+                sink.failed("cancelled; the history is kept: go on, or /rewind the turn")
+            }
+            Err(error) => sink.failed(&error.to_string()),
+        }
+    }
+
+    async fn command(&mut self, command: Slash) {
+        match command {
+            Slash::Help => eprint!("{}", help()),
+            Slash::Cost => eprintln!("session {}: {}", self.session.id(), self.spend.line()),
+            Slash::Sessions => {
+                if let Err(error) = print_list(self.agent.workspace.paths()) {
+                    eprintln!("bareagent: {error:#}");
+                }
+            }
+            Slash::Resume(id) => self.resume(id),
+            Slash::Compact => self.compact().await,
+            Slash::Model(None) => eprintln!("{}", self.model_line()),
+            Slash::Model(Some(name)) => match self.agent.set_model(&name) {
+                Ok(()) => eprintln!("from the next turn on, {}", self.model_line()),
+                Err(error) => eprintln!("bareagent: the model is unchanged: {error:#}"),
+            },
+            Slash::Mode(None) => eprintln!(
+                "permission mode {} (the modes: {})",
+                mode_name(self.agent.mode()),
+                mode_names()
+            ),
+            Slash::Mode(Some(name)) => self.set_mode(&name),
+            Slash::Rewind => {
+                let said = rewind_last_turn(self).await;
+                eprintln!("{said}");
+            }
+            Slash::Clear => self.clear(),
+            Slash::Exit => {}
+        }
+    }
+
+    /// `model NAME · $3 / $15 per million tokens in / out · context window 200k`.
+    fn model_line(&self) -> String {
+        let Some(name) = self.agent.model() else {
+            return "no model: the answers come from the recording (--replay)".to_string();
+        };
+        let price = match self.agent.price() {
+            Some(price) => format!(
+                "${} / ${} per million tokens in / out",
+                price.input, price.output
+            ),
+            None => format!(
+                "no price known (costs show as unknown; add [prices.\"{name}\"] to config.toml)"
+            ),
+        };
+        let window = match self.agent.context_window() {
+            Some(window) => format!("context window {}k", window / 1000),
+            None => "context window unknown".to_string(),
+        };
+        format!("model {name} · {price} · {window}")
+    }
+
+    fn set_mode(&mut self, name: &str) {
+        let Ok(mode) = PermissionModeArg::from_str(name, false) else {
+            eprintln!(
+                "bareagent: unknown permission mode {name:?}; the modes: {}",
+                mode_names()
+            );
+            return;
+        };
+        match self.agent.set_mode(PermissionMode::from(mode)) {
+            Ok(()) => eprintln!(
+                "permission mode {} from now on",
+                mode_name(self.agent.mode())
+            ),
+            Err(error) => eprintln!("bareagent: the mode is unchanged: {error:#}"),
+        }
+    }
+
+    /// `/resume [ID]`: the session named, else the latest other than this one.
+    fn resume(&mut self, id: Option<String>) {
+        let paths = self.agent.workspace.paths();
+        let which = match id {
+            Some(id) => Which::Id(id),
+            None => {
+                let other = crate::sessions::list(paths).map(|list| {
+                    list.into_iter()
+                        .map(|s| s.id)
+                        .find(|id| id != self.session.id())
+                });
+                match other {
+                    Ok(Some(id)) => Which::Id(id),
+                    Ok(None) => {
+                        eprintln!(
+                            "bareagent: there is no other session in this workspace to resume"
+                        );
+                        return;
+                    }
+                    Err(error) => {
+                        eprintln!("bareagent: {error}");
+                        return;
+                    }
+                }
+            }
+        };
+        match open_which(paths, &which) {
+            Ok(opened) => {
+                self.agent.forget();
+                self.session = opened.file;
+                self.messages = opened.messages;
+                self.spend.start(opened.usage, opened.cost_usd);
+                if let Some(prompt) = last_prompt(&self.messages) {
+                    eprintln!("  its last prompt: {prompt}");
+                }
+            }
+            Err(error) => eprintln!(
+                "bareagent: {error:#}; still in session {}",
+                self.session.id()
+            ),
+        }
+    }
+
+    /// `/clear`: a new session, an empty history.
+    fn clear(&mut self) {
+        self.agent.forget();
+        let old = std::mem::replace(
+            &mut self.session,
+            SessionFile::create(self.agent.workspace.paths()),
+        );
+        let had_history = !self.messages.is_empty();
+        self.messages.clear();
+        self.spend.start(Default::default(), Some(0.0));
+        if had_history {
+            eprintln!(
+                "New session {}; the previous one is saved (/resume {} to go back).",
+                self.session.id(),
+                old.id()
+            );
+        } else {
+            eprintln!("New session {}.", self.session.id());
+        }
+    }
+
+    /// `/compact`: now, between turns; Ctrl-C gives up on it.
+    async fn compact(&mut self) {
+        if self.messages.is_empty() {
+            eprintln!("Nothing to compact yet.");
+            return;
+        }
+        let Chat {
+            agent,
+            spend,
+            messages,
+            interrupts,
+            ..
+        } = self;
+        let cancel = CancellationToken::new();
+        let usage = CallsOutsideTurns {
+            spend,
+            price: agent.price(),
+        };
+        let work = async {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                done = agent.compact(&usage, messages) => Some(done),
+            }
+        };
+        let outcome = interrupts.during(work, &cancel, agent.sink.as_ref()).await;
+        match outcome {
+            None => eprintln!("Compaction cancelled; the history is kept as it was."),
+            Some(Ok(Some(done))) => {
+                // As the language server records an idle compaction.
+                self.session.record(Entry::Usage {
+                    usage: done.usage,
+                    cost_usd: self.agent.price().map(|price| price.cost(&done.usage)),
+                });
+                self.session.record(Entry::Compaction {
+                    before_tokens: done.before_tokens,
+                    after_tokens: done.after_tokens,
+                    messages: &self.messages,
+                });
+                eprintln!(
+                    "{}.",
+                    capitalised(&done.how.describe(done.before_tokens, done.after_tokens))
+                );
+            }
+            Some(Ok(None)) => eprintln!("Nothing to compact yet: the history is too short."),
+            Some(Err(error)) => {
+                eprintln!("Compaction failed ({error}); the history is kept as it was.")
+            }
+        }
+    }
+}
+
+/// `/rewind`: undoes the last turn's edits and drops the turn from the
+/// history (see `crate::rewind`). Returns what to tell the user.
+async fn rewind_last_turn(chat: &mut Chat) -> String {
+    let gate = match chat.agent.undo_gate() {
+        Ok(gate) => gate,
+        Err(error) => return format!("bareagent: cannot rewind: {error:#}"),
+    };
+    match crate::rewind::rewind(&chat.agent.workspace, &chat.session, &gate).await {
+        Ok(rewound) => {
+            chat.messages = rewound.messages.clone();
+            format!("bareagent: {}.", rewound.describe())
+        }
+        Err(error) => format!("bareagent: {error}"),
+    }
+}
+
+/// Ctrl-C while something runs (a turn, `/compact`): SIGINT, since the
+/// terminal is not in raw mode then. At the prompt it is a key.
+struct Interrupts {
+    signal: Signal,
+    /// When a Ctrl-C last cancelled something.
+    cancelled_at: Option<Instant>,
+}
+
+/// A second Ctrl-C this soon after the one that cancelled quits, even if
+/// the prompt is back by then (a cancelled turn ends at once, so "twice"
+/// would otherwise rarely find it still running).
+const TWICE: Duration = Duration::from_secs(2);
+
+impl Interrupts {
+    /// Runs `work`; the first Ctrl-C cancels it through `cancel` (it ends
+    /// soon, tidily), a second one before it has ended quits at once.
+    async fn during<T>(
+        &mut self,
+        work: impl Future<Output = T>,
+        cancel: &CancellationToken,
+        sink: &dyn TurnSink,
+    ) -> T {
+        use futures_util::FutureExt;
+        // A Ctrl-C pressed between two turns (while nothing could take
+        // it) is not this turn's.
+        while self.signal.recv().now_or_never().flatten().is_some() {}
+        self.cancelled_at = None;
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return done,
+                Some(()) = self.signal.recv() => {
+                    if cancel.is_cancelled() {
+                        // Clears the spinner: exit does not wait for its thread to.
+                        sink.failed("interrupted");
+                        std::process::exit(130);
+                    }
+                    sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");
+                    cancel.cancel();
+                    self.cancelled_at = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// A Ctrl-C at the prompt: whether it is the second of two (quit).
+    fn again(&mut self) -> bool {
+        self.cancelled_at
+            .take()
+            .is_some_and(|at| at.elapsed() < TWICE)
+    }
+}
+
+/// The last prompt the user typed in `messages`, on one line.
+fn last_prompt(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::User)
+        .map(Message::text)
+        .find(|text| !text.trim().is_empty())
+        .map(|text| {
+            let line = text.trim().lines().next().unwrap_or_default();
+            // Shown as text: a control character in it is escaped, never
+            // sent to the terminal.
+            super::diff_view::visible_lines(crate::text::prefix(line, 80))
+        })
+}
+
+/// A mode as the settings and `--permission-mode` spell it.
+fn mode_name(mode: PermissionMode) -> String {
+    PermissionModeArg::value_variants()
+        .iter()
+        .find(|arg| PermissionMode::from(**arg) == mode)
+        .and_then(|arg| arg.to_possible_value())
+        .map(|value| value.get_name().to_string())
+        .unwrap_or_else(|| format!("{mode:?}"))
+}
+
+fn mode_names() -> String {
+    PermissionModeArg::value_variants()
+        .iter()
+        .map(|arg| mode_name(PermissionMode::from(*arg)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
