@@ -7,12 +7,14 @@
 //! 4. delta forwarding: an SSE text delta written by a model server on
 //!    127.0.0.1 → the matching `bareagent/event` read by the client;
 //! 5. lsp-ai (`LSP_AI`, default /tmp/lsp-ai/bin/lsp-ai) through the same
-//!    start and RSS harness, when the binary exists.
+//!    start and RSS harness, when the binary exists;
+//! 6. `bareagent acp` through the same harness: spawn → the ACP
+//!    `initialize` answer (one JSON line), idle RSS 500 ms after it.
 //!
 //! `cargo bench --bench lsp`. Knobs: `RUNS` (starts per server, default 30),
 //! `TURNS` (turns of 200 deltas, default 5), `SECTIONS` (a comma-separated
-//! subset of `start,edits,deltas,busy`), `BAREAGENT_BIN` (another build, for
-//! `busy`).
+//! subset of `start,edits,deltas,busy,acp`), `BAREAGENT_BIN` (another
+//! build, for `busy` and `acp`).
 
 // Its unit tests are compiled out here; their imports would warn.
 #[allow(unused_imports)]
@@ -57,24 +59,30 @@ type Row = (String, String, String);
 fn main() {
     let runs = env_number("RUNS", 30);
     let turns = env_number("TURNS", 5);
-    let sections = std::env::var("SECTIONS").unwrap_or_else(|_| "start,edits,deltas".into());
+    let sections = std::env::var("SECTIONS").unwrap_or_else(|_| "start,acp,edits,deltas".into());
     let wanted = |name: &str| sections.split(',').any(|s| s.trim() == name);
     let mut rows: Vec<Row> = Vec::new();
 
     if wanted("start") {
-        start_and_rss("bareagent", &bareagent(), &Value::Null, runs, &mut rows);
+        lsp_start_and_rss("bareagent", &bareagent(), &Value::Null, runs, &mut rows);
         let lsp_ai = std::env::var("LSP_AI").unwrap_or_else(|_| DEFAULT_LSP_AI.into());
         if Path::new(&lsp_ai).is_file() {
             // Bare, then with the options its docs start from (file store,
             // no models): both, since each may behave differently.
             let options: Value = serde_json::from_str(LSP_AI_OPTIONS).expect("valid JSON");
             for options in [Value::Null, options] {
-                start_and_rss("lsp-ai", Path::new(&lsp_ai), &options, runs, &mut rows);
+                lsp_start_and_rss("lsp-ai", Path::new(&lsp_ai), &options, runs, &mut rows);
             }
         } else {
             println!("lsp-ai: skipped, no binary at {lsp_ai} (set LSP_AI)");
             rows.push(("lsp-ai".into(), "skipped".into(), format!("no {lsp_ai}")));
         }
+    }
+    if wanted("acp") {
+        let root = tempfile::tempdir().expect("tempdir");
+        let how = "ACP initialize line".to_string();
+        let start = || acp_start_once(&bareagent(), root.path());
+        start_and_rss("bareagent acp", &start, how, runs, &mut rows);
     }
     if wanted("edits") {
         let text = big_document();
@@ -107,18 +115,31 @@ fn env_number(name: &str, default: usize) -> usize {
 // 1, 2, 5: cold start and idle RSS
 // ---------------------------------------------------------------------------
 
-/// Starts `binary` `runs` times (after one unrecorded warm-up start); each
-/// time records spawn → `initialize` response, then `initialized`, waits
-/// 500 ms and reads the process's memory. `options` are sent as
+/// The language server `binary` through [`start_and_rss`]: spawn →
+/// `initialize` response, then `initialized`. `options` are sent as
 /// `initializationOptions` (`Null` omits them).
-fn start_and_rss(name: &str, binary: &Path, options: &Value, runs: usize, rows: &mut Vec<Row>) {
+fn lsp_start_and_rss(name: &str, binary: &Path, options: &Value, runs: usize, rows: &mut Vec<Row>) {
     let root = tempfile::tempdir().expect("tempdir");
     let sent = if options.is_null() {
         "no initializationOptions".to_string()
     } else {
         format!("initializationOptions {options}")
     };
-    if let Err(why) = start_once(binary, root.path(), options) {
+    let start = || start_once(binary, root.path(), options);
+    start_and_rss(name, &start, sent, runs, rows);
+}
+
+/// Starts a server `runs` times with `start` (after one unrecorded warm-up
+/// start); each records spawn → `initialize` answer, waits 500 ms and
+/// reads the process's memory.
+fn start_and_rss(
+    name: &str,
+    start: &dyn Fn() -> Result<StartSample, String>,
+    sent: String,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) {
+    if let Err(why) = start() {
         println!("{name}: initialize with {sent} failed: {why}");
         rows.push((format!("{name}: start"), "failed".into(), sent));
         return;
@@ -127,8 +148,7 @@ fn start_and_rss(name: &str, binary: &Path, options: &Value, runs: usize, rows: 
     let mut rss = Vec::new();
     let mut hwm = Vec::new();
     for _ in 0..runs {
-        let sample = start_once(binary, root.path(), options)
-            .unwrap_or_else(|why| panic!("{name}: a start failed: {why}"));
+        let sample = start().unwrap_or_else(|why| panic!("{name}: a start failed: {why}"));
         starts.push(sample.start.as_secs_f64() * 1e3);
         rss.push(sample.rss_kib as f64 / 1024.0);
         hwm.push(sample.hwm_kib as f64 / 1024.0);
@@ -176,6 +196,45 @@ fn start_once(binary: &Path, root: &Path, options: &Value) -> Result<StartSample
         hwm_kib: status_kib(&status, "VmHWM:").ok_or("no VmHWM")?,
     };
     server.shutdown();
+    Ok(sample)
+}
+
+/// `bareagent acp`: the ACP `initialize` request as one line, its answer
+/// read as one line; then 500 ms idle and the memory; then EOF ends it.
+fn acp_start_once(binary: &Path, root: &Path) -> Result<StartSample, String> {
+    use std::io::BufRead;
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .arg("acp")
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities":
+            {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}});
+    writeln!(stdin, "{request}").map_err(|e| format!("write: {e}"))?;
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().ok_or("no stdout")?)
+        .read_line(&mut answer)
+        .map_err(|e| format!("read: {e}"))?;
+    let start = started.elapsed();
+    if !answer.contains("\"result\"") {
+        return Err(format!("answer: {answer}"));
+    }
+    std::thread::sleep(IDLE_WAIT);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .map_err(|e| format!("reading /proc status: {e}"))?;
+    let sample = StartSample {
+        start,
+        rss_kib: status_kib(&status, "VmRSS:").ok_or("no VmRSS")?,
+        hwm_kib: status_kib(&status, "VmHWM:").ok_or("no VmHWM")?,
+    };
+    drop(stdin);
+    let _ = child.wait();
     Ok(sample)
 }
 

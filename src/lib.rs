@@ -6,6 +6,7 @@
 //! [`workspace::Workspace`] (files), [`permission::Approver`] (the user's yes or
 //! no) and [`events::EventSink`] (what the user sees).
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;

@@ -52,6 +52,16 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Some(Command::Acp(args)) => {
+            let clean = runtime.block_on(bareagent::acp::serve(args));
+            // stdin's reader thread may still be blocked in read(2): do not wait for it.
+            runtime.shutdown_background();
+            if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
         Some(Command::Trust { path }) => match bareagent::cli::trust(path) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

@@ -345,6 +345,13 @@ pub trait Workspace: Send + Sync {
         None
     }
 
+    /// The client's terminal, where a front end's client runs commands
+    /// for the agent (ACP's `terminal/*`). None: commands run as our own
+    /// sandboxed processes. See [`ClientTerminal`] for when it is used.
+    fn client_terminal(&self) -> Option<Arc<dyn ClientTerminal>> {
+        None
+    }
+
     /// What the editor's own language servers report about files, where
     /// the editor sends it. None on disk.
     fn diagnostics(&self) -> Option<Arc<crate::diagnostics::EditorDiagnostics>> {
@@ -373,6 +380,38 @@ pub trait Workspace: Send + Sync {
     async fn restore(&self, files: &[Restore]) -> Vec<Result<(), WorkspaceError>> {
         restore_one_by_one(self, files).await
     }
+}
+
+/// Runs a command in the client's terminal instead of our own process, so
+/// the user watches it live in their editor. The client's terminal is not
+/// our sandbox: `bash` hands a command to it only when the gate asked the
+/// user about that very call and they allowed it (the question says where
+/// it runs); a command allowed without asking (a rule, the mode) runs in our
+/// sandbox as always.
+#[async_trait]
+pub trait ClientTerminal: Send + Sync {
+    /// Runs `command` (a `bash -c` line) in `cwd` until it exits, `timeout`
+    /// passes or `cancel` fires (then it is killed), and returns its output.
+    async fn run(
+        &self,
+        command: &str,
+        cwd: &Path,
+        timeout: std::time::Duration,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<TerminalRun, String>;
+}
+
+/// What a command run in the client's terminal left.
+#[derive(Clone, Debug, Default)]
+pub struct TerminalRun {
+    /// Its output as the client kept it (stdout and stderr together).
+    pub output: String,
+    /// The client cut the output at its limit.
+    pub truncated: bool,
+    pub exit_code: Option<u32>,
+    pub signal: Option<String>,
+    /// Killed: the timeout passed, or the turn was cancelled.
+    pub killed: Option<String>,
 }
 
 /// [`Workspace::restore`] one file after another: each written as

@@ -56,6 +56,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the Language Server Protocol on stdin/stdout (the default).
     Lsp,
+    /// Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, CodeCompanion, avante.nvim).
+    Acp(crate::acp::AcpArgs),
     /// Run one agent turn in the current directory, without an editor.
     Run(RunArgs),
     /// Talk with the agent in the current directory, a turn per prompt (`/help` lists the commands).

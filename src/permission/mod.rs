@@ -321,6 +321,15 @@ impl PermissionGate {
         }
     }
 
+    /// The same rules (shared) and approver in another mode: a session's
+    /// mode changed by its user (ACP's `session/set_mode`).
+    pub fn with_mode(&self, mode: PermissionMode) -> PermissionGate {
+        PermissionGate {
+            mode,
+            ..self.clone()
+        }
+    }
+
     /// The same rules and mode, but whatever would ask is denied: for
     /// sub-agents and background work, which have nobody to ask.
     pub fn without_prompts(&self) -> PermissionGate {

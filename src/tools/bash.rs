@@ -7,11 +7,12 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::Approved;
 use super::output::MAX_OUTPUT_CHARS;
 use super::process::{Ending, GroupProcess};
 use super::{Tool, ToolContext, ToolError};
 use crate::permission::{Action, ActionKind, CommandCheck, Target};
-use crate::workspace::{CommandView, PathResolver};
+use crate::workspace::{ClientTerminal, CommandView, PathResolver};
 
 pub struct Bash;
 
@@ -78,6 +79,22 @@ impl Tool for Bash {
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
             .min(MAX_TIMEOUT);
+        // A command the user allowed when asked may run in the client's
+        // terminal; one allowed without asking stays in our sandbox.
+        if let Some(terminal) = cx.workspace().client_terminal()
+            && !matches!(cx.approved, Approved::WithoutAsking)
+        {
+            if let Some(views) = &views {
+                notes.extend(views.finish(view).await);
+            }
+            return in_client_terminal(terminal.as_ref(), &input.command, &root, timeout, cx)
+                .await
+                .map(|output| with_notes(output, &notes))
+                .map_err(|error| match error {
+                    ToolError::Failed(text) => ToolError::failed(with_notes(text, &notes)),
+                    other => other,
+                });
+        }
         let spawned = GroupProcess::spawn(&input.command, &root, cx.sandbox, &view);
         let mut process = match spawned {
             Ok(process) => process,
@@ -125,6 +142,43 @@ impl Tool for Bash {
                 Err(ToolError::failed(format!("{other}\n{output}{note}")))
             }
         }
+    }
+}
+
+/// Runs the command in the client's terminal: its output, or the way it
+/// ended and its output as the error.
+async fn in_client_terminal(
+    terminal: &dyn ClientTerminal,
+    command: &str,
+    root: &std::path::Path,
+    timeout: Duration,
+    cx: &ToolContext<'_, '_>,
+) -> Result<String, ToolError> {
+    let run = terminal
+        .run(command, root, timeout, cx.cancel)
+        .await
+        .map_err(|error| {
+            ToolError::failed(format!("cannot run it in the editor's terminal: {error}"))
+        })?;
+    let mut kept = super::output::OutputBuffer::default();
+    kept.push(run.output.as_bytes());
+    let mut output = kept.render(MAX_OUTPUT_CHARS);
+    if run.truncated {
+        output.insert_str(0, "(the editor kept only the end of the output)\n");
+    }
+    if output.trim().is_empty() {
+        output = "(no output)".to_string();
+    }
+    match (&run.killed, run.exit_code, &run.signal) {
+        (None, Some(0), None) => Ok(output),
+        (Some(why), _, _) => Err(ToolError::failed(format!("{why}\n{output}"))),
+        (None, Some(code), _) => Err(ToolError::failed(format!("exit code {code}\n{output}"))),
+        (None, None, Some(signal)) => Err(ToolError::failed(format!(
+            "killed by signal {signal}\n{output}"
+        ))),
+        (None, None, None) => Err(ToolError::failed(format!(
+            "ended without an exit code\n{output}"
+        ))),
     }
 }
 

@@ -1,6 +1,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod acp;
 mod approvals;
 mod attacks;
 mod caching;

@@ -1,0 +1,124 @@
+//! The user's yes or no, asked with `session/request_permission`: the call
+//! the client already shows, what it does and why it asks, the diff of an
+//! edit (ACP `diff` content: old and new text), and four answers — allow
+//! once, allow always (the question's rule, saved as `bareagent run` and
+//! the language server save it), reject once, reject always (refused
+//! without asking for the rest of the session). Anything else — an error,
+//! an unknown option, `cancelled` — is a no. A cancelled turn drops the
+//! question; the SDK then tells the client.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, Diff, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionId, TextContent, ToolCallContent, ToolCallUpdate,
+    ToolCallUpdateFields,
+};
+use async_trait::async_trait;
+
+use super::Peer;
+use super::calls::Calls;
+use crate::permission::{ActionKind, Approval, Approver, DENIED_BY_USER, Question, Target};
+
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT_ONCE: &str = "reject_once";
+const REJECT_ALWAYS: &str = "reject_always";
+
+pub struct ClientApprover {
+    pub peer: Peer,
+    pub session: SessionId,
+    pub calls: Arc<Calls>,
+    /// Commands the user allows run in the client's terminal.
+    pub terminal: bool,
+    pub rejected: Arc<Mutex<HashSet<String>>>,
+}
+
+#[async_trait]
+impl Approver for ClientApprover {
+    async fn ask(&self, question: &Question<'_>) -> Approval {
+        let refused = self
+            .rejected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(question.rule);
+        if refused {
+            return Approval::Reject(format!(
+                "{DENIED_BY_USER}: they chose to reject `{}` for the rest of this session",
+                question.rule
+            ));
+        }
+        let action = question.action;
+        let path = match &action.target {
+            Target::Path(path) => Some(path.as_str()),
+            _ => None,
+        };
+        let call = self
+            .calls
+            .find(&action.tool, path)
+            .unwrap_or_else(|| format!("question-{}", crate::sessions::new_id()));
+        let mut why = format!("{}\n\n{}", action.summary, question.reason);
+        if action.kind == ActionKind::Execute && self.terminal {
+            why.push_str(
+                "\n\nIf allowed, it runs in your editor's terminal, outside bareagent's sandbox.",
+            );
+        }
+        let mut content: Vec<ToolCallContent> =
+            vec![ContentBlock::Text(TextContent::new(why)).into()];
+        if let Some(edit) = question.edit {
+            let diff = Diff::new(edit.path, edit.after).old_text(self.calls.text(edit.path));
+            content.push(diff.into());
+        }
+        let title = format!(
+            "{}: {}",
+            action.tool,
+            crate::text::prefix(action.summary.lines().next().unwrap_or_default(), 80)
+        );
+        let fields = ToolCallUpdateFields::new().title(title).content(content);
+        let options = vec![
+            PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                ALLOW_ALWAYS,
+                format!("Always allow `{}`", question.rule),
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                REJECT_ALWAYS,
+                format!("Always reject `{}` (this session)", question.rule),
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            ToolCallUpdate::new(call, fields),
+            options,
+        );
+        let answer = self.peer.send_request(request).block_task().await;
+        match answer.map(|response| response.outcome) {
+            Ok(RequestPermissionOutcome::Selected(selected)) => match &*selected.option_id.0 {
+                ALLOW_ONCE => Approval::AllowOnce,
+                ALLOW_ALWAYS => Approval::AllowAlways,
+                REJECT_ONCE => Approval::Reject(DENIED_BY_USER.to_string()),
+                REJECT_ALWAYS => {
+                    self.rejected
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(question.rule.to_string());
+                    Approval::Reject(format!(
+                        "{DENIED_BY_USER}: they rejected it for the rest of this session"
+                    ))
+                }
+                other => Approval::Reject(format!(
+                    "Not allowed: the editor answered with an unknown option `{other}`"
+                )),
+            },
+            Ok(_) => Approval::Reject("Not allowed: the question was cancelled".to_string()),
+            Err(error) => Approval::Reject(format!(
+                "Not allowed: the editor did not answer the question ({})",
+                error.message
+            )),
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What the client has been shown of the running turn, shared by the sink,
+//! the approver, the terminal and the workspace: the tool calls still open
+//! (so a question or a terminal names the call the client already shows),
+//! and the text each file had when last read or written (the `oldText` of
+//! the diffs the client shows).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+#[derive(Default)]
+pub struct Calls {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    open: Vec<OpenCall>,
+    /// By resolved path: the text the agent last read or wrote.
+    texts: HashMap<PathBuf, String>,
+    /// By resolved path: the last write not yet shown (text before, after).
+    written: HashMap<PathBuf, (Option<String>, String)>,
+    /// By call id: the client terminal a call's command runs in.
+    terminals: HashMap<String, String>,
+}
+
+struct OpenCall {
+    id: String,
+    tool: String,
+    input: Value,
+}
+
+impl Calls {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn opened(&self, id: &str, tool: &str, input: &Value) {
+        self.lock().open.push(OpenCall {
+            id: id.to_string(),
+            tool: tool.to_string(),
+            input: input.clone(),
+        });
+    }
+
+    /// The call ended; returns the terminal its command ran in, if any.
+    pub fn closed(&self, id: &str) -> Option<String> {
+        let mut inner = self.lock();
+        inner.open.retain(|call| call.id != id);
+        inner.terminals.remove(id)
+    }
+
+    /// The open call of `tool` a question is about: the one naming `path`
+    /// where the question has one, else the latest.
+    pub fn find(&self, tool: &str, path: Option<&str>) -> Option<String> {
+        let inner = self.lock();
+        let mut calls = inner.open.iter().rev().filter(|call| call.tool == tool);
+        let named = |call: &&OpenCall| {
+            let given = call.input.get("path").and_then(Value::as_str);
+            match (path, given) {
+                (Some(path), Some(given)) => given == path || given.ends_with(&format!("/{path}")),
+                _ => false,
+            }
+        };
+        match path {
+            Some(_) => calls.clone().find(named).or_else(|| calls.next()),
+            None => calls.next(),
+        }
+        .map(|call| call.id.clone())
+    }
+
+    /// The open edit call (`edit_file`, `write_file`, `multi_edit`) of
+    /// `path` (workspace-relative, as the change event names it).
+    pub fn find_editing(&self, path: &str) -> Option<String> {
+        let inner = self.lock();
+        let edits = |call: &&OpenCall| {
+            matches!(
+                call.tool.as_str(),
+                "edit_file" | "write_file" | "multi_edit"
+            )
+        };
+        let mut calls = inner.open.iter().rev().filter(edits);
+        calls
+            .clone()
+            .find(|call| {
+                call.input
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .is_some_and(|given| given == path || given.ends_with(&format!("/{path}")))
+            })
+            .or_else(|| calls.next())
+            .map(|call| call.id.clone())
+    }
+
+    /// The open `bash` call running `command`, now in `terminal`.
+    pub fn running_in_terminal(&self, command: &str, terminal: &str) -> Option<String> {
+        let mut inner = self.lock();
+        let id = inner
+            .open
+            .iter()
+            .rev()
+            .find(|call| {
+                call.tool == "bash"
+                    && call.input.get("command").and_then(Value::as_str) == Some(command)
+            })?
+            .id
+            .clone();
+        inner.terminals.insert(id.clone(), terminal.to_string());
+        Some(id)
+    }
+
+    pub fn read(&self, path: &Path, text: &str) {
+        self.lock()
+            .texts
+            .insert(path.to_path_buf(), text.to_string());
+    }
+
+    /// The text `path` had when the agent last read or wrote it.
+    pub fn text(&self, path: &Path) -> Option<String> {
+        self.lock().texts.get(path).cloned()
+    }
+
+    pub fn wrote(&self, path: &Path, text: &str) {
+        let mut inner = self.lock();
+        let before = inner.texts.insert(path.to_path_buf(), text.to_string());
+        inner
+            .written
+            .insert(path.to_path_buf(), (before, text.to_string()));
+    }
+
+    /// The last write to `path` (text before, after), once.
+    pub fn take_written(&self, path: &Path) -> Option<(Option<String>, String)> {
+        self.lock().written.remove(path)
+    }
+}

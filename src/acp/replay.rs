@@ -1,0 +1,55 @@
+//! A stored session shown again (`session/load`): its history as the
+//! `session/update` notifications a live turn would have sent — the
+//! user's prompts, the agent's text and thinking, each tool call with its
+//! result.
+
+use std::path::Path;
+
+use agent_client_protocol::v1::schema::SessionUpdate;
+
+use super::sink::{ClientSink, text_chunk, tool_call, tool_result};
+use crate::agent::{ContentBlock, Message, Role};
+
+pub fn replay(sink: &ClientSink, root: &Path, messages: &[Message]) {
+    for message in messages {
+        for block in &message.content {
+            match (message.role, block) {
+                (Role::User, ContentBlock::Text { text }) => {
+                    sink.send(SessionUpdate::UserMessageChunk(text_chunk(text.clone())));
+                }
+                (Role::Assistant, ContentBlock::Text { text }) => {
+                    sink.send(SessionUpdate::AgentMessageChunk(text_chunk(text.clone())));
+                }
+                (_, ContentBlock::Thinking { thinking, .. }) => {
+                    sink.send(SessionUpdate::AgentThoughtChunk(text_chunk(
+                        thinking.clone(),
+                    )));
+                }
+                (
+                    _,
+                    ContentBlock::ToolUse {
+                        id, name, input, ..
+                    },
+                ) => {
+                    sink.send(SessionUpdate::ToolCall(tool_call(root, id, name, input)));
+                }
+                (
+                    _,
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                        ..
+                    },
+                ) => {
+                    sink.send(SessionUpdate::ToolCallUpdate(tool_result(
+                        tool_use_id,
+                        content,
+                        *is_error,
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+}

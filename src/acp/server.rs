@@ -1,0 +1,457 @@
+//! The requests a client sends and their answers: `initialize` (version
+//! and capabilities), `authenticate` (nothing to do: keys come from the
+//! environment), `session/new` and `session/load` (the client's `cwd` is
+//! the workspace root), `session/prompt` (a turn, in a task of its own so
+//! the connection keeps serving `session/cancel` and the answers to our own
+//! requests), `session/cancel` and `session/set_mode` (our permission
+//! modes). Malformed frames are answered by the SDK; unknown methods get
+//! "method not found"; the agent keeps serving either way.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification, ContentBlock,
+    EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionId, SessionMode, SessionModeState,
+    SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, Error, ErrorCode};
+
+use super::calls::Calls;
+use super::replay::replay;
+use super::session::{Session, root_of};
+use super::sink::ClientSink;
+use super::workspace::ClientFiles;
+use super::{AcpArgs, Peer};
+use crate::permission::PermissionMode;
+
+struct Server {
+    args: AcpArgs,
+    can: Mutex<ClientFiles>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// Serves ACP on stdin/stdout until the client closes stdin. `false`: the
+/// connection failed.
+pub async fn serve(args: AcpArgs) -> bool {
+    let server = Arc::new(Server {
+        args,
+        can: Mutex::default(),
+        sessions: Mutex::default(),
+    });
+    let (s1, s2, s3, s4, s5, s6, s7) = (
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+    );
+    let served = Agent
+        .v1()
+        .name("bareagent")
+        .on_receive_request(
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _peer: Peer| { responder.respond(s1.initialize(request)) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_request: AuthenticateRequest,
+                        responder: Responder<AuthenticateResponse>,
+                        _peer: Peer| { responder.respond(AuthenticateResponse::new()) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse>,
+                        _peer: Peer| {
+                match s2.new_session(request) {
+                    Ok(response) => responder.respond(response),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse>,
+                        peer: Peer| {
+                match s3.load_session(request, &peer) {
+                    Ok(response) => responder.respond(response),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        peer: Peer| { s4.prompt(request, responder, peer) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest,
+                        responder: Responder<SetSessionModeResponse>,
+                        _peer: Peer| {
+                match s5.set_mode(request) {
+                    Ok(response) => responder.respond(response),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _peer: Peer| {
+                if let Some(session) = s6.session(&notification.session_id) {
+                    session.cancel();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(super::transport::stdio())
+        .await;
+    // Background commands end with the agent.
+    for session in s7
+        .sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+    {
+        session.cancel();
+        session.background.kill_all();
+    }
+    match served {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!(%error, "the ACP connection failed");
+            false
+        }
+    }
+}
+
+/// An answer's error with our message: what happened and what to do.
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message)
+}
+
+fn session_not_found(id: &SessionId) -> Error {
+    agent_client_protocol::v1::schema::Error::session_not_found(id.clone()).into()
+}
+
+/// Our permission modes as ACP session modes (ids as the settings spell them).
+const MODES: [(PermissionMode, &str, &str, &str); 4] = [
+    (
+        PermissionMode::Default,
+        "default",
+        "Ask",
+        "Reads are allowed; edits and commands ask.",
+    ),
+    (
+        PermissionMode::AcceptEdits,
+        "accept-edits",
+        "Accept edits",
+        "Reads and edits are allowed; commands ask.",
+    ),
+    (
+        PermissionMode::Plan,
+        "plan",
+        "Plan (read-only)",
+        "Read-only: edits and commands are refused.",
+    ),
+    (
+        PermissionMode::Bypass,
+        "bypass",
+        "Bypass",
+        "Nothing asks; deny rules still hold, and commands stay in bareagent's sandbox.",
+    ),
+];
+
+fn modes(current: PermissionMode) -> SessionModeState {
+    let id = MODES
+        .iter()
+        .find(|(mode, ..)| *mode == current)
+        .map_or("default", |(_, id, ..)| id);
+    let available = MODES
+        .iter()
+        .map(|(_, id, name, description)| {
+            SessionMode::new(*id, *name).description(description.to_string())
+        })
+        .collect();
+    SessionModeState::new(id, available)
+}
+
+/// A prompt's blocks as the text the model reads: text as written, a
+/// resource link as its URI, an embedded resource with its text.
+fn prompt_text(blocks: Vec<ContentBlock>) -> Result<String, Error> {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text),
+            ContentBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
+            ContentBlock::Resource(resource) => match resource.resource {
+                EmbeddedResourceResource::TextResourceContents(contents) => parts.push(format!(
+                    "<resource uri=\"{}\">\n{}\n</resource>",
+                    contents.uri, contents.text
+                )),
+                _ => return Err(invalid("binary embedded resources are not supported")),
+            },
+            _ => {
+                return Err(invalid(
+                    "only text, resource links and text resources are supported in prompts",
+                ));
+            }
+        }
+    }
+    Ok(parts.join("\n"))
+}
+
+/// The MCP servers a client passes are not started yet.
+// MCP HOOK: when the MCP client lands (src/mcp/), start `servers` for the
+// session here and hand their tools to the turn's registry.
+fn mcp_notice(servers: &[McpServer]) -> Option<String> {
+    if servers.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(s) => s.name.clone(),
+            McpServer::Http(s) => s.name.clone(),
+            McpServer::Sse(s) => s.name.clone(),
+            _ => "(unnamed)".to_string(),
+        })
+        .collect();
+    tracing::warn!(?names, "MCP servers from the client are not supported yet");
+    Some(format!(
+        "bareagent does not start MCP servers from the editor yet; ignored: {}",
+        names.join(", ")
+    ))
+}
+
+impl Server {
+    fn session(&self, id: &SessionId) -> Option<Arc<Session>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&*id.0)
+            .cloned()
+    }
+
+    fn initialize(&self, request: InitializeRequest) -> InitializeResponse {
+        let caps = &request.client_capabilities;
+        *self.can.lock().unwrap_or_else(|p| p.into_inner()) = ClientFiles {
+            read: caps.fs.read_text_file,
+            write: caps.fs.write_text_file,
+            terminal: caps.terminal,
+        };
+        let version = request.protocol_version.min(ProtocolVersion::V1);
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true));
+        InitializeResponse::new(version)
+            .agent_capabilities(capabilities)
+            .agent_info(Implementation::new("bareagent", env!("CARGO_PKG_VERSION")))
+    }
+
+    fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        let root = root_of(&request.cwd).map_err(invalid)?;
+        let session = Session::open(&root, None).map_err(invalid)?;
+        if let Some(notice) = mcp_notice(&request.mcp_servers) {
+            session
+                .notice
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(notice);
+        }
+        let response = NewSessionResponse::new(session.id.clone()).modes(modes(session.mode()));
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.id.clone(), Arc::new(session));
+        Ok(response)
+    }
+
+    fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        peer: &Peer,
+    ) -> Result<LoadSessionResponse, Error> {
+        let root = root_of(&request.cwd).map_err(invalid)?;
+        // Already open here (the client shows it again): replayed from
+        // what this agent holds; its file stays ours.
+        if let Some(session) = self.session(&request.session_id) {
+            if session.paths.root() != root.canonicalize().unwrap_or_default() {
+                return Err(invalid(format!(
+                    "session {} belongs to the workspace {}, not {}",
+                    session.id,
+                    session.paths.root().display(),
+                    root.display()
+                )));
+            }
+            self.replay_to(&session, peer);
+            return Ok(LoadSessionResponse::new().modes(modes(session.mode())));
+        }
+        let paths = crate::workspace::PathResolver::new(&root)
+            .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
+        let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
+            .map_err(|error| Error::new(ErrorCode::INVALID_PARAMS, error.to_string()))?;
+        let session = Session::open(&root, Some((file, loaded.messages))).map_err(invalid)?;
+        if let Some(notice) = mcp_notice(&request.mcp_servers) {
+            session
+                .notice
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(notice);
+        }
+        self.replay_to(&session, peer);
+        let response = LoadSessionResponse::new().modes(modes(session.mode()));
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.id.clone(), Arc::new(session));
+        Ok(response)
+    }
+
+    /// Sends the session's history as `session/update` notifications.
+    fn replay_to(&self, session: &Session, peer: &Peer) {
+        let sink = ClientSink {
+            peer: peer.clone(),
+            session: SessionId::new(session.id.as_str()),
+            root: session.paths.root().to_path_buf(),
+            calls: Arc::new(Calls::default()),
+        };
+        let messages = session
+            .messages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        replay(&sink, session.paths.root(), &messages);
+    }
+
+    fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+        let session = self
+            .session(&request.session_id)
+            .ok_or_else(|| session_not_found(&request.session_id))?;
+        let mode = MODES
+            .iter()
+            .find(|(_, id, ..)| *id == &*request.mode_id.0)
+            .map(|(mode, ..)| *mode)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "unknown mode `{}`: one of default, accept-edits, plan, bypass",
+                    request.mode_id.0
+                ))
+            })?;
+        session.set_mode(mode);
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// Starts the turn in a task of its own and returns: the task answers.
+    fn prompt(
+        self: &Arc<Self>,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+        peer: Peer,
+    ) -> Result<(), Error> {
+        let Some(session) = self.session(&request.session_id) else {
+            return responder.respond_with_error(session_not_found(&request.session_id));
+        };
+        let text = match prompt_text(request.prompt) {
+            Ok(text) => text,
+            Err(error) => return responder.respond_with_error(error),
+        };
+        let Some(cancel) = session.begin_turn() else {
+            return responder.respond_with_error(invalid(
+                "a prompt is already running in this session: wait for its answer, or send session/cancel",
+            ));
+        };
+        let prompt = super::turn::Prompt {
+            session: session.clone(),
+            peer,
+            can: *self.can.lock().unwrap_or_else(|p| p.into_inner()),
+            args: self.args.clone(),
+            text,
+            cancel,
+        };
+        tokio::spawn(async move {
+            // The turn in a task of its own: a panic in it answers this
+            // prompt with an error, never ends the server.
+            let outcome = tokio::spawn(super::turn::run(prompt)).await;
+            session.end_turn();
+            let answered = match outcome {
+                Ok(Ok(stop)) => responder.respond(PromptResponse::new(stop)),
+                Ok(Err(message)) => {
+                    responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, message))
+                }
+                Err(error) => {
+                    tracing::error!(%error, "the turn crashed");
+                    responder.respond_with_error(Error::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        "the turn crashed (a bug in bareagent)",
+                    ))
+                }
+            };
+            if let Err(error) = answered {
+                tracing::debug!(%error, "cannot answer session/prompt");
+            }
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every permission mode is a session mode, with the id the settings
+    /// files spell it with (so `mode = "…"` and `session/set_mode` agree).
+    #[test]
+    fn every_permission_mode_is_a_session_mode_named_as_in_the_settings() {
+        use PermissionMode::*;
+        // Exhaustive: a new mode does not compile here until it has an ACP mode.
+        match Default {
+            Default | AcceptEdits | Plan | Bypass => {}
+        }
+        for mode in [Default, AcceptEdits, Plan, Bypass] {
+            let spelled = serde_json::to_value(mode).expect("mode");
+            let state = modes(mode);
+            assert_eq!(
+                Some(&*state.current_mode_id.0),
+                spelled.as_str(),
+                "{mode:?}"
+            );
+        }
+        assert_eq!(modes(Default).available_modes.len(), MODES.len());
+    }
+
+    #[test]
+    fn prompts_keep_text_links_and_text_resources_and_refuse_the_rest() {
+        use agent_client_protocol::v1::schema::{
+            EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents,
+        };
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("look at")),
+            ContentBlock::ResourceLink(ResourceLink::new("a.rs", "file:///w/a.rs")),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    "fn main() {}",
+                    "file:///w/b.rs",
+                )),
+            )),
+        ];
+        let text = prompt_text(blocks).expect("text");
+        assert_eq!(
+            text,
+            "look at\n@file:///w/a.rs\n<resource uri=\"file:///w/b.rs\">\nfn main() {}\n</resource>"
+        );
+        let image = ContentBlock::Image(ImageContent::new("AAAA", "image/png"));
+        assert!(prompt_text(vec![image]).is_err());
+    }
+}

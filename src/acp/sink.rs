@@ -1,0 +1,191 @@
+//! The loop's events as `session/update` notifications, sent in the order
+//! they happen: text and thinking as `agent_message_chunk` and
+//! `agent_thought_chunk`, each tool call as `tool_call` (kind, title,
+//! locations) and `tool_call_update` (status, output, the diff of an
+//! edit, the terminal of a command), the plan from `todo_write` as `plan`,
+//! and each model call's context and cost as `usage_update`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionId, SessionNotification, SessionUpdate, Terminal, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, UsageUpdate,
+};
+use serde_json::Value;
+
+use super::Peer;
+use super::calls::Calls;
+use crate::events::{AgentEvent, EventSink, TodoStatus};
+
+/// Characters of a tool's output shown in the panel (the model gets all).
+const SHOWN_OUTPUT: usize = 4000;
+
+pub struct ClientSink {
+    pub peer: Peer,
+    pub session: SessionId,
+    pub root: PathBuf,
+    pub calls: Arc<Calls>,
+}
+
+impl ClientSink {
+    pub fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session.clone(), update);
+        if let Err(error) = self.peer.send_notification(notification) {
+            tracing::debug!(%error, "cannot send session/update");
+        }
+    }
+}
+
+/// A text as a chunk of the agent's message.
+pub fn text_chunk(text: impl Into<String>) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
+}
+
+/// What the client shows for a tool: its kind (the icon).
+pub fn kind_of(tool: &str) -> ToolKind {
+    match tool {
+        "read_file" | "diagnostics" => ToolKind::Read,
+        "grep" | "glob" => ToolKind::Search,
+        "edit_file" | "write_file" | "multi_edit" => ToolKind::Edit,
+        "bash" | "bash_output" | "kill_bash" => ToolKind::Execute,
+        "todo_write" | "task" => ToolKind::Think,
+        "web_fetch" | "fetch" => ToolKind::Fetch,
+        _ => ToolKind::Other,
+    }
+}
+
+/// The call as the panel first shows it.
+pub fn tool_call(root: &Path, id: &str, tool: &str, input: &Value) -> ToolCall {
+    let brief = crate::tool_line::brief(input);
+    let title = if brief.is_empty() {
+        tool.to_string()
+    } else {
+        format!("{tool} {brief}")
+    };
+    let locations = input
+        .get("path")
+        .and_then(Value::as_str)
+        .map(|path| {
+            let path = Path::new(path);
+            let mut location = ToolCallLocation::new(if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                root.join(path)
+            });
+            location.line = input
+                .get("offset")
+                .and_then(Value::as_u64)
+                .and_then(|line| u32::try_from(line).ok());
+            vec![location]
+        })
+        .unwrap_or_default();
+    ToolCall::new(id.to_string(), title)
+        .kind(kind_of(tool))
+        .status(ToolCallStatus::Pending)
+        .locations(locations)
+        .raw_input(input.clone())
+}
+
+/// A tool's result as the panel's update of its call.
+pub fn tool_result(id: &str, content: &str, is_error: bool) -> ToolCallUpdate {
+    let status = if is_error {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    let shown = crate::text::prefix(content, SHOWN_OUTPUT);
+    let block: ToolCallContent = ContentBlock::Text(TextContent::new(shown)).into();
+    ToolCallUpdate::new(
+        id.to_string(),
+        ToolCallUpdateFields::new()
+            .status(status)
+            .content(vec![block]),
+    )
+}
+
+impl EventSink for ClientSink {
+    fn emit(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::TextDelta { text } => {
+                self.send(SessionUpdate::AgentMessageChunk(text_chunk(text)));
+            }
+            AgentEvent::ThinkingDelta { text } => {
+                self.send(SessionUpdate::AgentThoughtChunk(text_chunk(text)));
+            }
+            AgentEvent::UserMessage { text } => {
+                self.send(SessionUpdate::UserMessageChunk(text_chunk(text)));
+            }
+            AgentEvent::ToolCall { id, name, input } => {
+                self.calls.opened(&id, &name, &input);
+                self.send(SessionUpdate::ToolCall(tool_call(
+                    &self.root, &id, &name, &input,
+                )));
+            }
+            AgentEvent::ToolResult {
+                id,
+                content,
+                is_error,
+                ..
+            } => {
+                let mut update = tool_result(&id, &content, is_error);
+                // A command run in the client's terminal: the terminal
+                // stays in the panel, with the result after it.
+                if let Some(terminal) = self.calls.closed(&id)
+                    && let Some(shown) = update.fields.content.as_mut()
+                {
+                    shown.insert(0, ToolCallContent::Terminal(Terminal::new(terminal)));
+                }
+                self.send(SessionUpdate::ToolCallUpdate(update));
+            }
+            AgentEvent::FileChanged { path, .. } => {
+                let resolved = self.root.join(&path);
+                let Some((before, after)) = self.calls.take_written(&resolved) else {
+                    return;
+                };
+                let Some(id) = self.calls.find_editing(&path) else {
+                    return;
+                };
+                let diff: ToolCallContent = Diff::new(resolved, after).old_text(before).into();
+                let fields = ToolCallUpdateFields::new().content(vec![diff]);
+                self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    id, fields,
+                )));
+            }
+            AgentEvent::Todos { todos } => {
+                let entries = todos
+                    .into_iter()
+                    .map(|todo| {
+                        let status = match todo.status {
+                            TodoStatus::Pending => PlanEntryStatus::Pending,
+                            TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                            TodoStatus::Completed => PlanEntryStatus::Completed,
+                        };
+                        PlanEntry::new(todo.content, PlanEntryPriority::Medium, status)
+                    })
+                    .collect();
+                self.send(SessionUpdate::Plan(Plan::new(entries)));
+            }
+            AgentEvent::Usage { spend, .. } => {
+                if let Some(size) = spend.context_window {
+                    let mut usage = UsageUpdate::new(spend.context_tokens, size);
+                    usage.cost = spend.cost_usd.map(|usd| Cost::new(usd, "USD"));
+                    self.send(SessionUpdate::UsageUpdate(usage));
+                }
+            }
+            AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+                how,
+            } => {
+                let line = how.describe(before_tokens, after_tokens);
+                self.send(SessionUpdate::AgentThoughtChunk(text_chunk(format!(
+                    "\n({line})\n"
+                ))));
+            }
+            AgentEvent::CompactionFailed { .. } | AgentEvent::StreamFallback { .. } => {}
+        }
+    }
+}

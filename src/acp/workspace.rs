@@ -1,0 +1,101 @@
+//! The files of an ACP session: read through `fs/read_text_file` and
+//! written through `fs/write_text_file` where the client offers them (so
+//! the agent reads the editor's unsaved buffers and its edits land in the
+//! editor), else on disk. Every path has been through the session's
+//! [`PathResolver`] before it gets here (the `Workspace` contract): the
+//! client is only ever asked about resolved paths inside the root.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{ReadTextFileRequest, SessionId, WriteTextFileRequest};
+use async_trait::async_trait;
+
+use super::Peer;
+use super::calls::Calls;
+use crate::workspace::{
+    ClientTerminal, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError,
+};
+
+/// What the client said it can do with files and commands.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientFiles {
+    pub read: bool,
+    pub write: bool,
+    pub terminal: bool,
+}
+
+pub struct ClientWorkspace {
+    pub disk: DiskWorkspace,
+    pub peer: Peer,
+    pub session: SessionId,
+    pub can: ClientFiles,
+    pub terminal: Option<Arc<dyn ClientTerminal>>,
+    pub calls: Arc<Calls>,
+}
+
+impl ClientWorkspace {
+    fn client_error(&self, path: &Path, error: agent_client_protocol::Error) -> WorkspaceError {
+        let shown = self.disk.paths().display(path);
+        if !path.exists() {
+            return WorkspaceError::NotFound(shown);
+        }
+        WorkspaceError::Io {
+            path: shown,
+            message: format!("the editor answered: {}", error.message),
+        }
+    }
+}
+
+#[async_trait]
+impl Workspace for ClientWorkspace {
+    fn paths(&self) -> &PathResolver {
+        self.disk.paths()
+    }
+
+    fn client_terminal(&self) -> Option<Arc<dyn ClientTerminal>> {
+        self.terminal.clone()
+    }
+
+    async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {
+        let text = if self.can.read {
+            let request = ReadTextFileRequest::new(self.session.clone(), path);
+            self.peer
+                .send_request(request)
+                .block_task()
+                .await
+                .map_err(|error| self.client_error(path, error))?
+                .content
+        } else {
+            self.disk.read_text(path).await?.text
+        };
+        self.calls.read(path, &text);
+        Ok(FileText {
+            text,
+            version: None,
+        })
+    }
+
+    async fn write_text(
+        &self,
+        path: &Path,
+        text: &str,
+        read_version: Option<i32>,
+    ) -> Result<Option<i32>, WorkspaceError> {
+        if self.can.write {
+            let request = WriteTextFileRequest::new(self.session.clone(), path, text);
+            self.peer
+                .send_request(request)
+                .block_task()
+                .await
+                .map_err(|error| WorkspaceError::Io {
+                    path: self.disk.paths().display(path),
+                    message: format!("the editor refused the write: {}", error.message),
+                })?;
+        } else {
+            self.disk.write_text(path, text, read_version).await?;
+        }
+        self.calls.wrote(path, text);
+        Ok(None)
+    }
+}

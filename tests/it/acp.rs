@@ -1,0 +1,765 @@
+//! `bareagent acp` over real stdio, driven by a client on the official
+//! Python ACP SDK (`tests/acp/driver.py`, `agent-client-protocol` from
+//! PyPI) against the scripted model server. The driver plays an editor:
+//! unsaved buffers that differ from the disk, terminals that really run,
+//! scripted permission answers; it prints what the agent sent.
+//!
+//! The SDK's Python comes from BAREAGENT_ACP_PYTHON (`.ci/run` installs
+//! it); without it these tests are skipped, unless BAREAGENT_REQUIRE_ACP
+//! is set, as `.ci/run` does. The malformed-frames test needs no SDK.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{TEST_KEY, sent_tool_results, workspace};
+use crate::support::model_server::{ModelServer, Reply};
+
+const BIN: &str = env!("CARGO_BIN_EXE_bareagent");
+
+fn python() -> Option<PathBuf> {
+    match std::env::var_os("BAREAGENT_ACP_PYTHON") {
+        Some(path) => Some(PathBuf::from(path)),
+        None => {
+            assert!(
+                std::env::var_os("BAREAGENT_REQUIRE_ACP").is_none(),
+                "BAREAGENT_REQUIRE_ACP is set but BAREAGENT_ACP_PYTHON is not"
+            );
+            eprintln!(
+                "skipped: no ACP SDK (set BAREAGENT_ACP_PYTHON to a python with agent-client-protocol)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs the driver on `scenario` (the agent's command line added) and
+/// returns its transcript.
+fn drive(python: &Path, root: &Path, server: &ModelServer, scenario: Value) -> Vec<Value> {
+    let home = tempfile::tempdir().expect("home");
+    drive_in(python, root, server, home.path(), scenario)
+}
+
+/// [`drive`] with the user's home (settings, the record of their sessions)
+/// in `home`, for runs that share it.
+fn drive_in(
+    python: &Path,
+    root: &Path,
+    server: &ModelServer,
+    home: &Path,
+    mut scenario: Value,
+) -> Vec<Value> {
+    let mut agent = vec![
+        json!(BIN),
+        json!("acp"),
+        json!("--base-url"),
+        json!(server.anthropic_base()),
+    ];
+    if let Some(extra) = scenario.get("agent_args").and_then(Value::as_array) {
+        agent.extend(extra.iter().cloned());
+    }
+    scenario["agent"] = Value::Array(agent);
+    scenario["cwd"] = json!(root);
+    if let Some(config) = scenario.get("user_config").and_then(Value::as_str) {
+        let dir = home.join("bareagent");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(dir.join("config.toml"), config).expect("user config");
+    }
+    let file = home.join("scenario.json");
+    std::fs::write(&file, scenario.to_string()).expect("scenario");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/driver.py");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(python)
+        .arg(driver)
+        .arg(&file)
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("BAREAGENT_PROVIDER")
+        .env_remove("BAREAGENT_MODEL")
+        .env("XDG_CONFIG_HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("HOME", home)
+        .output()
+        .expect("run the driver");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "driver failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "transcript: {e}\n{}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn of_type<'t>(transcript: &'t [Value], kind: &str) -> Vec<&'t Value> {
+    transcript.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The position of the first event matching `what`, for order checks.
+fn position(transcript: &[Value], what: impl Fn(&Value) -> bool) -> usize {
+    transcript
+        .iter()
+        .position(what)
+        .unwrap_or_else(|| panic!("not in the transcript: {transcript:#?}"))
+}
+
+fn update_kind(event: &Value) -> &str {
+    event["update"]["sessionUpdate"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+fn stop_reasons(transcript: &[Value]) -> Vec<String> {
+    of_type(transcript, "prompt_response")
+        .iter()
+        .map(|e| {
+            e["response"]["stopReason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// The editor's turn: the buffer is read (not the disk), the edit asks with
+/// its diff and is written through the editor, the command runs in the
+/// editor's terminal, and it all streams in order, ending with end_turn.
+#[test]
+fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("notes.txt", "on disk\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let notes = root.join("notes.txt");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "notes.txt"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "in the buffer", "new_string": "edited"}),
+        )
+        .into(),
+        Reply::tool("bash", json!({"command": "echo from-terminal"})).into(),
+        Reply::text("all done")
+            .with_thinking("pondering", "sig-1")
+            .into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": true,
+            "buffers": {notes.to_str().expect("path"): "in the buffer\n"},
+            "answers": ["allow_once", "allow_once"],
+            "steps": [{"new": {}}, {"prompt": "edit the notes"}],
+        }),
+    );
+
+    // Read through the editor: the model saw the buffer's text.
+    let reads = of_type(&transcript, "read_text_file");
+    assert_eq!(reads[0]["path"], json!(notes), "{transcript:#?}");
+    let requests = server.requests();
+    let results = sent_tool_results(&requests[1].body);
+    assert!(results[0].0.contains("in the buffer"), "{results:?}");
+    assert!(!results[0].0.contains("on disk"), "{results:?}");
+
+    // The edit asked with ACP diff content: old and new text.
+    let asks = of_type(&transcript, "request_permission");
+    assert_eq!(asks.len(), 2, "{transcript:#?}");
+    let diff = asks[0]["toolCall"]["content"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "diff"))
+        .unwrap_or_else(|| panic!("no diff: {:#?}", asks[0]));
+    assert_eq!(diff["path"], json!(notes));
+    assert_eq!(diff["oldText"], "in the buffer\n");
+    assert_eq!(diff["newText"], "edited\n");
+    let kinds: Vec<&str> = asks[0]["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
+
+    // Written through the editor.
+    let writes = of_type(&transcript, "write_text_file");
+    assert_eq!(writes.len(), 1, "{transcript:#?}");
+    assert_eq!(writes[0]["content"], "edited\n");
+
+    // The command ran in the editor's terminal, and the question said so.
+    let terminals = of_type(&transcript, "create_terminal");
+    assert_eq!(terminals[0]["command"], "bash");
+    assert_eq!(terminals[0]["args"], json!(["-c", "echo from-terminal"]));
+    let asked = asks[1]["toolCall"]["content"].to_string();
+    assert!(asked.contains("outside bareagent's sandbox"), "{asked}");
+    let results = sent_tool_results(&requests[3].body);
+    assert!(
+        results
+            .last()
+            .is_some_and(|r| r.0.contains("from-terminal") && !r.1),
+        "{results:?}"
+    );
+    assert!(!of_type(&transcript, "release_terminal").is_empty());
+
+    // In order: each call shown, then asked, then done; the text; end_turn.
+    let call = |tool: &'static str| {
+        move |e: &Value| {
+            update_kind(e) == "tool_call"
+                && e["update"]["rawInput"].is_object()
+                && e["update"]["title"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(tool))
+        }
+    };
+    let read_call = position(&transcript, call("read_file"));
+    let read_kind = &transcript[read_call]["update"];
+    assert_eq!(read_kind["kind"], "read");
+    assert_eq!(read_kind["locations"][0]["path"], json!(notes));
+    let read_done = position(&transcript, |e| {
+        update_kind(e) == "tool_call_update" && e["update"]["status"] == "completed"
+    });
+    let edit_call = position(&transcript, call("edit_file"));
+    assert_eq!(transcript[edit_call]["update"]["kind"], "edit");
+    let first_ask = position(&transcript, |e| e["type"] == "request_permission");
+    let write = position(&transcript, |e| e["type"] == "write_text_file");
+    let bash_call = position(&transcript, call("bash"));
+    assert_eq!(transcript[bash_call]["update"]["kind"], "execute");
+    let terminal = position(&transcript, |e| e["type"] == "create_terminal");
+    let text = position(&transcript, |e| update_kind(e) == "agent_message_chunk");
+    let said: String = transcript
+        .iter()
+        .filter(|e| update_kind(e) == "agent_message_chunk")
+        .filter_map(|e| e["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(said, "all done");
+    let thought: String = transcript
+        .iter()
+        .filter(|e| update_kind(e) == "agent_thought_chunk")
+        .filter_map(|e| e["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(thought, "pondering");
+    let thinking = position(&transcript, |e| update_kind(e) == "agent_thought_chunk");
+    let end = position(&transcript, |e| e["type"] == "prompt_response");
+    let order = [
+        read_call, read_done, edit_call, first_ask, write, bash_call, terminal, thinking, text, end,
+    ];
+    assert!(order.is_sorted(), "{order:?}\n{transcript:#?}");
+    assert_eq!(stop_reasons(&transcript), ["end_turn"]);
+    assert_eq!(std::fs::read_to_string(&notes).expect("notes"), "edited\n");
+}
+
+/// session/cancel while the command runs in the editor's terminal: the
+/// terminal is killed, the prompt ends `cancelled`, and the next prompt
+/// sends the model a valid history (the call answered as cancelled).
+#[test]
+fn cancel_mid_command_ends_cancelled_with_a_valid_history() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "sleep 30"})).into(),
+        Reply::text("ok").into(),
+    ]);
+    let started = Instant::now();
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": true,
+            "answers": ["allow_once"],
+            "cancel_on_terminal": true,
+            "steps": [{"new": {}}, {"prompt": "wait"}, {"prompt": "again"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["cancelled", "end_turn"],
+        "{transcript:#?}"
+    );
+    assert!(
+        !of_type(&transcript, "kill_terminal").is_empty(),
+        "{transcript:#?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the command was not killed"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let results = sent_tool_results(&requests[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].1 && results[0].0.contains("Cancelled"),
+        "{results:?}"
+    );
+}
+
+/// session/cancel while a question is pending: the turn ends `cancelled`,
+/// nothing runs, and the next prompt sends the model a valid history.
+#[test]
+fn cancel_while_asked_ends_cancelled_and_runs_nothing() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo ran > ran.txt"})).into(),
+        Reply::text("ok").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": true, "cancel_on_permission": true,
+            "steps": [{"new": {}}, {"prompt": "run"}, {"prompt": "again"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["cancelled", "end_turn"],
+        "{transcript:#?}"
+    );
+    assert!(
+        of_type(&transcript, "create_terminal").is_empty(),
+        "{transcript:#?}"
+    );
+    assert!(!root.join("ran.txt").exists());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let results = sent_tool_results(&requests[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1, "{results:?}");
+}
+
+/// session/load in a new agent replays the stored session as updates.
+#[test]
+fn load_replays_a_stored_session() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+        Reply::text("it says alpha").into(),
+    ]);
+    let home = tempfile::tempdir().expect("home");
+    let first = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"fs": true, "steps": [{"new": {}}, {"prompt": "what is in a.txt?"}]}),
+    );
+    let id = of_type(&first, "session")[0]["response"]["sessionId"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+
+    // Loaded twice in one agent: the second replays what the first holds.
+    let replayed = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"fs": true, "steps": [{"load": id}, {"load": id}]}),
+    );
+    let shown = |events: &[Value]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "update")
+            .map(|e| {
+                let u = &e["update"];
+                let shown = u["content"]["text"]
+                    .as_str()
+                    .or(u["title"].as_str())
+                    .or(u["status"].as_str());
+                (
+                    update_kind(e).to_string(),
+                    shown.unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let loads: Vec<usize> = replayed
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "loaded")
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(loads.len(), 2, "{replayed:#?}");
+    let expected: Vec<(String, String)> = [
+        ("user_message_chunk", "what is in a.txt?"),
+        ("tool_call", "read_file a.txt"),
+        ("tool_call_update", "completed"),
+        ("agent_message_chunk", "it says alpha"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(shown(&replayed[..loads[0]]), expected, "{replayed:#?}");
+    assert_eq!(
+        shown(&replayed[loads[0]..loads[1]]),
+        expected,
+        "{replayed:#?}"
+    );
+    assert_eq!(server.requests().len(), 2, "loading asks the model nothing");
+
+    // Another user's record of sessions does not vouch for it: refused.
+    let stranger = drive(
+        &python,
+        &root,
+        &server,
+        json!({"fs": true, "steps": [{"load": id}]}),
+    );
+    let errors = of_type(&stranger, "error");
+    assert_eq!(errors.len(), 1, "{stranger:#?}");
+    assert!(of_type(&stranger, "update").is_empty(), "{stranger:#?}");
+}
+
+/// A client that offers neither fs nor terminals gets the disk and our own
+/// (sandboxed) bash: no fs/* or terminal/* request reaches it.
+#[test]
+fn a_client_without_fs_or_terminals_gets_the_disk_and_our_bash() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("notes.txt", "on disk\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "notes.txt"})).into(),
+        Reply::tool("bash", json!({"command": "echo own-bash"})).into(),
+        Reply::tool(
+            "todo_write",
+            json!({"todos": [
+                {"content": "look", "status": "completed"},
+                {"content": "report", "status": "in_progress"},
+            ]}),
+        )
+        .into(),
+        Reply::text("done").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": false, "terminal": false,
+            "buffers": {root.join("notes.txt").to_str().expect("path"): "in the buffer\n"},
+            "answers": ["allow_once"],
+            "steps": [{"new": {}}, {"prompt": "look"}],
+        }),
+    );
+    for kind in ["read_text_file", "write_text_file", "create_terminal"] {
+        assert!(
+            of_type(&transcript, kind).is_empty(),
+            "{kind}: {transcript:#?}"
+        );
+    }
+    let asked = of_type(&transcript, "request_permission")[0]["toolCall"]["content"].to_string();
+    assert!(!asked.contains("outside bareagent's sandbox"), "{asked}");
+    let requests = server.requests();
+    assert!(
+        sent_tool_results(&requests[1].body)[0]
+            .0
+            .contains("on disk")
+    );
+    let results = sent_tool_results(&requests[2].body);
+    assert!(
+        results
+            .last()
+            .is_some_and(|r| r.0.contains("own-bash") && !r.1),
+        "{results:?}"
+    );
+    // The plan from todo_write, as ACP's plan.
+    let plans: Vec<&Value> = of_type(&transcript, "update")
+        .into_iter()
+        .filter(|e| update_kind(e) == "plan")
+        .collect();
+    assert_eq!(
+        plans[0]["update"]["entries"],
+        json!([
+            {"content": "look", "priority": "medium", "status": "completed"},
+            {"content": "report", "priority": "medium", "status": "in_progress"},
+        ]),
+        "{plans:?}"
+    );
+    assert_eq!(stop_reasons(&transcript), ["end_turn"]);
+}
+
+/// At the iteration cap the prompt ends with `max_turn_requests`; and MCP
+/// servers the client passes are said to be ignored, not silently dropped.
+#[test]
+fn the_iteration_cap_ends_with_max_turn_requests() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+        Reply::tool("read_file", json!({"path": "a.txt"})).into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "agent_args": ["--max-iterations", "1"],
+            "steps": [{"new": {"mcp": ["files", "web"]}}, {"prompt": "loop"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["max_turn_requests"],
+        "{transcript:#?}"
+    );
+    let first = of_type(&transcript, "update")
+        .into_iter()
+        .find(|e| update_kind(e) == "agent_message_chunk")
+        .map(|e| e["update"]["content"]["text"].to_string())
+        .unwrap_or_default();
+    assert!(
+        first.contains("does not start MCP servers") && first.contains("files, web"),
+        "{first}"
+    );
+}
+
+/// The client's terminal is not our sandbox: a command reaches it only
+/// when the user was asked about that very call and allowed it. One that a
+/// rule or the mode allows without asking runs in our own sandboxed
+/// process, though the client offers terminals. (Attack: an allow rule or
+/// `bypass` as a way out of the sandbox.)
+#[test]
+fn commands_allowed_without_asking_never_run_in_the_editors_terminal() {
+    let Some(python) = python() else { return };
+    // (case, user config, steps before the prompt, answers, runs in the editor's terminal)
+    let cases: [(&str, &str, Value, Value, bool); 4] = [
+        (
+            "asked and allowed",
+            "",
+            json!([]),
+            json!(["allow_once"]),
+            true,
+        ),
+        (
+            "bypass mode",
+            "",
+            json!([{"set_mode": "bypass"}]),
+            json!([]),
+            false,
+        ),
+        (
+            "allow rule",
+            "[permissions]\nallow = [\"bash(echo sandboxed-run)\"]\n",
+            json!([]),
+            json!([]),
+            false,
+        ),
+        (
+            "asked and allowed always",
+            "",
+            json!([]),
+            json!(["allow_always"]),
+            true,
+        ),
+    ];
+    for (case, config, before, answers, in_terminal) in cases {
+        let dir = workspace(&[]);
+        let root = dir.path().canonicalize().expect("root");
+        let server = ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": "echo sandboxed-run"})).into(),
+            Reply::text("done").into(),
+        ]);
+        let mut steps = vec![json!({"new": {}})];
+        steps.extend(before.as_array().expect("steps").iter().cloned());
+        steps.push(json!({"prompt": "run it"}));
+        let transcript = drive(
+            &python,
+            &root,
+            &server,
+            json!({
+                "fs": true, "terminal": true, "user_config": config,
+                "answers": answers, "steps": steps,
+            }),
+        );
+        let terminals = of_type(&transcript, "create_terminal").len();
+        assert_eq!(terminals > 0, in_terminal, "{case}: {transcript:#?}");
+        let results = sent_tool_results(&server.requests()[1].body);
+        assert!(
+            results
+                .last()
+                .is_some_and(|r| r.0.contains("sandboxed-run") && !r.1),
+            "{case}: {results:?}"
+        );
+        assert_eq!(stop_reasons(&transcript), ["end_turn"], "{case}");
+    }
+}
+
+/// The editor is only ever asked about paths inside the workspace: a path
+/// that leaves it (`..`, absolute, through a link) is refused by the
+/// resolver before any fs/* request. (Attack: the client's fs as a way to
+/// read or write outside the root.)
+#[test]
+fn the_editor_is_never_asked_for_a_path_outside_the_workspace() {
+    let Some(python) = python() else { return };
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("secret.txt"), "secret\n").expect("secret");
+    let dir = workspace(&[("inside.txt", "inside\n")]);
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("link");
+    let root = dir.path().canonicalize().expect("root");
+    let secret = outside.path().join("secret.txt");
+    let secret = secret.to_str().expect("path");
+    // (tool, input): each must fail without the editor hearing of it.
+    let attacks = [
+        ("read_file", json!({"path": "../secret.txt"})),
+        ("read_file", json!({"path": secret})),
+        ("read_file", json!({"path": "link/secret.txt"})),
+        ("write_file", json!({"path": "../evil.txt", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": "link/evil.txt", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "link/secret.txt", "old_string": "secret", "new_string": "x"}),
+        ),
+    ];
+    let calls: Vec<(&str, Value)> = attacks.iter().map(|(t, i)| (*t, i.clone())).collect();
+    let server = ModelServer::start(vec![
+        Reply::tools(calls).into(),
+        Reply::tool("read_file", json!({"path": "inside.txt"})).into(),
+        Reply::text("done").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": true,
+            "answers": ["allow_once", "allow_once", "allow_once"],
+            "steps": [{"new": {}}, {"prompt": "try"}],
+        }),
+    );
+    for event in of_type(&transcript, "read_text_file")
+        .into_iter()
+        .chain(of_type(&transcript, "write_text_file"))
+    {
+        let path = event["path"].as_str().unwrap_or_default();
+        assert!(
+            Path::new(path).starts_with(&root),
+            "asked for {path}: {transcript:#?}"
+        );
+    }
+    // The control: a path inside is read through the editor.
+    assert_eq!(
+        of_type(&transcript, "read_text_file").len(),
+        1,
+        "{transcript:#?}"
+    );
+    let results = sent_tool_results(&server.requests()[1].body);
+    assert_eq!(results.len(), attacks.len(), "{results:?}");
+    for ((tool, input), (text, is_error)) in attacks.iter().zip(&results) {
+        assert!(
+            *is_error && !text.contains("secret\n"),
+            "{tool} {input}: {text}"
+        );
+    }
+    assert!(!outside.path().join("evil.txt").exists());
+    assert_eq!(std::fs::read_to_string(secret).expect("secret"), "secret\n");
+}
+
+/// Reads the agent's stdout lines until `count` JSON-RPC answers arrived
+/// or the deadline passed.
+fn answers(lines: &std::sync::mpsc::Receiver<String>, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got = Vec::new();
+    while got.len() < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                got.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            }
+            Err(_) => panic!("only {} answers: {got:#?}", got.len()),
+        }
+    }
+    got
+}
+
+/// Malformed frames — not JSON, not JSON-RPC, not UTF-8, a batch — are
+/// answered with JSON-RPC errors, bad parameters with a clear message,
+/// and the agent keeps serving. No SDK needed: raw lines.
+#[test]
+fn malformed_frames_are_answered_and_the_agent_keeps_serving() {
+    let dir = workspace(&[]);
+    let home = tempfile::tempdir().expect("home");
+    let mut child = Command::new(BIN)
+        .arg("acp")
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |bytes: &[u8]| {
+        stdin
+            .write_all(bytes)
+            .and_then(|()| stdin.write_all(b"\n"))
+            .expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#);
+    let init = answers(&lines, 1);
+    assert_eq!(init[0]["result"]["protocolVersion"], 1, "{init:?}");
+    assert_eq!(init[0]["result"]["agentCapabilities"]["loadSession"], true);
+
+    // (frame, the error code it is answered with)
+    let cases: &[(&[u8], i64)] = &[
+        (b"not json", -32700),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":", -32700),
+        (b"{\"foo\":1}", -32600),
+        (b"[]", -32600),
+        (b"\xff\xfe{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\"}", -32700),
+        (br#"{"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{}}"#, -32601),
+        (br#"{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#, -32602),
+        (br#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"/no/such/dir","mcpServers":[]}}"#, -32602),
+        (br#"{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#, -32002),
+    ];
+    for (frame, code) in cases {
+        send(frame);
+        let answer = answers(&lines, 1);
+        assert_eq!(
+            answer[0]["error"]["code"],
+            *code,
+            "{}: {answer:?}",
+            String::from_utf8_lossy(frame)
+        );
+    }
+    // Still serving, with a clear word about what was refused.
+    let cwd = dir.path().canonicalize().expect("root");
+    let request = json!({"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd": cwd, "mcpServers":[]}});
+    send(request.to_string().as_bytes());
+    let answer = answers(&lines, 1);
+    assert!(answer[0]["result"]["sessionId"].is_string(), "{answer:?}");
+    assert_eq!(answer[0]["result"]["modes"]["currentModeId"], "default");
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "the agent did not exit at EOF");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
