@@ -27,6 +27,7 @@ use super::session::{Session, root_of};
 use super::sink::ClientSink;
 use super::workspace::ClientFiles;
 use super::{AcpArgs, Peer};
+use crate::mcp::{Origin, ServerConfig};
 use crate::permission::PermissionMode;
 
 struct Server {
@@ -212,27 +213,53 @@ fn prompt_text(blocks: Vec<ContentBlock>) -> Result<String, Error> {
     Ok(parts.join("\n"))
 }
 
-/// The MCP servers a client passes are not started yet.
-// MCP HOOK: when the MCP client lands (src/mcp/), start `servers` for the
-// session here and hand their tools to the turn's registry.
-fn mcp_notice(servers: &[McpServer]) -> Option<String> {
-    if servers.is_empty() {
-        return None;
+/// The MCP servers a client passes, as our settings' entries: the
+/// editor's own configuration, so the user's (like the language server's
+/// `mcp` setting). What cannot be taken (SSE, which the MCP client does
+/// not speak) is said as a notice.
+fn client_servers(servers: &[McpServer]) -> (Vec<(String, ServerConfig)>, Option<String>) {
+    let mut taken = Vec::new();
+    let mut left = Vec::new();
+    for server in servers {
+        match server {
+            McpServer::Stdio(s) => taken.push((
+                s.name.clone(),
+                ServerConfig {
+                    command: Some(s.command.display().to_string()),
+                    args: s.args.clone(),
+                    env: s
+                        .env
+                        .iter()
+                        .map(|v| (v.name.clone(), v.value.clone()))
+                        .collect(),
+                    origin: Origin::Editor,
+                    ..ServerConfig::default()
+                },
+            )),
+            McpServer::Http(s) => taken.push((
+                s.name.clone(),
+                ServerConfig {
+                    url: Some(s.url.clone()),
+                    headers: s
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect(),
+                    origin: Origin::Editor,
+                    ..ServerConfig::default()
+                },
+            )),
+            McpServer::Sse(s) => left.push(format!("{} (SSE)", s.name)),
+            _ => left.push("(a kind of server this bareagent does not know)".to_string()),
+        }
     }
-    let names: Vec<String> = servers
-        .iter()
-        .map(|server| match server {
-            McpServer::Stdio(s) => s.name.clone(),
-            McpServer::Http(s) => s.name.clone(),
-            McpServer::Sse(s) => s.name.clone(),
-            _ => "(unnamed)".to_string(),
-        })
-        .collect();
-    tracing::warn!(?names, "MCP servers from the client are not supported yet");
-    Some(format!(
-        "bareagent does not start MCP servers from the editor yet; ignored: {}",
-        names.join(", ")
-    ))
+    let notice = (!left.is_empty()).then(|| {
+        format!(
+            "MCP servers not started: {} (bareagent speaks stdio and Streamable HTTP)",
+            left.join(", ")
+        )
+    });
+    (taken, notice)
 }
 
 impl Server {
@@ -262,13 +289,10 @@ impl Server {
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let root = root_of(&request.cwd).map_err(invalid)?;
-        let session = Session::open(&root, None).map_err(invalid)?;
-        if let Some(notice) = mcp_notice(&request.mcp_servers) {
-            session
-                .notice
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(notice);
+        let (servers, notice) = client_servers(&request.mcp_servers);
+        let session = Session::open(&root, None, servers).map_err(invalid)?;
+        if let Some(notice) = notice {
+            session.tell(notice);
         }
         let response = NewSessionResponse::new(session.id.clone()).modes(modes(session.mode()));
         self.sessions
@@ -302,13 +326,11 @@ impl Server {
             .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
         let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
             .map_err(|error| Error::new(ErrorCode::INVALID_PARAMS, error.to_string()))?;
-        let session = Session::open(&root, Some((file, loaded.messages))).map_err(invalid)?;
-        if let Some(notice) = mcp_notice(&request.mcp_servers) {
-            session
-                .notice
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(notice);
+        let (servers, notice) = client_servers(&request.mcp_servers);
+        let session =
+            Session::open(&root, Some((file, loaded.messages)), servers).map_err(invalid)?;
+        if let Some(notice) = notice {
+            session.tell(notice);
         }
         self.replay_to(&session, peer);
         let response = LoadSessionResponse::new().modes(modes(session.mode()));

@@ -34,8 +34,11 @@ pub struct Session {
     pub background: Arc<BackgroundTasks>,
     pub started: std::time::SystemTime,
     /// Said to the user at the start of the next turn (ignored settings,
-    /// MCP servers not taken), then forgotten.
-    pub notice: Mutex<Vec<String>>,
+    /// MCP servers not taken or failing), then forgotten.
+    pub notice: Arc<Mutex<Vec<String>>>,
+    /// The MCP servers of the settings and of the client, started with the
+    /// session, stopped (process groups and all) when it is dropped.
+    pub mcp: crate::mcp::McpServers,
 }
 
 /// The workspace root a client names: absolute, existing, a directory.
@@ -56,7 +59,13 @@ pub fn root_of(cwd: &Path) -> Result<PathBuf, String> {
 impl Session {
     /// A session in `root`: settings read as for `bareagent run` (the
     /// project's only as far as it is trusted), history `messages`.
-    pub fn open(root: &Path, file: Option<(SessionFile, Vec<Message>)>) -> Result<Session, String> {
+    /// `client_servers`: the MCP servers the client passed, with those of
+    /// the settings.
+    pub fn open(
+        root: &Path,
+        file: Option<(SessionFile, Vec<Message>)>,
+        client_servers: Vec<(String, crate::mcp::ServerConfig)>,
+    ) -> Result<Session, String> {
         let paths = PathResolver::new(root)
             .map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
         let settings = Config::load(paths.root()).map_err(|e| e.to_string())?;
@@ -73,6 +82,20 @@ impl Session {
             Some((file, messages)) => (file, messages),
             None => (SessionFile::create(&paths), Vec::new()),
         };
+        let notice = Arc::new(Mutex::new(notice));
+        let mut mcp_settings = settings.mcp.clone();
+        mcp_settings.servers.extend(client_servers);
+        let told = notice.clone();
+        let mcp = crate::mcp::McpServers::new(
+            &mcp_settings,
+            paths.root(),
+            Arc::new(move |said: crate::mcp::Notice| {
+                told.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(said.message);
+            }),
+        );
+        mcp.start_in_background();
         let inbox = Inbox::new();
         Ok(Session {
             id: file.id().to_string(),
@@ -87,8 +110,17 @@ impl Session {
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
             started: std::time::SystemTime::now(),
-            notice: Mutex::new(notice),
+            notice,
+            mcp,
         })
+    }
+
+    /// Says `notice` at the start of the next turn.
+    pub fn tell(&self, notice: String) {
+        self.notice
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(notice);
     }
 
     pub fn gate(&self) -> PermissionGate {

@@ -60,6 +60,10 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         root: root.clone(),
         calls: calls.clone(),
     };
+    // First the MCP servers still on their first start: what failed is
+    // among the notices said now.
+    let mut tools = ToolRegistry::standard();
+    session.mcp.add_to(&mut tools).await;
     for notice in session.take_notices() {
         sink.send(SessionUpdate::AgentMessageChunk(text_chunk(format!(
             "_{notice}_\n\n"
@@ -110,7 +114,6 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         rejected: session.rejected.clone(),
     };
     let gate = session.gate().with_approver(Box::new(approver));
-    let tools = ToolRegistry::standard();
     let paths = workspace.paths().clone();
     let reader = gate.clone();
     let near = paths_in(&text);

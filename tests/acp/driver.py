@@ -16,7 +16,7 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   cancel_on_terminal: send session/cancel once a terminal is created
   cancel_on_permission: send session/cancel when asked, then answer
                 cancelled
-  steps:        [{"new": {"mcp": [names]}}, {"prompt": "text"}, {"load": "id"},
+  steps:        [{"new": {"mcp": [name | {name, command, args}]}}, {"prompt": "text"}, {"load": "id"},
                  {"set_mode": "plan"}]
 """
 
@@ -207,9 +207,18 @@ async def main():
         for step in scenario["steps"]:
             try:
                 if "new" in step:
+                    # A name alone is a server that exits at once; an object
+                    # names a real one.
                     servers = [
-                        schema.McpServerStdio(name=name, command="true", args=[], env=[])
-                        for name in step["new"].get("mcp", [])
+                        schema.McpServerStdio(name=entry, command="true", args=[], env=[])
+                        if isinstance(entry, str)
+                        else schema.McpServerStdio(
+                            name=entry["name"],
+                            command=entry["command"],
+                            args=entry.get("args", []),
+                            env=[],
+                        )
+                        for entry in step["new"].get("mcp", [])
                     ]
                     response = await conn.new_session(
                         cwd=step["new"].get("cwd", scenario["cwd"]), mcp_servers=servers

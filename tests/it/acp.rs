@@ -492,7 +492,8 @@ fn a_client_without_fs_or_terminals_gets_the_disk_and_our_bash() {
 }
 
 /// At the iteration cap the prompt ends with `max_turn_requests`; and MCP
-/// servers the client passes are said to be ignored, not silently dropped.
+/// servers the client passes that cannot start are said, not silently
+/// dropped (the turn goes on without them).
 #[test]
 fn the_iteration_cap_ends_with_max_turn_requests() {
     let Some(python) = python() else { return };
@@ -516,15 +517,61 @@ fn the_iteration_cap_ends_with_max_turn_requests() {
         ["max_turn_requests"],
         "{transcript:#?}"
     );
-    let first = of_type(&transcript, "update")
+    let said: String = of_type(&transcript, "update")
         .into_iter()
-        .find(|e| update_kind(e) == "agent_message_chunk")
+        .filter(|e| update_kind(e) == "agent_message_chunk")
         .map(|e| e["update"]["content"]["text"].to_string())
-        .unwrap_or_default();
+        .collect();
     assert!(
-        first.contains("does not start MCP servers") && first.contains("files, web"),
-        "{first}"
+        said.contains("MCP server `files`") && said.contains("MCP server `web`"),
+        "{said}"
     );
+}
+
+/// The MCP servers a client passes in `session/new` start with the session
+/// through our MCP client: the real reference server (npm), its `echo`
+/// (which it marks read-only, so nobody is asked) called by the model.
+#[test]
+fn the_clients_mcp_servers_give_the_model_their_tools() {
+    let Some(python) = python() else { return };
+    let Some(everything) = std::env::var_os("BAREAGENT_MCP_EVERYTHING") else {
+        assert!(
+            std::env::var_os("BAREAGENT_REQUIRE_MCP").is_none(),
+            "BAREAGENT_REQUIRE_MCP is set but BAREAGENT_MCP_EVERYTHING is not"
+        );
+        eprintln!("skipped: set BAREAGENT_MCP_EVERYTHING (.ci/run installs it)");
+        return;
+    };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "mcp__everything__echo",
+            json!({"message": "hi from the panel"}),
+        )
+        .into(),
+        Reply::text("Echoed.").into(),
+    ]);
+    let mcp =
+        json!({"name": "everything", "command": everything.to_string_lossy(), "args": ["stdio"]});
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "steps": [{"new": {"mcp": [mcp]}}, {"prompt": "echo it"}],
+        }),
+    );
+    assert_eq!(stop_reasons(&transcript), ["end_turn"], "{transcript:#?}");
+    let requests = server.requests();
+    let results = crate::common::sent_tool_results(&requests[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].0.contains("hi from the panel") && !results[0].1,
+        "{results:?}"
+    );
+    let tools = requests[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__everything__echo"), "{tools}");
 }
 
 /// The client's terminal is not our sandbox: a command reaches it only
