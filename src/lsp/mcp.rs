@@ -1,5 +1,7 @@
-//! A session's MCP servers in the language server: made at the session's
-//! first turn from the settings (files and editor), kept in the `Session`
+//! A session's MCP servers in the language server: made from the settings
+//! (files and editor) when the server is initialized for the main session
+//! (so its first turn does not wait for them to start), else at a
+//! session's first turn, kept in the `Session`
 //! (stopped when it is dropped: `newSession`, a resume, shutdown), and
 //! told to the user as `bareagent/event` `{"type": "mcp_server", ...}` and,
 //! for a failure, a `window/showMessage`.
@@ -10,6 +12,33 @@ use serde_json::json;
 
 use super::state::State;
 use crate::mcp::{McpServers, McpSettings, Notice};
+
+/// At `initialized`, once the editor's configuration is in: the main
+/// session's servers, started in the background (unless the settings say
+/// `start = "lazy"`, which `McpServers` honours).
+pub async fn at_start(state: &Arc<State>) {
+    let settings = match state.load_settings().await {
+        Ok(settings) => settings,
+        // The first turn says what is wrong with the settings.
+        Err(_) => return,
+    };
+    if settings.mcp.servers.is_empty() {
+        return;
+    }
+    let servers = Arc::new(McpServers::new(
+        &settings.mcp,
+        &state.init().root,
+        notify(Arc::downgrade(state)),
+    ));
+    let mut sessions = state.lock_sessions();
+    let session = sessions
+        .entry(super::state::MAIN_SESSION.to_string())
+        .or_default();
+    if session.mcp.is_none() {
+        servers.start_in_background();
+        session.mcp = Some(servers);
+    }
+}
 
 /// The servers of the session running turn `turn`, made (and started in
 /// the background) if it has none yet.

@@ -173,6 +173,7 @@ impl LanguageServer for Backend {
     async fn initialized(&self, _params: InitializedParams) {
         self.refresh_configuration().await;
         self.state.configured.send_replace(true);
+        super::mcp::at_start(&self.state).await;
     }
 
     async fn shutdown(&self) -> Result<()> {

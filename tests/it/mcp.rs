@@ -614,7 +614,8 @@ fn no_mcp_server_outlives_an_agent_killed_with_sigkill() {
     hold.release();
 }
 
-/// In the editor: servers from the editor's settings, their tools in a turn,
+/// In the editor: servers from the editor's settings, started at
+/// `initialized` for the main session, their tools in a turn,
 /// their state in `bareagent.status`, a failure told as a `bareagent/event`,
 /// and the servers stopped (group and all) when the session is replaced.
 #[test]
@@ -643,6 +644,10 @@ fn the_language_server_runs_a_sessions_servers_and_stops_them_with_it() {
         "broken": {"command": "/nonexistent/mcp-server"},
     }});
     let client = start(dir.path(), options);
+    // Started with the server, before any turn (which then need not wait).
+    wait_until("the main session's server to start", LONG, || {
+        pid_file.exists()
+    });
     let answer = ask(&client, json!("use the MCP tools"));
     let turn = answer["turn"].as_u64().expect("a turn");
     assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
