@@ -36,7 +36,7 @@ use crate::inbox::{Arrival, Inbox};
 use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
 use crate::sessions::Entry;
-use crate::tools::{PreparedCall, ToolError};
+use crate::tools::{PreparedCall, ToolError, ToolOutput};
 
 pub use super::parts::LoopConfig;
 
@@ -389,9 +389,9 @@ async fn run_tool_call(
         _ = agent.cancel.cancelled() => Err(ToolError::NotRun(CANCELLED.to_string())),
         outcome = execute(agent, call.name, prepared) => outcome,
     };
-    let (content, is_error) = match outcome {
-        Ok(output) => (output, false),
-        Err(error) => (error.to_result_text(), true),
+    let (content, is_error, images) = match outcome {
+        Ok(output) => (output.text, false, output.images),
+        Err(error) => (error.to_result_text(), true, Vec::new()),
     };
     // The one place a tool result is made: whatever the tool printed, the
     // agent's own keys leave here only as `[redacted NAME]` — for the
@@ -403,7 +403,12 @@ async fn run_tool_call(
         content: content.clone(),
         is_error,
     });
-    ContentBlock::tool_result(call.id, content, is_error)
+    ContentBlock::ToolResult {
+        tool_use_id: call.id.to_string(),
+        content,
+        is_error,
+        images,
+    }
 }
 
 /// The steps of one call, each able to end it with an error.
@@ -411,7 +416,7 @@ async fn execute(
     agent: &Agent<'_>,
     name: &str,
     prepared: Result<PreparedCall<'_>, ToolError>,
-) -> Result<String, ToolError> {
+) -> Result<ToolOutput, ToolError> {
     let call = prepared?;
     let permit = permit(agent, &call).await?;
     let cx = agent.tool_context(permit.approved());
