@@ -528,6 +528,58 @@ fn the_iteration_cap_ends_with_max_turn_requests() {
     );
 }
 
+/// A 1×1 red PNG.
+const RED_PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+
+/// The agent says it takes images, and a prompt's image reaches the model
+/// as an image block between the prompt's texts; one it may not send
+/// (SVG) refuses the prompt, and the model is never asked.
+#[test]
+fn a_prompts_image_reaches_the_model_as_an_image_block() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![Reply::text("a red pixel").into()]);
+    let image = |data: &str, mime: &str| json!({"image": {"data": data, "mime_type": mime}});
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "steps": [
+                {"new": {}},
+                {"prompt": [{"text": "what is this?"}, image(RED_PIXEL_PNG, "image/png"), {"text": "one word"}]},
+                {"prompt": [{"text": "and this?"}, image("PHN2Zz4=", "image/svg+xml")]},
+            ],
+        }),
+    );
+    let init = of_type(&transcript, "initialized");
+    assert_eq!(
+        init[0]["response"]["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "{init:?}"
+    );
+    assert_eq!(stop_reasons(&transcript), ["end_turn"], "{transcript:#?}");
+    let errors = of_type(&transcript, "error");
+    assert_eq!(errors.len(), 1, "{transcript:#?}");
+    assert!(
+        errors[0]["message"].to_string().contains("image/svg+xml")
+            || errors[0]["data"].to_string().contains("image/svg+xml"),
+        "{:?}",
+        errors[0]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the refused prompt asks no model");
+    let messages = requests[0].body["messages"].as_array().expect("messages");
+    let content = &messages.last().expect("the prompt")["content"];
+    assert_eq!(content[0]["text"], "what is this?");
+    assert_eq!(
+        content[1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": RED_PIXEL_PNG}})
+    );
+    assert_eq!(content[2]["text"], "one word");
+}
+
 /// The MCP servers a client passes in `session/new` start with the session
 /// through our MCP client: the real reference server (npm), its `echo`
 /// (which it marks read-only, so nobody is asked) called by the model.
