@@ -158,6 +158,7 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         tracing::warn!(%error, "cannot sync the session file");
     }
     match outcome {
+        Ok(outcome) if outcome.refused => Ok(StopReason::Refusal),
         Ok(_) => Ok(StopReason::EndTurn),
         Err(LoopError::Cancelled) => Ok(StopReason::Cancelled),
         Err(LoopError::IterationCap { .. }) => Ok(StopReason::MaxTurnRequests),

@@ -46,6 +46,9 @@ pub struct TurnOutcome {
     pub text: String,
     pub usage: Usage,
     pub iterations: usize,
+    /// The model declined to answer (Anthropic's `stop_reason: "refusal"`);
+    /// `text` is what it wrote before it stopped, if anything.
+    pub refused: bool,
 }
 
 /// Why a turn ended without a final answer. In every case the history is
@@ -163,7 +166,28 @@ pub async fn run_loop(
         let call_usage = response.usage;
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");
+        let refused = response.stop_reason.as_deref() == Some("refusal");
         let mut assistant = response.into_message();
+        if refused {
+            // A refused answer ends the turn: its text is kept (what the
+            // model wrote before it stopped), a tool call it began is not
+            // run, and nothing is appended when no text is left, so the
+            // history stays valid (it ends with the user's message).
+            assistant
+                .content
+                .retain(|block| matches!(block, ContentBlock::Text { text } if !text.is_empty()));
+            tracing::info!("the model refused to answer");
+            answer.push_str(&assistant.text());
+            if !assistant.content.is_empty() {
+                append(agent, messages, assistant);
+            }
+            return Ok(TurnOutcome {
+                text: answer,
+                usage: usage.total(),
+                iterations: iteration,
+                refused: true,
+            });
+        }
         make_tool_use_ids_unique(messages, &mut assistant);
         let asks_for_tools = assistant.tool_calls().next().is_some();
         if !asks_for_tools && assistant.text().trim().is_empty() {
@@ -203,6 +227,7 @@ pub async fn run_loop(
                 text: answer,
                 usage: usage.total(),
                 iterations: iteration,
+                refused: false,
             });
         }
         answer.clear();

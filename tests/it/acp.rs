@@ -580,6 +580,60 @@ fn a_prompts_image_reaches_the_model_as_an_image_block() {
     assert_eq!(content[2]["text"], "one word");
 }
 
+/// A refused answer (Anthropic's `stop_reason: "refusal"`) ends the prompt
+/// with `refusal`, its text kept and its tool call not run; one refused
+/// before any text leaves a history the next prompt continues.
+#[test]
+fn a_refused_answer_ends_the_prompt_with_refusal() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "a.txt"}))
+            .with_text_first("I will not")
+            .stopping_for("refusal")
+            .into(),
+        Reply::empty().stopping_for("refusal").into(),
+        Reply::text("fine").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true,
+            "steps": [{"new": {}}, {"prompt": "one"}, {"prompt": "two"}, {"prompt": "three"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["refusal", "refusal", "end_turn"],
+        "{transcript:#?}"
+    );
+    assert!(
+        of_type(&transcript, "update")
+            .iter()
+            .all(|e| update_kind(e) != "tool_call"),
+        "the refused answer's tool call is not run: {transcript:#?}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let roles: Vec<&str> = requests[2].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user"],
+        "{:#}",
+        requests[2].body
+    );
+    let kept = &requests[2].body["messages"][1]["content"];
+    assert_eq!(kept, &json!([{"type": "text", "text": "I will not"}]));
+}
+
 /// The MCP servers a client passes in `session/new` start with the session
 /// through our MCP client: the real reference server (npm), its `echo`
 /// (which it marks read-only, so nobody is asked) called by the model.
