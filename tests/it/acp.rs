@@ -542,10 +542,12 @@ fn a_prompts_image_reaches_the_model_as_an_image_block() {
     let root = dir.path().canonicalize().expect("root");
     let server = ModelServer::start(vec![Reply::text("a red pixel").into()]);
     let image = |data: &str, mime: &str| json!({"image": {"data": data, "mime_type": mime}});
-    let transcript = drive(
+    let home = tempfile::tempdir().expect("home");
+    let transcript = drive_in(
         &python,
         &root,
         &server,
+        home.path(),
         json!({
             "steps": [
                 {"new": {}},
@@ -578,6 +580,28 @@ fn a_prompts_image_reaches_the_model_as_an_image_block() {
         json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": RED_PIXEL_PNG}})
     );
     assert_eq!(content[2]["text"], "one word");
+
+    // Stored with the session, and shown again when it is loaded.
+    let id = of_type(&transcript, "session")[0]["response"]["sessionId"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let replayed = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": [{"load": id}]}),
+    );
+    let images: Vec<&Value> = of_type(&replayed, "update")
+        .into_iter()
+        .filter(|e| {
+            update_kind(e) == "user_message_chunk" && e["update"]["content"]["type"] == "image"
+        })
+        .collect();
+    assert_eq!(images.len(), 1, "{replayed:#?}");
+    assert_eq!(images[0]["update"]["content"]["data"], RED_PIXEL_PNG);
+    assert_eq!(images[0]["update"]["content"]["mimeType"], "image/png");
 }
 
 /// A refused answer (Anthropic's `stop_reason: "refusal"`) ends the prompt
