@@ -1,6 +1,7 @@
 //! An MCP tool's result as a `tool_result`: text as is, resource links and
 //! embedded text resources as text, images as images (each checked by
-//! [`Image::refusal`]; one refused becomes its note), what else has no text
+//! [`Image::refusal`], and all of them together within one image's cap;
+//! one refused becomes its note), what else has no text
 //! (audio, binary resources) as a note saying so, and structured content
 //! where there is no other. The text is cut at the byte limit, on a
 //! character boundary, with a note.
@@ -10,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::history::Image;
+use crate::history::{Image, MAX_IMAGE_BASE64};
 use crate::tools::ToolOutput;
 
 /// `result` (the `CallToolResult` as JSON) as a tool's output, at most
@@ -18,12 +19,23 @@ use crate::tools::ToolOutput;
 pub fn to_output(result: &Value, limit: usize) -> (ToolOutput, bool) {
     let is_error = result["isError"].as_bool().unwrap_or(false);
     let mut parts: Vec<String> = Vec::new();
-    let mut images = Vec::new();
+    let mut images: Vec<Image> = Vec::new();
+    let mut image_bytes = 0;
     for block in result["content"].as_array().into_iter().flatten() {
         match image(block) {
+            // All of a result's images together stay within one image's
+            // cap: a server returning many cannot fill the history (each
+            // is stored in the session file, and sent with every request).
+            Some(Ok(image)) if image_bytes + image.data.len() > MAX_IMAGE_BASE64 => {
+                parts.push(format!(
+                    "[image ({}) left out: the result's images are over {MAX_IMAGE_BASE64} bytes of base64 in all]",
+                    image.media_type
+                ));
+            }
             // A mark in the text too: the events and the chat file show
             // text only, and it keeps the text's order readable.
             Some(Ok(image)) => {
+                image_bytes += image.data.len();
                 parts.push(format!("[image ({}) attached]", image.media_type));
                 images.push(image);
             }
@@ -182,6 +194,20 @@ mod tests {
                 "{result}"
             );
         }
+    }
+
+    #[test]
+    fn a_results_images_stay_within_one_images_cap_in_all() {
+        let half = "A".repeat(MAX_IMAGE_BASE64 / 2);
+        let image = json!({"type": "image", "data": half, "mimeType": "image/png"});
+        let result = json!({"content": [image, image, image]});
+        let (output, _) = to_output(&result, 1000);
+        assert_eq!(output.images.len(), 2);
+        assert!(
+            output.text.ends_with("[image (image/png) left out: the result's images are over 5242880 bytes of base64 in all]"),
+            "{}",
+            output.text
+        );
     }
 
     #[test]
