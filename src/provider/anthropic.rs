@@ -322,12 +322,13 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                     content: if images.is_empty() {
                         ResultContent::Text(content)
                     } else {
-                        let text = WireBlock::Text {
+                        // The API refuses an empty text block: none then.
+                        let text = (!content.is_empty()).then(|| WireBlock::Text {
                             text: Cow::Borrowed(content),
                             cache_control: None,
-                        };
+                        });
                         ResultContent::Parts(
-                            std::iter::once(text)
+                            text.into_iter()
                                 .chain(images.iter().map(image_block))
                                 .collect(),
                         )
@@ -768,6 +769,12 @@ mod tests {
                     images: vec![png.clone(), svg.clone()],
                 },
                 ContentBlock::tool_result("b", "plain", false),
+                ContentBlock::ToolResult {
+                    tool_use_id: "c".into(),
+                    content: String::new(),
+                    is_error: false,
+                    images: vec![png.clone()],
+                },
                 ContentBlock::Image(png),
                 ContentBlock::Image(svg),
             ],
@@ -783,6 +790,7 @@ mod tests {
                     {"type":"text","text":note},
                 ]},
                 {"type":"tool_result","tool_use_id":"b","content":"plain"},
+                {"type":"tool_result","tool_use_id":"c","content":[{"type":"image","source":source}]},
                 {"type":"image","source":source},
                 {"type":"text","text":note},
             ]})
