@@ -94,7 +94,61 @@ pub enum ContentBlock {
         /// The call failed; `content` says why and what to do.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// Images the tool returned (an MCP tool's), after `content`.
+        /// Absent in older session files, hence the default.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
+    /// An image the user attached (an ACP prompt's).
+    Image(Image),
+}
+
+/// An image as the APIs take it: base64 data and its media type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; see [`Image::refusal`].
+    pub media_type: String,
+    /// The image, base64 (standard alphabet, padded).
+    pub data: String,
+}
+
+/// The media types both providers take.
+pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The most base64 an image may have: Anthropic refuses an image over 5 MB.
+pub const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
+
+impl Image {
+    /// Why this image may not be sent, as the note the model reads in its
+    /// place; `None` when it may. Fails closed: a media type not in
+    /// [`IMAGE_MEDIA_TYPES`], data over [`MAX_IMAGE_BASE64`], empty data or
+    /// a character outside base64's alphabet are all refused. Checked where
+    /// an image enters the history and again at each provider's edge, so an
+    /// image from an old or edited session file is checked too.
+    pub fn refusal(&self) -> Option<String> {
+        let why = if !IMAGE_MEDIA_TYPES.contains(&self.media_type.as_str()) {
+            format!(
+                "its media type `{}` is not one of {}",
+                self.media_type,
+                IMAGE_MEDIA_TYPES.join(", ")
+            )
+        } else if self.data.len() > MAX_IMAGE_BASE64 {
+            format!(
+                "it is {} bytes of base64, over the limit of {MAX_IMAGE_BASE64}",
+                self.data.len()
+            )
+        } else if self.data.is_empty()
+            || !self
+                .data
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        {
+            "its data is not base64".to_string()
+        } else {
+            return None;
+        };
+        Some(format!("[image ({}) left out: {why}]", self.media_type))
+    }
 }
 
 /// One tool call the model asked for, borrowed from an assistant message.
@@ -156,6 +210,7 @@ impl ContentBlock {
             tool_use_id: tool_use_id.to_string(),
             content: content.into(),
             is_error,
+            images: Vec::new(),
         }
     }
 }
@@ -312,5 +367,70 @@ mod tests {
         assert!(!text.contains("input_error"));
         let back: Message = serde_json::from_str(&text).unwrap();
         assert_eq!(back, message);
+    }
+
+    #[test]
+    fn images_round_trip_and_old_tool_results_still_load() {
+        let image = Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "a".into(),
+                    content: "shot".into(),
+                    is_error: false,
+                    images: vec![image.clone()],
+                },
+                ContentBlock::Image(image),
+            ],
+        };
+        let text = serde_json::to_string(&message).unwrap();
+        assert!(
+            text.contains(r#"{"type":"image","media_type":"image/png""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Message>(&text).unwrap(), message);
+        // A session file written before images: no `images` field.
+        let old = r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]}"#;
+        let old: Message = serde_json::from_str(old).unwrap();
+        assert_eq!(old.content[0], ContentBlock::tool_result("a", "ok", false));
+        let plain = serde_json::to_string(&old).unwrap();
+        assert!(!plain.contains("images"), "{plain}");
+    }
+
+    #[test]
+    fn images_are_refused_unless_plainly_acceptable() {
+        let big = "A".repeat(MAX_IMAGE_BASE64 + 1);
+        // (media type, data, refused)
+        let cases = [
+            ("image/png", "iVBORw0KGgo=", false),
+            ("image/jpeg", "/9j/4AAQ", false),
+            ("image/gif", "R0lGOD", false),
+            ("image/webp", "UklGR+/=", false),
+            ("image/svg+xml", "PHN2Zz4=", true),
+            ("IMAGE/PNG", "iVBORw0KGgo=", true),
+            ("image/png; x=1", "iVBORw0KGgo=", true),
+            ("text/html", "PGh0bWw+", true),
+            ("", "iVBORw0KGgo=", true),
+            ("image/png", "", true),
+            ("image/png", "not base64!", true),
+            ("image/png", "iVBO\nRw0K", true),
+            ("image/png", "data:image/png;base64,iVBO", true),
+            ("image/png", big.as_str(), true),
+        ];
+        for (media_type, data, refused) in cases {
+            let image = Image {
+                media_type: media_type.into(),
+                data: data.into(),
+            };
+            assert_eq!(
+                image.refusal().is_some(),
+                refused,
+                "{media_type} {data:.40}"
+            );
+        }
     }
 }

@@ -1,11 +1,13 @@
 //! A stored session shown again (`session/load`): its history as the
 //! `session/update` notifications a live turn would have sent — the
-//! user's prompts, the agent's text and thinking, each tool call with its
+//! user's prompts (images included), the agent's text and thinking, each tool call with its
 //! result.
 
 use std::path::Path;
 
-use agent_client_protocol::v1::schema::SessionUpdate;
+use agent_client_protocol::v1::schema::{
+    ContentBlock as AcpBlock, ContentChunk, ImageContent, SessionUpdate,
+};
 
 use super::sink::{ClientSink, text_chunk, tool_call, tool_result};
 use crate::agent::{ContentBlock, Message, Role};
@@ -16,6 +18,12 @@ pub fn replay(sink: &ClientSink, root: &Path, messages: &[Message]) {
             match (message.role, block) {
                 (Role::User, ContentBlock::Text { text }) => {
                     sink.send(SessionUpdate::UserMessageChunk(text_chunk(text.clone())));
+                }
+                (_, ContentBlock::Image(image)) => {
+                    let image = ImageContent::new(image.data.clone(), image.media_type.clone());
+                    sink.send(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                        AcpBlock::Image(image),
+                    )));
                 }
                 (Role::Assistant, ContentBlock::Text { text }) => {
                     sink.send(SessionUpdate::AgentMessageChunk(text_chunk(text.clone())));

@@ -27,6 +27,7 @@ use super::session::{Session, root_of};
 use super::sink::ClientSink;
 use super::workspace::ClientFiles;
 use super::{AcpArgs, Peer};
+use crate::history::{self, Image, Message, Role};
 use crate::mcp::{Origin, ServerConfig};
 use crate::permission::PermissionMode;
 
@@ -188,12 +189,35 @@ fn modes(current: PermissionMode) -> SessionModeState {
     SessionModeState::new(id, available)
 }
 
-/// A prompt's blocks as the text the model reads: text as written, a
-/// resource link as its URI, an embedded resource with its text.
-fn prompt_text(blocks: Vec<ContentBlock>) -> Result<String, Error> {
+/// A prompt's blocks as the user message the model reads: text as
+/// written, a resource link as its URI, an embedded resource with its
+/// text, an image as an image (refused, with the prompt, if
+/// [`Image::refusal`] says it may not be sent). Texts next to each other
+/// join into one block; an image keeps its place between them.
+fn prompt_message(blocks: Vec<ContentBlock>) -> Result<Message, Error> {
+    let mut content = Vec::new();
     let mut parts = Vec::new();
+    let flush = |parts: &mut Vec<String>, content: &mut Vec<history::ContentBlock>| {
+        if !parts.is_empty() {
+            content.push(history::ContentBlock::Text {
+                text: parts.join("\n"),
+            });
+            parts.clear();
+        }
+    };
     for block in blocks {
         match block {
+            ContentBlock::Image(image) => {
+                let image = Image {
+                    media_type: image.mime_type,
+                    data: image.data,
+                };
+                if let Some(why) = image.refusal() {
+                    return Err(invalid(why));
+                }
+                flush(&mut parts, &mut content);
+                content.push(history::ContentBlock::Image(image));
+            }
             ContentBlock::Text(text) => parts.push(text.text),
             ContentBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
             ContentBlock::Resource(resource) => match resource.resource {
@@ -205,12 +229,16 @@ fn prompt_text(blocks: Vec<ContentBlock>) -> Result<String, Error> {
             },
             _ => {
                 return Err(invalid(
-                    "only text, resource links and text resources are supported in prompts",
+                    "only text, images, resource links and text resources are supported in prompts",
                 ));
             }
         }
     }
-    Ok(parts.join("\n"))
+    flush(&mut parts, &mut content);
+    Ok(Message {
+        role: Role::User,
+        content,
+    })
 }
 
 /// The MCP servers a client passes, as our settings' entries: the
@@ -281,7 +309,7 @@ impl Server {
         let version = request.protocol_version.min(ProtocolVersion::V1);
         let capabilities = AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true));
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true));
         InitializeResponse::new(version)
             .agent_capabilities(capabilities)
             .agent_info(Implementation::new("bareagent", env!("CARGO_PKG_VERSION")))
@@ -385,8 +413,8 @@ impl Server {
         let Some(session) = self.session(&request.session_id) else {
             return responder.respond_with_error(session_not_found(&request.session_id));
         };
-        let text = match prompt_text(request.prompt) {
-            Ok(text) => text,
+        let message = match prompt_message(request.prompt) {
+            Ok(message) => message,
             Err(error) => return responder.respond_with_error(error),
         };
         let Some(cancel) = session.begin_turn() else {
@@ -399,7 +427,7 @@ impl Server {
             peer,
             can: *self.can.lock().unwrap_or_else(|p| p.into_inner()),
             args: self.args.clone(),
-            text,
+            message,
             cancel,
         };
         tokio::spawn(async move {
@@ -468,12 +496,56 @@ mod tests {
                 )),
             )),
         ];
-        let text = prompt_text(blocks).expect("text");
+        let message = prompt_message(blocks).expect("text");
         assert_eq!(
-            text,
-            "look at\n@file:///w/a.rs\n<resource uri=\"file:///w/b.rs\">\nfn main() {}\n</resource>"
+            message,
+            Message::user_text(
+                "look at\n@file:///w/a.rs\n<resource uri=\"file:///w/b.rs\">\nfn main() {}\n</resource>"
+            )
         );
-        let image = ContentBlock::Image(ImageContent::new("AAAA", "image/png"));
-        assert!(prompt_text(vec![image]).is_err());
+        let image =
+            |data: &str, media_type: &str| ContentBlock::Image(ImageContent::new(data, media_type));
+        let message = prompt_message(vec![
+            ContentBlock::Text(TextContent::new("what is")),
+            image("iVBORw0KGgo=", "image/png"),
+            ContentBlock::Text(TextContent::new("and")),
+            ContentBlock::Text(TextContent::new("this")),
+            image("R0lGOD", "image/gif"),
+        ])
+        .expect("images");
+        let png = Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let gif = Image {
+            media_type: "image/gif".into(),
+            data: "R0lGOD".into(),
+        };
+        assert_eq!(
+            message.content,
+            [
+                history::ContentBlock::Text {
+                    text: "what is".into()
+                },
+                history::ContentBlock::Image(png),
+                history::ContentBlock::Text {
+                    text: "and\nthis".into()
+                },
+                history::ContentBlock::Image(gif),
+            ]
+        );
+        // Fails closed: an image no provider takes refuses the prompt.
+        for refused in [
+            image("PHN2Zz4=", "image/svg+xml"),
+            image("not base64!", "image/png"),
+            image("", "image/png"),
+        ] {
+            assert!(prompt_message(vec![refused]).is_err());
+        }
+        let audio = ContentBlock::Audio(agent_client_protocol::v1::schema::AudioContent::new(
+            "AAAA",
+            "audio/wav",
+        ));
+        assert!(prompt_message(vec![audio]).is_err());
     }
 }

@@ -35,7 +35,8 @@ pub struct Prompt {
     pub peer: Peer,
     pub can: ClientFiles,
     pub args: AcpArgs,
-    pub text: String,
+    /// The prompt as a user message (text, and images).
+    pub message: Message,
     pub cancel: tokio_util::sync::CancellationToken,
 }
 
@@ -47,7 +48,7 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         peer,
         can,
         args,
-        text,
+        message,
         cancel,
     } = prompt;
     let root = session.paths.root().to_path_buf();
@@ -116,7 +117,7 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
     let gate = session.gate().with_approver(Box::new(approver));
     let paths = workspace.paths().clone();
     let reader = gate.clone();
-    let near = paths_in(&text);
+    let near = paths_in(&message.text());
     let instructions = tokio::task::spawn_blocking(move || {
         load_instructions(&paths, &reader, user_instructions_path().as_deref(), &near)
     })
@@ -148,11 +149,7 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
     .with_transcript(session.file.as_ref());
     let mut messages =
         std::mem::take(&mut *session.messages.lock().unwrap_or_else(|p| p.into_inner()));
-    crate::sessions::append(
-        &mut messages,
-        Message::user_text(text),
-        session.file.as_ref(),
-    );
+    crate::sessions::append(&mut messages, message, session.file.as_ref());
     let outcome = run_loop(&agent, &mut messages).await;
     *session.messages.lock().unwrap_or_else(|p| p.into_inner()) = messages;
     let file = session.file.clone();
@@ -161,6 +158,7 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         tracing::warn!(%error, "cannot sync the session file");
     }
     match outcome {
+        Ok(outcome) if outcome.refused => Ok(StopReason::Refusal),
         Ok(_) => Ok(StopReason::EndTurn),
         Err(LoopError::Cancelled) => Ok(StopReason::Cancelled),
         Err(LoopError::IterationCap { .. }) => Ok(StopReason::MaxTurnRequests),

@@ -339,6 +339,7 @@ fn shrink_tool_results(messages: &mut [Message], keep: usize) -> usize {
             let ContentBlock::ToolResult {
                 tool_use_id,
                 content,
+                images,
                 ..
             } = block
             else {
@@ -351,12 +352,20 @@ fn shrink_tool_results(messages: &mut [Message], keep: usize) -> usize {
             let (name, input) = call.map_or(("a tool", String::new()), |call| {
                 (call.name, crate::text::clip(&call.input.to_string(), 120))
             });
+            // A stub drops the result's images too: they are the bulk of
+            // its tokens (see `context::IMAGE_TOKENS`).
+            let pictures = match images.len() {
+                0 => String::new(),
+                1 => " and an image".to_string(),
+                n => format!(" and {n} images"),
+            };
             let stub = format!(
-                "{STUB_PREFIX} {name} {input} returned {} bytes; call it again if you need it]",
+                "{STUB_PREFIX} {name} {input} returned {} bytes{pictures}; call it again if you need it]",
                 content.len()
             );
-            if stub.len() < content.len() {
+            if stub.len() < content.len() || !images.is_empty() {
                 *content = stub;
+                images.clear();
                 shrunk += 1;
             }
         }
@@ -472,6 +481,39 @@ mod tests {
             "[result shrunk to save context: read_file {\"path\":\"f0.txt\"} returned 5000 bytes; call it again if you need it]"
         );
         assert_eq!(shrink_tool_results(&mut messages, 3), 0, "once only");
+    }
+
+    #[test]
+    fn an_old_result_with_a_short_text_and_an_image_is_stubbed_without_it() {
+        let mut messages = vec![Message::user_text("go")];
+        for n in 0..4 {
+            messages.extend(exchange(n, "ok"));
+        }
+        let image = crate::history::Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let ContentBlock::ToolResult { images, .. } = &mut messages[2].content[0] else {
+            panic!("a result");
+        };
+        images.push(image);
+        assert_eq!(
+            shrink_tool_results(&mut messages, 3),
+            1,
+            "only the one with an image"
+        );
+        let ContentBlock::ToolResult {
+            content, images, ..
+        } = &messages[2].content[0]
+        else {
+            panic!("a result");
+        };
+        assert!(images.is_empty());
+        assert!(
+            content.contains("returned 2 bytes and an image"),
+            "{content}"
+        );
+        assert_eq!(check_history(&messages), Ok(()));
     }
 
     #[test]

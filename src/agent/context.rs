@@ -44,9 +44,20 @@ fn estimate_block(block: &ContentBlock) -> u64 {
             ContentBlock::ToolUse { name, input, .. } => {
                 estimate_text(name) + estimate_text(&input.to_string())
             }
-            ContentBlock::ToolResult { content, .. } => estimate_text(content),
+            ContentBlock::ToolResult {
+                content, images, ..
+            } => estimate_text(content) + IMAGE_TOKENS * images.len() as u64,
+            ContentBlock::Image(_) => IMAGE_TOKENS,
         }
 }
+
+/// Tokens counted per image. Anthropic charges about width × height / 750
+/// tokens and scales an image down to about 1.15 megapixels first, so an
+/// image costs at most about 1,600. We do not decode images to learn their
+/// size, so every image counts as that ceiling: a fixed figure (rather than
+/// base64 length / 4, which would count a 1 MB screenshot as 330,000
+/// tokens) that still errs high, as the rest of the estimate does.
+pub const IMAGE_TOKENS: u64 = 1_600;
 
 /// Estimated tokens of `messages`.
 pub fn estimate_messages(messages: &[Message]) -> u64 {
@@ -141,6 +152,27 @@ mod tests {
         for (model, want) in cases {
             assert_eq!(context_window(model), want, "{model}");
         }
+    }
+
+    #[test]
+    fn an_image_counts_a_fixed_ceiling_not_its_base64() {
+        let image = crate::history::Image {
+            media_type: "image/png".into(),
+            data: "A".repeat(1_000_000),
+        };
+        let mut result = ContentBlock::tool_result("a", "abcd", false);
+        if let ContentBlock::ToolResult { images, .. } = &mut result {
+            images.push(image.clone());
+            images.push(image.clone());
+        }
+        assert_eq!(
+            estimate_block(&result),
+            BLOCK_OVERHEAD + 1 + 2 * IMAGE_TOKENS
+        );
+        assert_eq!(
+            estimate_block(&ContentBlock::Image(image)),
+            BLOCK_OVERHEAD + IMAGE_TOKENS
+        );
     }
 
     #[test]

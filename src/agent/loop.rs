@@ -36,7 +36,7 @@ use crate::inbox::{Arrival, Inbox};
 use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
 use crate::sessions::Entry;
-use crate::tools::{PreparedCall, ToolError};
+use crate::tools::{PreparedCall, ToolError, ToolOutput};
 
 pub use super::parts::LoopConfig;
 
@@ -46,6 +46,9 @@ pub struct TurnOutcome {
     pub text: String,
     pub usage: Usage,
     pub iterations: usize,
+    /// The model declined to answer (Anthropic's `stop_reason: "refusal"`);
+    /// `text` is what it wrote before it stopped, if anything.
+    pub refused: bool,
 }
 
 /// Why a turn ended without a final answer. In every case the history is
@@ -163,7 +166,28 @@ pub async fn run_loop(
         let call_usage = response.usage;
 
         let cut = response.stop_reason.as_deref() == Some("max_tokens");
+        let refused = response.stop_reason.as_deref() == Some("refusal");
         let mut assistant = response.into_message();
+        if refused {
+            // A refused answer ends the turn: its text is kept (what the
+            // model wrote before it stopped), a tool call it began is not
+            // run, and nothing is appended when no text is left, so the
+            // history stays valid (it ends with the user's message).
+            assistant
+                .content
+                .retain(|block| matches!(block, ContentBlock::Text { text } if !text.is_empty()));
+            tracing::info!("the model refused to answer");
+            answer.push_str(&assistant.text());
+            if !assistant.content.is_empty() {
+                append(agent, messages, assistant);
+            }
+            return Ok(TurnOutcome {
+                text: answer,
+                usage: usage.total(),
+                iterations: iteration,
+                refused: true,
+            });
+        }
         make_tool_use_ids_unique(messages, &mut assistant);
         let asks_for_tools = assistant.tool_calls().next().is_some();
         if !asks_for_tools && assistant.text().trim().is_empty() {
@@ -203,6 +227,7 @@ pub async fn run_loop(
                 text: answer,
                 usage: usage.total(),
                 iterations: iteration,
+                refused: false,
             });
         }
         answer.clear();
@@ -389,9 +414,9 @@ async fn run_tool_call(
         _ = agent.cancel.cancelled() => Err(ToolError::NotRun(CANCELLED.to_string())),
         outcome = execute(agent, call.name, prepared) => outcome,
     };
-    let (content, is_error) = match outcome {
-        Ok(output) => (output, false),
-        Err(error) => (error.to_result_text(), true),
+    let (content, is_error, images) = match outcome {
+        Ok(output) => (output.text, false, output.images),
+        Err(error) => (error.to_result_text(), true, Vec::new()),
     };
     // The one place a tool result is made: whatever the tool printed, the
     // agent's own keys leave here only as `[redacted NAME]` — for the
@@ -403,7 +428,12 @@ async fn run_tool_call(
         content: content.clone(),
         is_error,
     });
-    ContentBlock::tool_result(call.id, content, is_error)
+    ContentBlock::ToolResult {
+        tool_use_id: call.id.to_string(),
+        content,
+        is_error,
+        images,
+    }
 }
 
 /// The steps of one call, each able to end it with an error.
@@ -411,7 +441,7 @@ async fn execute(
     agent: &Agent<'_>,
     name: &str,
     prepared: Result<PreparedCall<'_>, ToolError>,
-) -> Result<String, ToolError> {
+) -> Result<ToolOutput, ToolError> {
     let call = prepared?;
     let permit = permit(agent, &call).await?;
     let cx = agent.tool_context(permit.approved());

@@ -18,7 +18,7 @@ use super::server::{CallError, Server};
 use crate::permission::ActionKind;
 use crate::provider::ToolSpec;
 use crate::tools::{
-    AnyTool, FileChange, Invocation, PreparedCall, ToolContext, ToolError, plain_action,
+    AnyTool, FileChange, Invocation, PreparedCall, ToolContext, ToolError, ToolOutput, plain_action,
 };
 use crate::workspace::PathResolver;
 
@@ -167,7 +167,7 @@ impl Invocation for Call<'_> {
 
     /// Dropping this future (the turn was cancelled: the loop answers the
     /// call as cancelled) makes the SDK send `notifications/cancelled`.
-    async fn run(self: Box<Self>, _cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, _cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError> {
         let Call { tool, arguments } = *self;
         let answer = tool
             .server
@@ -175,11 +175,11 @@ impl Invocation for Call<'_> {
             .await
             .map_err(|error: CallError| ToolError::failed(error.to_string()))?;
         let json = serde_json::to_value(&answer).unwrap_or_default();
-        let (text, is_error) = result::to_text(&json, tool.max_result_bytes);
+        let (output, is_error) = result::to_output(&json, tool.max_result_bytes);
         if is_error {
-            Err(ToolError::failed(text))
+            Err(ToolError::failed(output.text))
         } else {
-            Ok(text)
+            Ok(output)
         }
     }
 }

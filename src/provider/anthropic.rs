@@ -7,6 +7,8 @@
 //! nearly every input token is read from the cache. Unknown block and event types are skipped, never fatal: the API
 //! grows new ones, and an old client must keep working.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -17,7 +19,7 @@ use super::http_provider::HttpProvider;
 use super::sse::SseEvent;
 use super::wire::{OwnHeader, SseDecoder, WireFormat, clip, encode, tool_use_from_json};
 use super::{ProviderError, Request, Response, StreamEvent, Usage};
-use crate::history::{ContentBlock, Message, Role};
+use crate::history::{ContentBlock, Image, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -146,7 +148,7 @@ fn breakpoints(messages: &[Message]) -> Vec<usize> {
         .take(2)
         .filter(|(_, m)| match m.content.last() {
             Some(ContentBlock::Text { text }) => !text.is_empty(),
-            Some(ContentBlock::ToolResult { .. }) => true,
+            Some(ContentBlock::ToolResult { .. } | ContentBlock::Image(_)) => true,
             _ => false,
         })
         .map(|(index, _)| index)
@@ -206,7 +208,8 @@ struct WireMessage<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum WireBlock<'a> {
     Text {
-        text: &'a str,
+        /// Owned only for the note that stands in for a refused image.
+        text: Cow<'a, str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
@@ -225,21 +228,63 @@ enum WireBlock<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+/// A tool result's content: a plain string, as always, unless the tool
+/// returned images; then an array of its text and image blocks.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Parts(Vec<WireBlock<'a>>),
+}
+
+/// `{"type": "base64", "media_type": …, "data": …}`.
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// An image as its block, or, if it may not be sent, the text note that
+/// says so (never dropped silently).
+fn image_block(image: &Image) -> WireBlock<'_> {
+    match image.refusal() {
+        Some(note) => WireBlock::Text {
+            text: Cow::Owned(note),
+            cache_control: None,
+        },
+        None => WireBlock::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: &image.media_type,
+                data: &image.data,
+            },
+            cache_control: None,
+        },
+    }
 }
 
 impl WireBlock<'_> {
     /// Puts a cache breakpoint on this block, where the API allows one.
     fn mark(&mut self) {
         match self {
-            WireBlock::Text { cache_control, .. } | WireBlock::ToolResult { cache_control, .. } => {
-                *cache_control = Some(EPHEMERAL)
-            }
+            WireBlock::Text { cache_control, .. }
+            | WireBlock::ToolResult { cache_control, .. }
+            | WireBlock::Image { cache_control, .. } => *cache_control = Some(EPHEMERAL),
             _ => {}
         }
     }
@@ -252,9 +297,10 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             .iter()
             .map(|block| match block {
                 ContentBlock::Text { text } => WireBlock::Text {
-                    text,
+                    text: Cow::Borrowed(text),
                     cache_control: None,
                 },
+                ContentBlock::Image(image) => image_block(image),
                 ContentBlock::Thinking {
                     thinking,
                     signature,
@@ -270,9 +316,23 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                     tool_use_id,
                     content,
                     is_error,
+                    images,
                 } => WireBlock::ToolResult {
                     tool_use_id,
-                    content,
+                    content: if images.is_empty() {
+                        ResultContent::Text(content)
+                    } else {
+                        // The API refuses an empty text block: none then.
+                        let text = (!content.is_empty()).then(|| WireBlock::Text {
+                            text: Cow::Borrowed(content),
+                            cache_control: None,
+                        });
+                        ResultContent::Parts(
+                            text.into_iter()
+                                .chain(images.iter().map(image_block))
+                                .collect(),
+                        )
+                    },
                     is_error: *is_error,
                     cache_control: None,
                 },
@@ -687,6 +747,54 @@ mod tests {
             assert!(value["tools"][0].get("cache_control").is_none());
             assert!(value["tools"][1]["cache_control"].is_object());
         }
+    }
+
+    #[test]
+    fn images_go_as_base64_blocks_and_refused_ones_as_notes() {
+        let png = Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let svg = Image {
+            media_type: "image/svg+xml".into(),
+            data: "PHN2Zz4=".into(),
+        };
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "a".into(),
+                    content: "shot".into(),
+                    is_error: false,
+                    images: vec![png.clone(), svg.clone()],
+                },
+                ContentBlock::tool_result("b", "plain", false),
+                ContentBlock::ToolResult {
+                    tool_use_id: "c".into(),
+                    content: String::new(),
+                    is_error: false,
+                    images: vec![png.clone()],
+                },
+                ContentBlock::Image(png),
+                ContentBlock::Image(svg),
+            ],
+        };
+        let source = json!({"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="});
+        let note = "[image (image/svg+xml) left out: its media type `image/svg+xml` is not one of image/png, image/jpeg, image/gif, image/webp]";
+        assert_eq!(
+            serde_json::to_value(WireMessage::from(&message)).unwrap(),
+            json!({"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"a","content":[
+                    {"type":"text","text":"shot"},
+                    {"type":"image","source":source},
+                    {"type":"text","text":note},
+                ]},
+                {"type":"tool_result","tool_use_id":"b","content":"plain"},
+                {"type":"tool_result","tool_use_id":"c","content":[{"type":"image","source":source}]},
+                {"type":"image","source":source},
+                {"type":"text","text":note},
+            ]})
+        );
     }
 
     #[test]

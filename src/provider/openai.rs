@@ -23,7 +23,7 @@ use super::http_provider::HttpProvider;
 use super::sse::SseEvent;
 use super::wire::{OwnHeader, SseDecoder, WireFormat, clip, encode, tool_use_from_json};
 use super::{ProviderError, Request, Response, StreamEvent, Usage};
-use crate::history::{ContentBlock, Message, Role};
+use crate::history::{ContentBlock, Image, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -173,7 +173,7 @@ enum ChatMessage<'a> {
         content: &'a str,
     },
     User {
-        content: String,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Option<String>,
@@ -201,6 +201,42 @@ struct ChatCall<'a> {
     arguments: String,
 }
 
+/// A user message's content: a string, as always, unless it has images;
+/// then an array of text and `image_url` parts, in the blocks' order.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(String),
+    Parts(Vec<UserPart<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum UserPart<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    /// `data:MEDIA;base64,DATA`.
+    url: String,
+}
+
+/// An image as its part, or, if it may not be sent, the note saying so.
+fn image_part(image: &Image) -> UserPart<'_> {
+    match image.refusal() {
+        Some(note) => UserPart::Text {
+            text: Cow::Owned(note),
+        },
+        None => UserPart::ImageUrl {
+            image_url: ImageUrl {
+                url: format!("data:{};base64,{}", image.media_type, image.data),
+            },
+        },
+    }
+}
+
 /// One of our messages becomes one or more chat messages: tool results each
 /// become a `role: tool` message, and other user text follows them.
 fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) {
@@ -226,13 +262,45 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
                     tool_use_id,
                     content,
                     is_error,
+                    images,
                 } = block
                 {
+                    let mut content = tool_text(content, *is_error);
+                    // Chat Completions' tool messages take text only: the
+                    // model is told what it is not seeing.
+                    if !images.is_empty() {
+                        let note = format!(
+                            "\n[{} image(s) the tool returned left out: this provider's tool results carry text only]",
+                            images.len()
+                        );
+                        content.to_mut().push_str(&note);
+                    }
                     out.push(ChatMessage::Tool {
                         tool_call_id: tool_use_id,
-                        content: tool_text(content, *is_error),
+                        content,
                     });
                 }
+            }
+            let has_images = message
+                .content
+                .iter()
+                .any(|block| matches!(block, ContentBlock::Image(_)));
+            if has_images {
+                let parts: Vec<UserPart<'a>> = message
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text { text } if !text.is_empty() => Some(UserPart::Text {
+                            text: Cow::Borrowed(text),
+                        }),
+                        ContentBlock::Image(image) => Some(image_part(image)),
+                        _ => None,
+                    })
+                    .collect();
+                out.push(ChatMessage::User {
+                    content: UserContent::Parts(parts),
+                });
+                return;
             }
             // Several texts (a prompt joined by one queued after it, a
             // background notice) stay apart: one string, a blank line between.
@@ -246,7 +314,7 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
                 .collect();
             if !texts.is_empty() {
                 out.push(ChatMessage::User {
-                    content: texts.join("\n\n"),
+                    content: UserContent::Text(texts.join("\n\n")),
                 });
             }
         }
@@ -489,6 +557,52 @@ mod tests {
                 json!({"role":"tool","tool_call_id":"c1","content":"fine"}),
                 json!({"role":"tool","tool_call_id":"c2","content":"Error: boom"}),
                 json!({"role":"user","content":"and also"}),
+            ])
+        );
+    }
+
+    #[test]
+    fn user_images_become_data_urls_and_tool_images_a_note() {
+        let png = Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let big = Image {
+            media_type: "image/png".into(),
+            data: "A".repeat(crate::history::MAX_IMAGE_BASE64 + 4),
+        };
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "c1".into(),
+                    content: "shot".into(),
+                    is_error: false,
+                    images: vec![png.clone()],
+                },
+                ContentBlock::Text {
+                    text: "look".into(),
+                },
+                ContentBlock::Image(png),
+                ContentBlock::Image(big),
+            ],
+        };
+        let mut out = Vec::new();
+        push_wire_messages(&message, &mut out);
+        let note = format!(
+            "[image (image/png) left out: it is {} bytes of base64, over the limit of {}]",
+            crate::history::MAX_IMAGE_BASE64 + 4,
+            crate::history::MAX_IMAGE_BASE64
+        );
+        assert_eq!(
+            serde_json::to_value(&out).unwrap(),
+            json!([
+                {"role":"tool","tool_call_id":"c1","content":"shot\n[1 image(s) the tool returned left out: this provider's tool results carry text only]"},
+                {"role":"user","content":[
+                    {"type":"text","text":"look"},
+                    {"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},
+                    {"type":"text","text":note},
+                ]},
             ])
         );
     }

@@ -323,6 +323,27 @@ pub trait Tool: Send + Sync + 'static {
     async fn run(&self, input: Self::Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
 }
 
+/// What a call returns: the text of its `tool_result`, and images.
+///
+/// The one way a tool hands the loop images. Only [`Invocation`]s carry
+/// it — a [`Tool`]'s `run` returns text, which becomes an output with no
+/// images — so today only an MCP tool returns any. The loop puts them in
+/// the `tool_result`, and each provider sends them (or a note) its way.
+#[derive(Debug, Default, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub images: Vec<crate::history::Image>,
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        ToolOutput {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
 /// The object-safe face of a [`Tool`], for the registry and the loop.
 pub trait AnyTool: Send + Sync {
     fn spec(&self) -> ToolSpec;
@@ -357,7 +378,7 @@ impl<'t> PreparedCall<'t> {
 
     /// Runs the call. An edit's result gains what the editor reports about
     /// the file once it has settled (see `crate::diagnostics`).
-    pub async fn run(self, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+    pub async fn run(self, cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError> {
         let watched = match (&self.action.kind, &self.action.target) {
             (ActionKind::Edit, Target::Path(shown)) => cx.workspace().diagnostics().and_then(|d| {
                 let path = cx.workspace().paths().resolve(shown).ok()?;
@@ -366,20 +387,20 @@ impl<'t> PreparedCall<'t> {
             }),
             _ => None,
         };
-        let result = self.call.run(cx).await?;
+        let mut output = self.call.run(cx).await?;
         let Some((mark, diagnostics, path, shown, before)) = watched else {
-            return Ok(result);
+            return Ok(output);
         };
         let now = tokio::select! {
             now = diagnostics.after(&path, mark) => now,
             () = cx.cancel.cancelled() => None,
         };
-        Ok(
-            match now.and_then(|now| crate::diagnostics::after_edit_line(&shown, &before, &now)) {
-                Some(line) => format!("{result}\n{line}"),
-                None => result,
-            },
-        )
+        if let Some(line) =
+            now.and_then(|now| crate::diagnostics::after_edit_line(&shown, &before, &now))
+        {
+            output.text = format!("{}\n{line}", output.text);
+        }
+        Ok(output)
     }
 }
 
@@ -387,7 +408,7 @@ impl<'t> PreparedCall<'t> {
 #[async_trait]
 pub trait Invocation: Send + Sync {
     async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>>;
-    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<String, ToolError>;
+    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError>;
 }
 
 struct Typed<'t, T: Tool> {
@@ -401,9 +422,9 @@ impl<T: Tool> Invocation for Typed<'_, T> {
         Tool::change(self.tool, &self.input, cx).await
     }
 
-    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError> {
         let Typed { tool, input } = *self;
-        tool.run(input, cx).await
+        tool.run(input, cx).await.map(ToolOutput::from)
     }
 }
 

@@ -17,7 +17,8 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   cancel_on_permission: send session/cancel when asked, then answer
                 cancelled
   steps:        [{"new": {"mcp": [name | {name, command, args}]}}, {"prompt": "text"}, {"load": "id"},
-                 {"set_mode": "plan"}]
+                 {"set_mode": "plan"}]; a prompt may also be a list of blocks,
+                 {"text": "..."} or {"image": {"data": base64, "mime_type": "image/png"}}
 """
 
 import asyncio
@@ -233,10 +234,17 @@ async def main():
                     await conn.set_session_mode(session_id=editor.session_id, mode_id=step["set_mode"])
                     editor.log("mode_set", mode=step["set_mode"])
                 elif "prompt" in step:
-                    response = await conn.prompt(
-                        session_id=editor.session_id,
-                        prompt=[acp.text_block(step["prompt"])],
-                    )
+                    prompt = step["prompt"]
+                    if isinstance(prompt, str):
+                        blocks = [acp.text_block(prompt)]
+                    else:
+                        blocks = [
+                            acp.text_block(b["text"])
+                            if "text" in b
+                            else acp.image_block(b["image"]["data"], b["image"]["mime_type"])
+                            for b in prompt
+                        ]
+                    response = await conn.prompt(session_id=editor.session_id, prompt=blocks)
                     editor.log("prompt_response", response=dump(response))
             except acp.RequestError as error:
                 editor.log("error", code=error.code, message=str(error), data=error.data)

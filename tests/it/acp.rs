@@ -528,6 +528,136 @@ fn the_iteration_cap_ends_with_max_turn_requests() {
     );
 }
 
+/// A 1×1 red PNG.
+const RED_PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+
+/// The agent says it takes images, and a prompt's image reaches the model
+/// as an image block between the prompt's texts; one it may not send
+/// (SVG) refuses the prompt, and the model is never asked.
+#[test]
+fn a_prompts_image_reaches_the_model_as_an_image_block() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![Reply::text("a red pixel").into()]);
+    let image = |data: &str, mime: &str| json!({"image": {"data": data, "mime_type": mime}});
+    let home = tempfile::tempdir().expect("home");
+    let transcript = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({
+            "steps": [
+                {"new": {}},
+                {"prompt": [{"text": "what is this?"}, image(RED_PIXEL_PNG, "image/png"), {"text": "one word"}]},
+                {"prompt": [{"text": "and this?"}, image("PHN2Zz4=", "image/svg+xml")]},
+            ],
+        }),
+    );
+    let init = of_type(&transcript, "initialized");
+    assert_eq!(
+        init[0]["response"]["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "{init:?}"
+    );
+    assert_eq!(stop_reasons(&transcript), ["end_turn"], "{transcript:#?}");
+    let errors = of_type(&transcript, "error");
+    assert_eq!(errors.len(), 1, "{transcript:#?}");
+    assert!(
+        errors[0]["message"].to_string().contains("image/svg+xml")
+            || errors[0]["data"].to_string().contains("image/svg+xml"),
+        "{:?}",
+        errors[0]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the refused prompt asks no model");
+    let messages = requests[0].body["messages"].as_array().expect("messages");
+    let content = &messages.last().expect("the prompt")["content"];
+    assert_eq!(content[0]["text"], "what is this?");
+    assert_eq!(
+        content[1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": RED_PIXEL_PNG}})
+    );
+    assert_eq!(content[2]["text"], "one word");
+
+    // Stored with the session, and shown again when it is loaded.
+    let id = of_type(&transcript, "session")[0]["response"]["sessionId"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let replayed = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": [{"load": id}]}),
+    );
+    let images: Vec<&Value> = of_type(&replayed, "update")
+        .into_iter()
+        .filter(|e| {
+            update_kind(e) == "user_message_chunk" && e["update"]["content"]["type"] == "image"
+        })
+        .collect();
+    assert_eq!(images.len(), 1, "{replayed:#?}");
+    assert_eq!(images[0]["update"]["content"]["data"], RED_PIXEL_PNG);
+    assert_eq!(images[0]["update"]["content"]["mimeType"], "image/png");
+}
+
+/// A refused answer (Anthropic's `stop_reason: "refusal"`) ends the prompt
+/// with `refusal`, its text kept and its tool call not run; one refused
+/// before any text leaves a history the next prompt continues.
+#[test]
+fn a_refused_answer_ends_the_prompt_with_refusal() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "a.txt"}))
+            .with_text_first("I will not")
+            .stopping_for("refusal")
+            .into(),
+        Reply::empty().stopping_for("refusal").into(),
+        Reply::text("fine").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true,
+            "steps": [{"new": {}}, {"prompt": "one"}, {"prompt": "two"}, {"prompt": "three"}],
+        }),
+    );
+    assert_eq!(
+        stop_reasons(&transcript),
+        ["refusal", "refusal", "end_turn"],
+        "{transcript:#?}"
+    );
+    assert!(
+        of_type(&transcript, "update")
+            .iter()
+            .all(|e| update_kind(e) != "tool_call"),
+        "the refused answer's tool call is not run: {transcript:#?}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let roles: Vec<&str> = requests[2].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user"],
+        "{:#}",
+        requests[2].body
+    );
+    let kept = &requests[2].body["messages"][1]["content"];
+    assert_eq!(kept, &json!([{"type": "text", "text": "I will not"}]));
+}
+
 /// The MCP servers a client passes in `session/new` start with the session
 /// through our MCP client: the real reference server (npm), its `echo`
 /// (which it marks read-only, so nobody is asked) called by the model.

@@ -891,3 +891,63 @@ fn a_servers_refusal_is_an_error_result() {
         "{text}"
     );
 }
+
+/// The tiny PNG the everything server's `get-tiny-image` returns (its
+/// first bytes: the rest is checked by length).
+const TINY_PNG_START: &str = "iVBORw0KGgoAAAANSUhEUgAAABQAAAAU";
+
+#[test]
+fn an_image_from_an_mcp_tool_reaches_anthropic_as_an_image_and_openai_as_a_note() {
+    let Some(program) = everything() else { return };
+    for provider in ["anthropic", "openai"] {
+        let dir = workspace(&[]);
+        user_config(dir.path(), &everything_server(&program));
+        let server = script(vec![
+            Reply::tool("mcp__everything__get-tiny-image", json!({})),
+            Reply::text("done"),
+        ]);
+        let mut command = bareagent(dir.path());
+        let out = match provider {
+            "anthropic" => run_against_model(&mut command, &server),
+            _ => command
+                .args(["run", "--provider", "openai", "--base-url"])
+                .arg(server.openai_base())
+                .env("OPENAI_API_KEY", crate::common::TEST_KEY),
+        }
+        .args(["--idle-timeout", "5", "show me the image"])
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{provider}: {}", stderr(&out));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{provider}");
+        let messages = requests[1].body["messages"].as_array().unwrap().clone();
+        let last = messages.last().unwrap();
+        if provider == "anthropic" {
+            let result = &last["content"][0];
+            assert_eq!(result["type"], "tool_result", "{result}");
+            let parts = result["content"].as_array().expect("an array of blocks");
+            assert_eq!(
+                parts[0]["text"],
+                "Here's the image you requested:\n[image (image/png) attached]\nThe image above is the MCP logo.",
+            );
+            assert_eq!(parts[1]["type"], "image");
+            assert_eq!(parts[1]["source"]["type"], "base64");
+            assert_eq!(parts[1]["source"]["media_type"], "image/png");
+            let data = parts[1]["source"]["data"].as_str().unwrap();
+            assert!(data.starts_with(TINY_PNG_START), "{data:.40}");
+            assert!(data.len() > 4000, "the whole image: {}", data.len());
+            assert_eq!(parts.len(), 2);
+        } else {
+            let tool = messages
+                .iter()
+                .find(|m| m["role"] == "tool")
+                .expect("a tool message");
+            let text = tool["content"].as_str().expect("text only");
+            assert!(
+                text.ends_with("[1 image(s) the tool returned left out: this provider's tool results carry text only]"),
+                "{text}"
+            );
+            assert!(!requests[1].body.to_string().contains(TINY_PNG_START));
+        }
+    }
+}
