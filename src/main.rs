@@ -44,58 +44,30 @@ fn main() -> ExitCode {
                 );
             }
             let clean = runtime.block_on(bareagent::lsp::serve(cli.client_process_id));
-            // stdin's reader thread may still be blocked in read(2): do not wait for it.
-            runtime.shutdown_background();
-            if clean {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            ended(runtime, clean)
         }
         Some(Command::Acp(args)) => {
             let clean = runtime.block_on(bareagent::acp::serve(args));
-            // stdin's reader thread may still be blocked in read(2): do not wait for it.
-            runtime.shutdown_background();
-            if clean {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            ended(runtime, clean)
         }
-        Some(Command::Trust { path }) => match bareagent::cli::trust(path) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("bareagent: {error:#}");
-                ExitCode::from(2)
-            }
-        },
+        Some(Command::Trust { path }) => {
+            exit_code(bareagent::cli::trust(path).map(|()| ExitCode::SUCCESS))
+        }
         Some(Command::Mcp {
             action: bareagent::cli::McpAction::List { json },
-        }) => match runtime.block_on(bareagent::cli::mcp_list(json)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("bareagent: {error:#}");
-                ExitCode::from(2)
-            }
-        },
-        Some(Command::Sessions { action }) => match bareagent::cli::sessions(action) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("bareagent: {error:#}");
-                ExitCode::from(2)
-            }
-        },
+        }) => exit_code(
+            runtime
+                .block_on(bareagent::cli::mcp_list(json))
+                .map(|()| ExitCode::SUCCESS),
+        ),
+        Some(Command::Sessions { action }) => {
+            exit_code(bareagent::cli::sessions(action).map(|()| ExitCode::SUCCESS))
+        }
         Some(Command::Chat(args)) => {
             let result = runtime.block_on(bareagent::cli::chat(args));
             // As after `run`: an approval's reader may still be in read(2).
             runtime.shutdown_background();
-            match result {
-                Ok(code) => code,
-                Err(error) => {
-                    eprintln!("bareagent: {error:#}");
-                    ExitCode::from(2)
-                }
-            }
+            exit_code(result)
         }
         Some(Command::Run(args)) => {
             let result = runtime.block_on(bareagent::cli::run(args));
@@ -103,15 +75,28 @@ fn main() -> ExitCode {
             // read(2) on the terminal: waiting for it would hang until the
             // user typed a line, and then take that line from their shell.
             runtime.shutdown_background();
-            match result {
-                Ok(code) => code,
-                Err(error) => {
-                    eprintln!("bareagent: {error:#}");
-                    ExitCode::from(2)
-                }
-            }
+            exit_code(result)
         }
     }
+}
+
+/// A server's end: stdin's reader thread may still be blocked in read(2),
+/// so the runtime is not waited for.
+fn ended(runtime: tokio::runtime::Runtime, clean: bool) -> ExitCode {
+    runtime.shutdown_background();
+    if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A command's exit code: its own, or 2 with the error on stderr.
+fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
+    result.unwrap_or_else(|error| {
+        eprintln!("bareagent: {error:#}");
+        ExitCode::from(2)
+    })
 }
 
 /// Children may not read the keys in our `/proc/self/environ` (nor attach a
