@@ -108,6 +108,14 @@ fn position(transcript: &[Value], what: impl Fn(&Value) -> bool) -> usize {
         .unwrap_or_else(|| panic!("not in the transcript: {transcript:#?}"))
 }
 
+/// The id `session/new` answered in a transcript.
+fn session_id(transcript: &[Value]) -> String {
+    of_type(transcript, "session")[0]["response"]["sessionId"]
+        .as_str()
+        .expect("session id")
+        .to_string()
+}
+
 fn update_kind(event: &Value) -> &str {
     event["update"]["sessionUpdate"]
         .as_str()
@@ -357,10 +365,7 @@ fn load_replays_a_stored_session() {
         home.path(),
         json!({"fs": true, "steps": [{"new": {}}, {"prompt": "what is in a.txt?"}]}),
     );
-    let id = of_type(&first, "session")[0]["response"]["sessionId"]
-        .as_str()
-        .expect("session id")
-        .to_string();
+    let id = session_id(&first);
 
     // Loaded twice in one agent: the second replays what the first holds.
     let replayed = drive_in(
@@ -582,10 +587,7 @@ fn a_prompts_image_reaches_the_model_as_an_image_block() {
     assert_eq!(content[2]["text"], "one word");
 
     // Stored with the session, and shown again when it is loaded.
-    let id = of_type(&transcript, "session")[0]["response"]["sessionId"]
-        .as_str()
-        .expect("session id")
-        .to_string();
+    let id = session_id(&transcript);
     let replayed = drive_in(
         &python,
         &root,
