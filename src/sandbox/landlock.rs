@@ -98,8 +98,9 @@ pub fn build(
     let read = AccessFs::ReadFile | AccessFs::Execute;
     created = grant_except(created, abi, Path::new("/"), read, &denied)?;
 
-    // Writes.
-    let write = AccessFs::from_write(abi);
+    // Writes. Never device nodes: root keeps CAP_MKNOD until exec drops
+    // it, and a block device of the disk is every file on it.
+    let write = AccessFs::from_write(abi) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
     let mut writable: Vec<&Path> = temp.into_iter().collect();
     if policy.mode == SandboxMode::WorkspaceWrite {
         writable.push(&policy.workspace);
@@ -235,17 +236,13 @@ pub(super) fn resolve_existing(path: &Path) -> PathBuf {
     }
 }
 
-/// `prctl(PR_SET_NO_NEW_PRIVS)` (no setuid escapes) then
-/// `landlock_restrict_self`. Async-signal-safe: runs after fork.
+/// `landlock_restrict_self` (after `PR_SET_NO_NEW_PRIVS`, which the
+/// kernel requires of a process without `CAP_SYS_ADMIN`). Async-signal-safe:
+/// runs after fork.
 pub fn restrict_self(fd: i32) -> std::io::Result<()> {
-    // SAFETY: plain syscalls on integers; no memory is touched.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    // SAFETY: a plain syscall on integers; no memory is touched.
+    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

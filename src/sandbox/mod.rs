@@ -13,6 +13,8 @@
 mod denial;
 pub use denial::HINT_PREFIX;
 mod landlock;
+mod privileges;
+mod seccomp;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -216,6 +218,9 @@ pub enum SandboxStatus {
         abi: i32,
         /// TCP connect/bind refused (ABI >= 4 and `sandbox.network` false).
         tcp_blocked: bool,
+        /// Every socket family but unix refused by seccomp (`sandbox.network`
+        /// false, on an architecture the filter knows).
+        sockets_blocked: bool,
         /// Signals and abstract unix sockets confined (ABI >= 6).
         scoped: bool,
     },
@@ -234,6 +239,7 @@ impl SandboxStatus {
             Ok(abi) => SandboxStatus::Enforced {
                 abi,
                 tcp_blocked: abi >= 4 && !policy.network,
+                sockets_blocked: !policy.network && seccomp::network_filter().is_some(),
                 scoped: abi >= 6,
             },
             Err(reason) => {
@@ -260,13 +266,15 @@ impl std::fmt::Display for SandboxStatus {
             SandboxStatus::Enforced {
                 abi,
                 tcp_blocked,
+                sockets_blocked,
                 scoped,
             } => {
                 write!(f, "sandbox on (Landlock ABI {abi})")?;
-                if *tcp_blocked {
-                    write!(f, "; outbound TCP blocked (UDP is not)")?;
-                } else {
-                    write!(f, "; network not confined")?;
+                match (tcp_blocked, sockets_blocked) {
+                    (true, true) => write!(f, "; network off (unix sockets only)")?,
+                    (true, false) => write!(f, "; outbound TCP blocked (UDP is not)")?,
+                    (false, true) => write!(f, "; only TCP and unix sockets (TCP not confined)")?,
+                    (false, false) => write!(f, "; network not confined")?,
                 }
                 if !scoped {
                     write!(f, "; signals and abstract unix sockets not confined")?;
@@ -370,10 +378,16 @@ impl Sandbox {
             ),
             _ => None,
         };
+        let filter = match self.status {
+            SandboxStatus::Off => None,
+            _ if self.policy.network => None,
+            _ => seccomp::network_filter().map(Arc::new),
+        };
         Ok(Confinement {
             ruleset,
+            filter,
             tmp: self.tmp.clone(),
-            drop_ptrace: self.status != SandboxStatus::Off,
+            least_privilege: self.status != SandboxStatus::Off,
         })
     }
 
@@ -392,9 +406,12 @@ impl Sandbox {
 /// The sandbox of one command, ready to apply in the child.
 pub struct Confinement {
     ruleset: Option<OwnedFd>,
+    /// The seccomp program refusing sockets other than unix ones.
+    filter: Option<Arc<seccompiler::BpfProgram>>,
     tmp: Option<Arc<tempfile::TempDir>>,
-    /// Take CAP_SYS_PTRACE out of the command's reach (see [`Confinement::restrict_self`]).
-    drop_ptrace: bool,
+    /// Give up every capability and gain none at exec (`privileges.rs`):
+    /// everywhere but with the sandbox off.
+    least_privilege: bool,
 }
 
 impl Confinement {
@@ -412,44 +429,49 @@ impl Confinement {
         self.tmp.clone()
     }
 
-    /// What the child needs to confine itself: plain numbers, so the
+    /// What the child needs to confine itself, prepared so that the
     /// closure that runs after fork touches no allocation. The ruleset
     /// descriptor stays open as long as `self`.
     pub fn for_child(&self) -> ChildConfinement {
         ChildConfinement {
             ruleset: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
-            drop_ptrace: self.drop_ptrace,
+            filter: self.filter.clone(),
+            least_privilege: self.least_privilege,
         }
     }
 }
 
 /// [`Confinement`] as the child applies it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ChildConfinement {
     ruleset: Option<i32>,
-    drop_ptrace: bool,
+    filter: Option<Arc<seccompiler::BpfProgram>>,
+    least_privilege: bool,
 }
 
 impl ChildConfinement {
     /// Confines the calling process. Only async-signal-safe syscalls: it
-    /// runs in the child between fork and exec.
+    /// runs in the child between fork and exec, after any mounts of the
+    /// command's view (Landlock forbids mounting, and mounting needs the
+    /// capabilities given up here).
     ///
-    /// CAP_SYS_PTRACE leaves the bounding set first, so a command run as
-    /// root loses it at exec: with the agent non-dumpable, the agent's
-    /// `/proc/PID/environ` (its keys) and memory are then closed to it.
-    /// Landlock's own ptrace rule did not close them on the kernels tried
-    /// (6.18). Failing to drop it (not root, no CAP_SETPCAP) is harmless:
-    /// such a process has no CAP_SYS_PTRACE to lose.
-    pub fn apply(self) -> std::io::Result<()> {
-        const CAP_SYS_PTRACE: libc::c_ulong = 19;
-        if self.drop_ptrace {
-            // SAFETY: prctl with integer arguments.
-            unsafe { libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) };
+    /// The order matters: the bounding set can only be emptied while
+    /// `CAP_SETPCAP` is held, so the capabilities themselves go last. With
+    /// none left, a command run by root can neither `mknod` the disk nor
+    /// read another root process's `/proc/PID/environ` (the agent's keys).
+    pub fn apply(&self) -> std::io::Result<()> {
+        if !self.least_privilege {
+            return Ok(());
         }
-        match self.ruleset {
-            Some(fd) => landlock::restrict_self(fd),
-            None => Ok(()),
+        privileges::no_new_privileges()?;
+        privileges::empty_bounding_set()?;
+        if let Some(fd) = self.ruleset {
+            landlock::restrict_self(fd)?;
         }
+        if let Some(filter) = &self.filter {
+            seccomp::apply(filter)?;
+        }
+        privileges::drop_all()
     }
 }
 

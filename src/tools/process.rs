@@ -144,7 +144,8 @@ impl GroupProcess {
         let temp = confinement.environment(&mut cmd);
         let confine = confinement.for_child();
         // SAFETY: the closure makes only async-signal-safe syscalls (getpid,
-        // send, unshare, mount, prctl, landlock_restrict_self), as the child
+        // send, unshare, mount, prctl, capset, landlock_restrict_self,
+        // seccomp), as the child
         // of a threaded process must; `confinement` keeps the ruleset open
         // until spawned. Mounting comes before the sandbox, which forbids it.
         unsafe {

@@ -43,6 +43,10 @@ struct Fixture {
     dir: tempfile::TempDir,
     outside: PathBuf,
     port: u16,
+    /// A UDP listener's port on 127.0.0.1.
+    udp_port: u16,
+    /// A file outside the workspace, owned by the agent's user.
+    owned_outside: tempfile::NamedTempFile,
 }
 
 fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
@@ -51,6 +55,10 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
     let port = f.port;
     // SAFETY: geteuid only reads our credentials.
     let root = unsafe { libc::geteuid() } == 0;
+    // Reversed, the key passes the output scrubber: only the kernel can
+    // keep it from the model.
+    let reversed_key: &'static str =
+        Box::leak(TEST_KEY.chars().rev().collect::<String>().into_boxed_str());
     let case = |name, command: String, on, off, secret| Case {
         name,
         command,
@@ -116,20 +124,78 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
             Succeeds,
             None,
         ),
-        // The agent is non-dumpable, which closes its /proc/PID/environ to a
-        // command of another user, or of the same user when not root. As root
-        // it stays readable here (kernel 6.18), CAP_SYS_PTRACE dropped and
-        // Landlock on notwithstanding: only scrubbing the output helps then.
+        // The agent is non-dumpable, and a command keeps no capability: the
+        // agent's /proc/PID/environ (and the reaper's, forked from it) are
+        // closed to it, root or not.
         case(
             "read the agent's environment",
-            "tr '\\0' '\\n' < /proc/$PPID/environ".into(),
-            if root {
-                Any
-            } else {
-                Refused(Some("/proc files are refused"))
-            },
+            "set -o pipefail; tr '\\0' '\\n' < /proc/$PPID/environ | rev".into(),
+            Refused(Some("/proc files are refused")),
             Any,
-            (!root).then_some(TEST_KEY),
+            Some(reversed_key),
+        ),
+        case(
+            "read the environment of the agent's other children (the reaper)",
+            "for p in $(cat /proc/$PPID/task/*/children); do tr '\\0' '\\n' < /proc/$p/environ | rev; done; true"
+                .into(),
+            Succeeds,
+            Any,
+            Some(reversed_key),
+        ),
+        // ---- least privilege in the child, root or not ----
+        case(
+            "a command holds no capability and gains none",
+            "awk '/^Cap(Inh|Prm|Eff|Bnd|Amb):/ && $2 !~ /^0+$/ {bad=1} /^NoNewPrivs:/ && $2 != 1 {bad=1} END {exit bad}' /proc/self/status"
+                .into(),
+            Succeeds,
+            Refused(None),
+            None,
+        ),
+        case(
+            "make a block device of the disk",
+            "mknod blk b 7 0 && rm blk".into(),
+            Refused(None),
+            if root { Succeeds } else { Any },
+            None,
+        ),
+        case(
+            "make a character device",
+            "mknod mem c 1 1 && rm mem".into(),
+            Refused(None),
+            if root { Succeeds } else { Any },
+            None,
+        ),
+        case(
+            "chown a file outside the workspace",
+            format!("chown 65534 {}", f.owned_outside.path().display()),
+            Refused(None),
+            if root { Succeeds } else { Any },
+            None,
+        ),
+        case(
+            "add an address to an interface",
+            "ip addr add 10.250.77.1/32 dev lo && ip addr del 10.250.77.1/32 dev lo".into(),
+            Refused(None),
+            if root { Succeeds } else { Any },
+            None,
+        ),
+        case(
+            "open a raw IP socket",
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)'"
+                .into(),
+            Refused(None),
+            if root { Succeeds } else { Any },
+            None,
+        ),
+        case(
+            "send UDP to a listener",
+            format!(
+                "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {}))\"",
+                f.udp_port
+            ),
+            Refused(None),
+            Succeeds,
+            None,
         ),
         case(
             "connect to a TCP listener",
@@ -194,6 +260,8 @@ fn fixture() -> Fixture {
         dir: workspace(&[("secrets/key.txt", DENIED_TEXT)]),
         outside,
         port: 0,
+        udp_port: 0,
+        owned_outside: tempfile::NamedTempFile::new().expect("outside file"),
     }
 }
 
@@ -212,6 +280,7 @@ fn run_with(
 ) -> (Vec<(String, bool)>, String) {
     let config = f.home.path().join(".config/bareagent/config.toml");
     std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
+    // `mode` may carry more lines of the table (`workspace-write"\nnetwork = true`).
     std::fs::write(
         &config,
         format!("{settings}\n[sandbox]\nmode = \"{mode}\"\n"),
@@ -240,18 +309,28 @@ fn run_with(
 }
 
 fn check(case: &Case, expect: Expect, result: &(String, bool), mode: &str) {
+    if let Err(failure) = verdict(case, expect, result, mode) {
+        panic!("{failure}");
+    }
+}
+
+/// Whether `result` is what `expect` says, or why not.
+fn verdict(case: &Case, expect: Expect, result: &(String, bool), mode: &str) -> Result<(), String> {
     let (content, is_error) = result;
     let what = format!("[{mode}] {}: `{}` gave {content}", case.name, case.command);
-    match expect {
-        Expect::Succeeds => assert!(!is_error, "{what}"),
-        Expect::Refused(note) => {
-            assert!(is_error, "{what}");
-            if let Some(note) = note {
-                assert!(content.contains("[sandbox]"), "{what}");
-                assert!(content.contains(note), "expected {note:?}: {what}");
-            }
+    let holds = match expect {
+        Expect::Succeeds => !is_error,
+        Expect::Refused(None) => *is_error,
+        Expect::Refused(Some(note)) => {
+            *is_error && content.contains("[sandbox]") && content.contains(note)
         }
-        Expect::Any => {}
+        Expect::Any => true,
+    };
+    let leaked = mode != "off" && case.secret.is_some_and(|secret| content.contains(secret));
+    match (holds, leaked) {
+        (true, false) => Ok(()),
+        (_, true) => Err(format!("leaked a secret: {what}")),
+        (false, _) => Err(format!("expected {expect:?}: {what}")),
     }
 }
 
@@ -282,23 +361,28 @@ pub fn landlock_abi() -> Option<i32> {
 fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
     let Some(abi) = landlock_abi() else { return };
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp listener");
+    udp.set_nonblocking(true).expect("nonblocking");
     let mut f = fixture();
     f.port = listener.local_addr().expect("port").port();
+    f.udp_port = udp.local_addr().expect("udp port").port();
     let cases = cases(&f, abi >= 4);
 
     let (on, stderr) = run_all(&f, &cases, "workspace-write");
     assert!(!stderr.contains("sandbox off"), "{stderr}");
-    for (case, result) in cases.iter().zip(&on) {
-        check(case, case.on, result, "on");
-        if let Some(secret) = case.secret {
-            assert!(
-                !result.0.contains(secret),
-                "[on] {} leaked: {}",
-                case.name,
-                result.0
-            );
-        }
-    }
+    // Every row is judged before any assertion, so a run shows every hole.
+    let failures: Vec<String> = cases
+        .iter()
+        .zip(&on)
+        .filter_map(|(case, result)| verdict(case, case.on, result, "on").err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Loopback UDP is queued at `sendto`: had one datagram left, it is here.
+    let mut buffer = [0u8; 16];
+    assert!(
+        udp.recv(&mut buffer).is_err(),
+        "a datagram left the sandbox"
+    );
     assert!(
         !f.outside.exists(),
         "the sandbox let {} be written",
@@ -321,6 +405,32 @@ fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
     }
     assert!(f.outside.exists(), "with the sandbox off the write lands");
     let _ = std::fs::remove_file(&f.outside);
+    assert_eq!(
+        udp.recv(&mut buffer).ok(),
+        Some(4),
+        "with the sandbox off the datagram arrives"
+    );
+}
+
+/// The seccomp filter is what refused UDP above: with `network = true` the
+/// same datagram leaves, and the status says what is confined.
+#[test]
+fn udp_leaves_when_the_user_allows_the_network() {
+    let Some(_) = landlock_abi() else { return };
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp listener");
+    let mut f = fixture();
+    f.udp_port = udp.local_addr().expect("udp port").port();
+    let send = cases(&f, false)
+        .into_iter()
+        .filter(|c| c.name == "send UDP to a listener")
+        .collect::<Vec<_>>();
+    assert_eq!(send.len(), 1);
+    let (results, _) = run_all(&f, &send, "workspace-write\"\nnetwork = true\n#\"");
+    check(&send[0], Expect::Succeeds, &results[0], "network on");
+    udp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buffer = [0u8; 16];
+    assert_eq!(udp.recv(&mut buffer).ok(), Some(4), "the datagram arrives");
 }
 
 #[test]
