@@ -67,6 +67,10 @@ pub struct Config {
     /// The untrusted project's settings that were left out, as written.
     #[serde(skip)]
     pub ignored: Vec<String>,
+    /// A trusted project's sandbox settings that would loosen it, left out:
+    /// trust loosens permissions, never the sandbox.
+    #[serde(skip)]
+    pub sandbox_ignored: Vec<String>,
 }
 
 /// `[edits]`: how the agent's edits in the editor's buffers reach the disk.
@@ -286,13 +290,16 @@ impl Config {
         let mine = &mut config.permissions.rules;
         mine.ask.extend(theirs.ask);
         mine.deny.extend(theirs.deny);
-        config.sandbox = if trusted {
-            config.sandbox.merged(project.sandbox)
+        // A project may tighten the sandbox, trusted or not; only the user's
+        // own config (or a flag) loosens it. In a trusted project the agent's
+        // edits could otherwise turn the next session's sandbox off.
+        let (sandbox, ignored) = config.sandbox.restricted_by(project.sandbox);
+        config.sandbox = sandbox;
+        if trusted {
+            config.sandbox_ignored = ignored;
         } else {
-            let (sandbox, ignored) = config.sandbox.restricted_by(project.sandbox);
             config.ignored.extend(ignored);
-            sandbox
-        };
+        }
         config
     }
 
@@ -316,16 +323,26 @@ impl Config {
 
     /// What to tell the user about ignored project settings, once.
     pub fn ignored_notice(&self, root: &Path) -> Option<String> {
-        if self.ignored.is_empty() {
-            return None;
+        let mut notice = Vec::new();
+        if !self.ignored.is_empty() {
+            notice.push(format!(
+                "Ignored settings of the project in {} because this directory is not trusted: {}. \
+                 If you trust this repository, run `bareagent trust` in it (or the editor command \
+                 `bareagent.trustWorkspace`).",
+                root.display(),
+                self.ignored.join(", ")
+            ));
         }
-        Some(format!(
-            "Ignored settings of the project in {} because this directory is not trusted: {}. \
-             If you trust this repository, run `bareagent trust` in it (or the editor command \
-             `bareagent.trustWorkspace`).",
-            root.display(),
-            self.ignored.join(", ")
-        ))
+        if !self.sandbox_ignored.is_empty() {
+            notice.push(format!(
+                "Ignored sandbox settings of the project in {}: {}. A project's settings may only \
+                 tighten the sandbox, trusted or not; loosen it in your own config \
+                 (~/.config/bareagent/config.toml).",
+                root.display(),
+                self.sandbox_ignored.join(", ")
+            ));
+        }
+        (!notice.is_empty()).then(|| notice.join(" "))
     }
 
     pub fn load_file(path: &Path) -> Result<Config, ConfigError> {

