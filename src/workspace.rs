@@ -15,7 +15,7 @@
 mod beneath;
 mod view;
 
-pub use view::{CommandView, CommandViews, MountedCopy};
+pub use view::{CommandView, CommandViews, MountedCopy, PinnedMount, namespaces_available};
 
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};

@@ -16,6 +16,21 @@ const REFUSALS: &[&str] = &[
     "EPERM",
 ];
 
+/// How the kernel refuses a change to a protected path: written
+/// (read-only), renamed or removed (a mount point), moved or linked out of
+/// it (another mount).
+const PROTECTED_REFUSALS: &[&str] = &[
+    "Read-only file system",
+    "EROFS",
+    "Device or resource busy",
+    "EBUSY",
+    "Invalid cross-device link",
+    "EXDEV",
+];
+
+/// The note for a protected path.
+const PROTECTED_NOTE: &str = "commands may not change, move or link it: git's hooks and config, the editor's, direnv's and the agent's settings and denied files are protected because your tools run or read them later; ask the user to do it";
+
 /// How the note starts: a surface that shortens results finds it by this
 /// and shows it whole.
 pub const HINT_PREFIX: &str = "[sandbox] ";
@@ -32,7 +47,23 @@ pub fn explain(
 ) -> Option<String> {
     let mut notes: Vec<String> = Vec::new();
     for line in output.lines() {
-        if !REFUSALS.iter().any(|r| line.contains(r)) || notes.len() >= MAX_NOTES {
+        if notes.len() >= MAX_NOTES {
+            break;
+        }
+        if PROTECTED_REFUSALS.iter().any(|r| line.contains(r)) {
+            let note = match path_in(line) {
+                Some(path) => format!(
+                    "{}: {PROTECTED_NOTE}",
+                    policy.workspace.join(path).display()
+                ),
+                None => format!("a protected path: {PROTECTED_NOTE}"),
+            };
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+            continue;
+        }
+        if !REFUSALS.iter().any(|r| line.contains(r)) {
             continue;
         }
         let note = if is_connect(line) {

@@ -68,6 +68,7 @@ pub fn build(
     temp: Option<&Path>,
     devices: &[&str],
     views: &[(&Path, &Path)],
+    withheld: &[PathBuf],
 ) -> Result<Option<OwnedFd>, landlock::RulesetError> {
     let abi = ABI::from(abi);
     let all = AccessFs::from_all(abi);
@@ -106,8 +107,11 @@ pub fn build(
         writable.push(&policy.workspace);
         writable.extend(policy.writable.iter().map(PathBuf::as_path));
     }
+    // Protected paths no mount can pin get no write right, nor do the
+    // folders on the way to them (Landlock rights flow down a tree).
+    let withheld = denied_set(withheld);
     for path in &writable {
-        created = grant(created, abi, path, write)?;
+        created = grant_except(created, abi, path, write, &withheld)?;
     }
     for device in devices {
         created = grant(created, abi, Path::new(device), write)?;

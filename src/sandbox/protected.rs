@@ -1,0 +1,206 @@
+//! What a command may not change although it lies in a folder it may
+//! write: what the user's own tools run later, outside any sandbox, and the
+//! secrets the read rules keep from it.
+//!
+//! - git's `hooks/`, `config` and `info/`, and the folder `core.hooksPath`
+//!   names: the user's next `git commit` runs what is there. The rest of
+//!   `.git` stays writable, so commands can still record work (objects,
+//!   refs, the index, logs, `HEAD`); `.git` itself is pinned, so it cannot be
+//!   renamed away and replaced by a repository of the command's making;
+//! - the workspace's power files that editors, direnv, hook managers, cargo
+//!   and the agent itself read and run (`.bareagent/` with the session store,
+//!   `.mcp.json`, `.vscode/`, `.envrc`, …);
+//! - every path the sandbox denies reading (the secrets under `$HOME`, the
+//!   agent's config, what read-deny rules name) that lies in a writable
+//!   folder: Landlock already keeps its contents unread, and pinned, its
+//!   files cannot be renamed or hard-linked out to a readable name either.
+//!
+//! Enforced by the kernel: each existing path is bind-mounted on itself in
+//! the command's private mount namespace, read-only but for `.git` (see
+//! `workspace::PinnedMount`). Where the system gives commands no mount
+//! namespace, Landlock withholds every write right from these paths and
+//! from the folders that hold them instead (`landlock.rs`): stricter, as
+//! nothing can then be created at the top of the workspace, but never
+//! looser. A path that does not exist when the command starts cannot be a
+//! mount point; `docs/security.md` says what that leaves open.
+
+use std::path::{Path, PathBuf};
+
+use super::{SandboxMode, SandboxPolicy};
+
+/// git's own files that run or configure what runs, under `.git`.
+const GIT_RUNS: &[&str] = &["hooks", "config", "info"];
+
+/// Folders git needs and creates at `git init`: made when missing, so they
+/// can be mount points (an empty folder changes nothing git does).
+const GIT_FOLDERS: &[&str] = &["hooks", "info"];
+
+/// At the top of the workspace: what editors, direnv, hook managers, cargo
+/// and the agent read and run (the file tools ask before changing these and
+/// more: `permission::POWER_FILES`).
+const WORKSPACE_RUNS: &[&str] = &[
+    ".bareagent",
+    ".mcp.json",
+    ".vscode",
+    ".idea",
+    ".zed",
+    ".helix",
+    ".envrc",
+    ".nvim.lua",
+    ".nvimrc",
+    ".exrc",
+    ".husky",
+    ".pre-commit-config.yaml",
+    ".cargo/config.toml",
+    ".cargo/config",
+];
+
+/// One path a command must not change.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Protected {
+    pub path: PathBuf,
+    /// False for `.git` itself: pinned in place, its contents writable.
+    pub read_only: bool,
+}
+
+/// The existing paths `policy` protects, parents before what they hold.
+pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return Vec::new();
+    }
+    let writable: Vec<&Path> = std::iter::once(policy.workspace.as_path())
+        .chain(policy.writable.iter().map(PathBuf::as_path))
+        .collect();
+    let in_writable = |path: &Path| writable.iter().any(|root| path.starts_with(root));
+    let mut found = Vec::new();
+    let mut add = |path: PathBuf, read_only: bool| {
+        if path.symlink_metadata().is_ok() {
+            found.push(Protected { path, read_only });
+        }
+    };
+
+    let git = policy.workspace.join(".git");
+    match git.symlink_metadata() {
+        Ok(meta) if meta.is_dir() => {
+            for folder in GIT_FOLDERS {
+                let _ = std::fs::create_dir(git.join(folder));
+            }
+            for name in GIT_RUNS {
+                add(git.join(name), true);
+            }
+            if let Some(hooks) = hooks_path(&git.join("config"), &policy.workspace)
+                && in_writable(&hooks)
+            {
+                add(hooks, true);
+            }
+            add(git, false);
+        }
+        // A `.git` file points git at another repository.
+        Ok(_) => add(git, true),
+        Err(_) => {}
+    }
+    for name in WORKSPACE_RUNS {
+        add(policy.workspace.join(name), true);
+    }
+    for denied in &policy.deny_read {
+        if in_writable(denied) {
+            add(denied.clone(), true);
+        }
+    }
+    found.sort();
+    found.dedup_by(|later, earlier| later.path == earlier.path);
+    found
+}
+
+/// `core.hooksPath` of the repository config at `config`, made absolute
+/// from the workspace (git runs hooks from the top of the work tree). Read
+/// from the file alone: a value set through an `include` is not seen
+/// (`docs/security.md`).
+fn hooks_path(config: &Path, workspace: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config).ok()?;
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(section) = line.strip_prefix('[') {
+            let name = section.split([']', ' ', '"']).next().unwrap_or_default();
+            in_core = name.eq_ignore_ascii_case("core");
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if in_core && key.trim().eq_ignore_ascii_case("hookspath") {
+            let value = value.trim().trim_matches('"');
+            // The last one wins, as git reads it.
+            found = Some(match value.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME").map(PathBuf::from)?.join(rest),
+                None => workspace.join(value),
+            });
+        }
+    }
+    found.map(|path| super::landlock::resolve_existing(&path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(workspace: &Path, deny: &[&str]) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            workspace: workspace.to_path_buf(),
+            writable: Vec::new(),
+            deny_read: deny.iter().map(|d| workspace.join(d)).collect(),
+            network: false,
+        }
+    }
+
+    #[test]
+    fn what_is_protected_in_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for folder in [".git/objects", ".githooks", ".vscode", "secrets", "src"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false\n[Core]\n\thooksPath = .githooks\n",
+        )
+        .unwrap();
+        std::fs::write(root.join(".envrc"), "").unwrap();
+        let found = paths(&policy(&root, &["secrets", "missing"]));
+        let shown: Vec<(String, bool)> = found
+            .iter()
+            .map(|p| {
+                let relative = p.path.strip_prefix(&root).unwrap();
+                (relative.display().to_string(), p.read_only)
+            })
+            .collect();
+        let expected: Vec<(String, bool)> = [
+            (".envrc", true),
+            (".git", false),
+            (".git/config", true),
+            (".git/hooks", true),
+            (".git/info", true),
+            (".githooks", true),
+            (".vscode", true),
+            ("secrets", true),
+        ]
+        .iter()
+        .map(|(p, r)| (p.to_string(), *r))
+        .collect();
+        assert_eq!(shown, expected);
+        // Made so they can be mount points.
+        assert!(root.join(".git/hooks").is_dir());
+    }
+
+    #[test]
+    fn nothing_is_protected_where_nothing_is_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        let mut policy = policy(dir.path(), &[]);
+        policy.mode = SandboxMode::ReadOnly;
+        assert!(paths(&policy).is_empty());
+    }
+}
