@@ -22,6 +22,7 @@ pub mod permission;
 pub mod provider;
 pub mod rewind;
 pub mod sandbox;
+pub mod secret_files;
 pub mod secrets;
 pub mod sessions;
 pub mod text;

@@ -28,6 +28,8 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use globset::{GlobSet, GlobSetBuilder};
 
+use crate::secret_files;
+
 pub use command::CommandCheck;
 pub use rules::{Rule, RuleError, RuleLists, RuleSet, Subject, Verdict};
 
@@ -228,10 +230,10 @@ pub const POWER_FILES: [&str; 20] = [
 ];
 
 /// Case-insensitive: on macOS and Windows `.GIT/config` is `.git/config`.
-fn glob_set(patterns: &[&str]) -> GlobSet {
+fn glob_set(patterns: impl IntoIterator<Item = String>) -> GlobSet {
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
-        if let Ok(glob) = globset::GlobBuilder::new(pattern)
+        if let Ok(glob) = globset::GlobBuilder::new(&pattern)
             .case_insensitive(true)
             .build()
         {
@@ -289,8 +291,21 @@ impl PermissionGate {
             mode,
             rules: Arc::new(RwLock::new(RuleSet::default())),
             approver: Arc::new(serial::OneAtATime::new(approver)),
-            sensitive: Arc::new(glob_set(&SENSITIVE_FILES)),
-            power: Arc::new(glob_set(&POWER_FILES)),
+            sensitive: Arc::new(glob_set(
+                SENSITIVE_FILES
+                    .iter()
+                    .map(|p| p.to_string())
+                    .chain(secret_files::anywhere(secret_files::HOME_SECRETS)),
+            )),
+            // Credentials and what the user's shell runs are power files
+            // too: `.ssh/authorized_keys`, `.bashrc` in a workspace at `$HOME`.
+            power: Arc::new(glob_set(
+                POWER_FILES
+                    .iter()
+                    .map(|p| p.to_string())
+                    .chain(secret_files::anywhere(secret_files::HOME_SECRETS))
+                    .chain(secret_files::anywhere(secret_files::HOME_RUNS)),
+            )),
             saving: None,
         }
     }

@@ -47,19 +47,6 @@ pub const CACHE_DIRS: &[&str] = &[
     "go/pkg/mod",
 ];
 
-/// Secrets under `$HOME` a command has no business reading. The agent's own
-/// config folder is added to these (see [`SandboxPolicy::new`]).
-pub const SECRET_DIRS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".docker",
-    ".kube",
-];
-
 /// Character devices commands write to: `> /dev/null` and friends.
 const DEVICES: &[&str] = &[
     "/dev/null",
@@ -192,7 +179,11 @@ impl SandboxPolicy {
         writable.extend(settings.writable.iter().filter_map(|p| expand(p)));
         let mut deny_read: Vec<PathBuf> = home
             .iter()
-            .flat_map(|home| SECRET_DIRS.iter().map(move |dir| home.join(dir)))
+            .flat_map(|home| {
+                crate::secret_files::HOME_SECRETS
+                    .iter()
+                    .map(move |dir| home.join(dir))
+            })
             .collect();
         if let Some(config) = crate::config_files::user_config_path()
             .as_deref()

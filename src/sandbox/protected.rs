@@ -102,6 +102,14 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
     for name in WORKSPACE_RUNS {
         add(policy.workspace.join(name), true);
     }
+    // A workspace that holds `$HOME`: what the user's shell and git run.
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
+        && in_writable(&home)
+    {
+        for name in crate::secret_files::HOME_RUNS {
+            add(home.join(name), true);
+        }
+    }
     for denied in &policy.deny_read {
         if in_writable(denied) {
             add(denied.clone(), true);

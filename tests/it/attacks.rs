@@ -779,6 +779,47 @@ fn red_team() -> Vec<Case> {
     ]
 }
 
+/// A workspace that is `$HOME` (or holds a copy of one): the credentials in
+/// it ask before a file tool reads them, and the files the user's shell,
+/// git and the agent itself run or read ask before a file tool changes
+/// them, in accept-edits too (round two of the attack table).
+fn home_as_workspace() -> Vec<Case> {
+    const TOKEN: Option<&str> = Some("tok3n");
+    let read = |name, path: &str| Case {
+        name,
+        mode: PermissionMode::Default,
+        allow: &["read_file"],
+        deny: &[],
+        tool: "read_file",
+        input: json!({ "path": path }),
+        expected: Asked,
+        never_shows: TOKEN,
+    };
+    let write = |name, path: &str| Case {
+        name,
+        mode: PermissionMode::AcceptEdits,
+        allow: &[],
+        deny: &[],
+        tool: "write_file",
+        input: json!({ "path": path, "content": "[sandbox]\nmode = \"off\"\n" }),
+        expected: Asked,
+        never_shows: None,
+    };
+    vec![
+        read("$HOME: read .git-credentials", ".git-credentials"),
+        read("$HOME: read the GitHub CLI's token", ".config/gh/hosts.yml"),
+        read("$HOME: read docker's auths", ".docker/config.json"),
+        read("$HOME: read the kube config", ".kube/config"),
+        write(
+            "$HOME: turn the sandbox off in the agent's own config",
+            ".config/bareagent/config.toml",
+        ),
+        write("$HOME: add an ssh key", ".ssh/authorized_keys"),
+        write("$HOME: rewrite .bashrc", ".bashrc"),
+        write("$HOME: plant a program on PATH", ".local/bin/git"),
+    ]
+}
+
 fn attack_workspace() -> tempfile::TempDir {
     let dir = workspace(&[
         ("README.md", "hello\n"),
@@ -789,6 +830,13 @@ fn attack_workspace() -> tempfile::TempDir {
         ("certs/server.pem", "BEGIN CERT 51de\n"),
         (".env", "TOKEN=abc\n"),
         (".git/config", "[core]\n\tbare = false\n"),
+        // `$HOME` as the workspace (`home_as_workspace`).
+        (".git-credentials", "https://u:tok3n@github.com\n"),
+        (".config/gh/hosts.yml", "oauth_token: tok3n\n"),
+        (".docker/config.json", "{\"auths\": \"tok3n\"}\n"),
+        (".kube/config", "token: tok3n\n"),
+        (".ssh/authorized_keys", "ssh-ed25519 AAAA mine\n"),
+        (".bashrc", "alias ll='ls -l'\n"),
     ]);
     std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
     dir
@@ -902,7 +950,7 @@ async fn run_case(case: &Case) -> Result<Outcome, String> {
 
 #[tokio::test]
 async fn every_attack_gets_its_outcome() {
-    let cases = cases();
+    let cases: Vec<Case> = cases().into_iter().chain(home_as_workspace()).collect();
     let mut failures = Vec::new();
     let mut tally: std::collections::BTreeMap<String, usize> = Default::default();
     for case in &cases {

