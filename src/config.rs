@@ -194,7 +194,15 @@ impl Config {
         root: &Path,
     ) -> Result<crate::permission::PermissionGate, crate::permission::RuleError> {
         let rules = crate::permission::RuleSet::from_lists(&self.permissions.rules)?;
-        let gate = crate::permission::PermissionGate::new(mode, approver).with_rules(rules);
+        let mut gate = crate::permission::PermissionGate::new(mode, approver).with_rules(rules);
+        if let Some(hooks) = crate::sandbox::git_hooks_folder(root)
+            && let Ok(root) = root.canonicalize()
+            && let Ok(relative) = hooks.strip_prefix(&root)
+            && let Some(relative) = relative.to_str()
+            && !relative.is_empty()
+        {
+            gate = gate.with_power_folder(relative);
+        }
         Ok(match user_config_path() {
             Some(user) => gate.saving_to(std::sync::Arc::new(ProjectRules::new(user, root))),
             None => gate,
@@ -624,6 +632,42 @@ fn record_trust(path: &Path, root: &Path) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The folder `core.hooksPath` names is a power folder: an edit there
+    /// asks in accept-edits, as `.git/hooks` does; beside it, it does not.
+    #[test]
+    fn the_hooks_path_folder_asks_before_an_edit() {
+        use crate::permission::{Action, ActionKind, Assessment, DenyAll, PermissionMode, Target};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::create_dir_all(dir.path().join("tools/hooks")).unwrap();
+        std::fs::write(
+            dir.path().join(".git/config"),
+            "[core]\n\thooksPath = tools/hooks/\n",
+        )
+        .unwrap();
+        let gate = Config::default()
+            .gate(
+                PermissionMode::AcceptEdits,
+                Box::new(DenyAll("no".into())),
+                dir.path(),
+            )
+            .unwrap();
+        let edit = |path: &str| Action {
+            tool: "write_file".into(),
+            kind: ActionKind::Edit,
+            summary: String::new(),
+            target: Target::Path(path.into()),
+        };
+        assert!(matches!(
+            gate.assess(&edit("tools/hooks/pre-commit")),
+            Assessment::Ask(_)
+        ));
+        assert!(matches!(
+            gate.assess(&edit("tools/build.sh")),
+            Assessment::Allow
+        ));
+    }
 
     #[test]
     fn parses_merges_and_keeps_other_settings_when_saving() {

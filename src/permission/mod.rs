@@ -229,6 +229,17 @@ pub const POWER_FILES: [&str; 20] = [
     "**/BAREAGENT.md",
 ];
 
+/// The power files' patterns. Credentials and what the user's shell runs
+/// are power files too: `.ssh/authorized_keys`, `.bashrc` in a workspace at
+/// `$HOME`.
+fn power_patterns() -> impl Iterator<Item = String> {
+    POWER_FILES
+        .iter()
+        .map(|p| p.to_string())
+        .chain(secret_files::anywhere(secret_files::HOME_SECRETS))
+        .chain(secret_files::anywhere(secret_files::HOME_RUNS))
+}
+
 /// Case-insensitive: on macOS and Windows `.GIT/config` is `.git/config`.
 fn glob_set(patterns: impl IntoIterator<Item = String>) -> GlobSet {
     let mut set = GlobSetBuilder::new();
@@ -297,15 +308,7 @@ impl PermissionGate {
                     .map(|p| p.to_string())
                     .chain(secret_files::anywhere(secret_files::HOME_SECRETS)),
             )),
-            // Credentials and what the user's shell runs are power files
-            // too: `.ssh/authorized_keys`, `.bashrc` in a workspace at `$HOME`.
-            power: Arc::new(glob_set(
-                POWER_FILES
-                    .iter()
-                    .map(|p| p.to_string())
-                    .chain(secret_files::anywhere(secret_files::HOME_SECRETS))
-                    .chain(secret_files::anywhere(secret_files::HOME_RUNS)),
-            )),
+            power: Arc::new(glob_set(power_patterns())),
             saving: None,
         }
     }
@@ -313,6 +316,17 @@ impl PermissionGate {
     /// Replaces the rules (the settings' lists, parsed).
     pub fn with_rules(self, rules: RuleSet) -> Self {
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = rules;
+        self
+    }
+
+    /// Also treats the folder at `relative` (to the workspace) and what it
+    /// holds as power files: the folder git's `core.hooksPath` names, whose
+    /// programs the user's next commit runs.
+    pub fn with_power_folder(mut self, relative: &str) -> Self {
+        let folder = globset::escape(relative.trim_end_matches('/'));
+        self.power = Arc::new(glob_set(
+            power_patterns().chain([folder.clone(), format!("{folder}/**")]),
+        ));
         self
     }
 

@@ -47,6 +47,12 @@ pub const CACHE_DIRS: &[&str] = &[
     "go/pkg/mod",
 ];
 
+/// The folder git's `core.hooksPath` names in the repository at
+/// `workspace`, if any: what the user's next commit runs from there.
+pub fn git_hooks_folder(workspace: &Path) -> Option<PathBuf> {
+    protected::hooks_path(&workspace.join(".git").join("config"), workspace)
+}
+
 /// Character devices commands write to: `> /dev/null` and friends.
 const DEVICES: &[&str] = &[
     "/dev/null",

@@ -124,7 +124,7 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
 /// from the workspace (git runs hooks from the top of the work tree). Read
 /// from the file alone: a value set through an `include` is not seen
 /// (`docs/security.md`).
-fn hooks_path(config: &Path, workspace: &Path) -> Option<PathBuf> {
+pub(super) fn hooks_path(config: &Path, workspace: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(config).ok()?;
     let mut in_core = false;
     let mut found = None;
