@@ -255,6 +255,50 @@ pub fn restrict_self(fd: i32) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// Where no mount can pin a protected path, Landlock withholds its
+    /// write rights: the hook cannot be written, the rest of the workspace can.
+    #[test]
+    fn withheld_paths_get_no_write_right() {
+        let Ok(abi) = probe_abi() else {
+            assert!(
+                std::env::var("BAREAGENT_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+                "BAREAGENT_REQUIRE_LANDLOCK=1 but the kernel has none"
+            );
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        let policy = SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            workspace: root.clone(),
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            network: true,
+        };
+        let withheld = [root.join(".git/hooks")];
+        let ruleset = build(&policy, abi, None, &["/dev/null"], &[], &withheld)
+            .unwrap()
+            .unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&ruleset);
+        let run = |script: &str| {
+            let mut command = std::process::Command::new("/bin/sh");
+            command.args(["-c", script]).current_dir(&root);
+            // SAFETY: prctl and landlock_restrict_self are syscalls.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                    super::super::privileges::no_new_privileges()?;
+                    restrict_self(fd)
+                });
+            }
+            command.status().unwrap().success()
+        };
+        assert!(!run("echo x > .git/hooks/pre-commit"));
+        assert!(run("echo x > src/a.rs"));
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+    }
+
     #[test]
     fn denied_paths_are_absolute_resolved_and_kept_by_name() {
         let dir = tempfile::tempdir().unwrap();
