@@ -370,11 +370,23 @@ impl Sandbox {
         self.tmp.as_deref().map(tempfile::TempDir::path)
     }
 
+    /// After a command (and before the next): removes what a command
+    /// planted that no mount could stop and git would follow later (see
+    /// `protected::sweep`). The lines are for the command's result.
+    pub fn sweep(&self) -> Vec<String> {
+        match self.status {
+            SandboxStatus::Off => Vec::new(),
+            _ => protected::sweep(&self.policy),
+        }
+    }
+
     /// The rules for one command, built now (so folders created since the
     /// last command are seen). Called in the parent: the child only applies.
     /// `views` are (file, copy mounted over it) pairs of the command's view
     /// (see `workspace/view.rs`): each copy gets the access its file has.
     pub fn confinement(&self, views: &[(&Path, &Path)]) -> Result<Confinement, SandboxError> {
+        // A background command may have planted something since the last.
+        self.sweep();
         // What the command may not change inside its writable folders:
         // pinned by mounts where the system gives a mount namespace, else
         // withheld from Landlock's write grants (see `protected.rs`).

@@ -28,8 +28,15 @@ use std::path::{Path, PathBuf};
 
 use super::{SandboxMode, SandboxPolicy};
 
-/// git's own files that run or configure what runs, under `.git`.
+/// git's own files that run or configure what runs, under `.git` and
+/// under each submodule's git folder in `.git/modules`.
 const GIT_RUNS: &[&str] = &["hooks", "config", "info"];
+
+/// A file that, in a repository's own git folder, points git at another
+/// folder's config and hooks. git never makes one there (only in a linked
+/// worktree's folder under `.git/worktrees`, which is pinned whole): one
+/// that appears was planted, and is removed ([`sweep`]).
+const GIT_REDIRECT: &str = "commondir";
 
 /// Folders git needs and creates at `git init`: made when missing, so they
 /// can be mount points (an empty folder changes nothing git does).
@@ -93,6 +100,14 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
             {
                 add(hooks, true);
             }
+            for module in submodule_git_folders(&git) {
+                for name in GIT_RUNS {
+                    add(module.join(name), true);
+                }
+            }
+            // Linked worktrees' own folders: their `commondir`, `gitdir`
+            // and `config.worktree` say where git reads config from.
+            add(git.join("worktrees"), true);
             add(git, false);
         }
         // A `.git` file points git at another repository.
@@ -118,6 +133,60 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
     found.sort();
     found.dedup_by(|later, earlier| later.path == earlier.path);
     found
+}
+
+/// The git folders of the workspace repository's submodules.
+fn submodule_git_folders(git: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(git.join("modules")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// Removes a [`GIT_REDIRECT`] a command planted in the workspace
+/// repository's git folder or a submodule's, and says so. Run by our code
+/// before and after every command: a mount cannot stop a new file in a
+/// folder git must write, so this is not the kernel's guarantee but ours,
+/// with a window while the planting command still runs.
+pub fn sweep(policy: &SandboxPolicy) -> Vec<String> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return Vec::new();
+    }
+    let git = policy.workspace.join(".git");
+    if !git.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for folder in std::iter::once(git.clone()).chain(submodule_git_folders(&git)) {
+        let planted = folder.join(GIT_REDIRECT);
+        let Ok(meta) = planted.symlink_metadata() else {
+            continue;
+        };
+        let removed = if meta.is_dir() {
+            std::fs::remove_dir_all(&planted)
+        } else {
+            std::fs::remove_file(&planted)
+        };
+        let shown = planted
+            .strip_prefix(&policy.workspace)
+            .unwrap_or(&planted)
+            .display()
+            .to_string();
+        notes.push(match removed {
+            Ok(()) => format!(
+                "[sandbox] Removed {shown}: it would point git at another folder's config and hooks, which your tools would run later."
+            ),
+            Err(error) => format!(
+                "[sandbox] {shown} points git at another folder's config and hooks and could not be removed ({error}): remove it before running git."
+            ),
+        });
+        tracing::warn!(path = %planted.display(), "a command planted a git commondir");
+    }
+    notes
 }
 
 /// `core.hooksPath` of the repository config at `config`, made absolute

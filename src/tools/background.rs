@@ -111,7 +111,7 @@ impl BackgroundTasks {
                     .map(|note| format!("{note}\n")),
             };
             let mut note = note.unwrap_or_default();
-            for line in brought_back {
+            for line in brought_back.into_iter().chain(sandbox.sweep()) {
                 note.push_str(&line);
                 note.push('\n');
             }

@@ -114,6 +114,7 @@ impl Tool for Bash {
         if let Some(views) = &views {
             notes.extend(views.finish(view).await);
         }
+        notes.extend(cx.sandbox.sweep());
         let output = process
             .output
             .lock()

@@ -25,6 +25,8 @@ enum Expect {
     /// note, when the refusal's message names nothing we can explain).
     Refused(Option<&'static str>),
     Succeeds,
+    /// Succeeds, and the result says this (what the sandbox undid after it).
+    SucceedsSaying(&'static str),
     /// Not checked (e.g. depends on being root when the sandbox is off).
     Any,
 }
@@ -310,6 +312,28 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
             None,
         ),
         case(
+            "write a submodule's hook",
+            "echo 'touch pwned' > .git/modules/lib/hooks/post-checkout".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "point a linked worktree at another common folder",
+            "echo /tmp > .git/worktrees/wt/commondir".into(),
+            Refused(Some("commands may not change, move or link it")),
+            Succeeds,
+            None,
+        ),
+        case(
+            "plant .git/commondir (git would read config and hooks from elsewhere)",
+            "mkdir -p evil/hooks && cp .git/config evil/config && echo \"$PWD/evil\" > .git/commondir"
+                .into(),
+            SucceedsSaying("Removed .git/commondir"),
+            Succeeds,
+            None,
+        ),
+        case(
             "write a hook where core.hooksPath points",
             "echo 'touch pwned' > .githooks/pre-commit".into(),
             Refused(Some("commands may not change, move or link it")),
@@ -392,6 +416,16 @@ fn fixture() -> Fixture {
         "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\thooksPath = .githooks\n",
     )
     .expect("git config");
+    // A submodule's git folder and a linked worktree's, as git makes them.
+    for folder in [
+        ".git/modules/lib/hooks",
+        ".git/modules/lib/info",
+        ".git/worktrees/wt",
+    ] {
+        std::fs::create_dir_all(dir.path().join(folder)).expect("git folders");
+    }
+    std::fs::write(dir.path().join(".git/modules/lib/config"), "[core]\n").expect("config");
+    std::fs::write(dir.path().join(".git/worktrees/wt/commondir"), "../..\n").expect("commondir");
     Fixture {
         home,
         dir,
@@ -476,6 +510,7 @@ fn verdict(case: &Case, expect: Expect, result: &(String, bool), mode: &str) -> 
     let what = format!("[{mode}] {}: `{}` gave {content}", case.name, case.command);
     let holds = match expect {
         Expect::Succeeds => !is_error,
+        Expect::SucceedsSaying(note) => !is_error && content.contains(note),
         Expect::Refused(None) => *is_error,
         Expect::Refused(Some(note)) => {
             *is_error && content.contains("[sandbox]") && content.contains(note)
@@ -545,6 +580,7 @@ fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
         f.outside.display()
     );
     assert!(!f.home.path().join("planted").exists());
+    assert!(!f.dir.path().join(".git/commondir").exists());
 
     // Clean what the first run made, so the second starts alike.
     for made in ["keys", "stolen", "out"] {
