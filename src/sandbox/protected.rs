@@ -75,13 +75,33 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
-    let writable: Vec<&Path> = std::iter::once(policy.workspace.as_path())
-        .chain(policy.writable.iter().map(PathBuf::as_path))
+    // Each writable root as given and as the kernel names it: protected
+    // paths are named from the real root, so that the pin (which refuses
+    // any link on the way) meets no link the user's own setup put there.
+    let roots: Vec<(PathBuf, PathBuf)> = std::iter::once(&policy.workspace)
+        .chain(&policy.writable)
+        .map(|root| {
+            (
+                root.clone(),
+                root.canonicalize().unwrap_or_else(|_| root.clone()),
+            )
+        })
         .collect();
-    let in_writable = |path: &Path| writable.iter().any(|root| path.starts_with(root));
+    let real = |path: &Path| -> Option<PathBuf> {
+        roots.iter().find_map(|(given, canonical)| {
+            let rest = path
+                .strip_prefix(given)
+                .or_else(|_| path.strip_prefix(canonical))
+                .ok()?;
+            Some(canonical.join(rest))
+        })
+    };
+    let in_writable = |path: &Path| real(path).is_some();
     let mut found = Vec::new();
     let mut add = |path: PathBuf, read_only: bool| {
-        if path.symlink_metadata().is_ok() {
+        if let Some(path) = real(&path)
+            && path.symlink_metadata().is_ok()
+        {
             found.push(Protected { path, read_only });
         }
     };
@@ -119,15 +139,16 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
     }
     // A workspace that holds `$HOME`: what the user's shell and git run.
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
-        && in_writable(&home)
+        && let Some(home) = real(&home.canonicalize().unwrap_or(home))
     {
         for name in crate::secret_files::HOME_RUNS {
             add(home.join(name), true);
         }
     }
     for denied in &policy.deny_read {
-        if in_writable(denied) {
-            add(denied.clone(), true);
+        let denied = super::landlock::resolve_existing(denied);
+        if in_writable(&denied) {
+            add(denied, true);
         }
     }
     found.sort();

@@ -161,44 +161,161 @@ pub struct ChildMounts {
 /// linked out of it (`EXDEV`), and a read-only one cannot be written at all
 /// (`EROFS`), whatever Landlock grants around it. Used by the sandbox for
 /// what commands must not change (`sandbox/protected.rs`).
-#[derive(Clone, Debug)]
+///
+/// No name is trusted: the path is opened here without following any link
+/// (a symbolic link at or above it is refused), opened again in the child
+/// the same way and compared by device and inode, and the mount is made on
+/// that descriptor (`open_tree`, `mount_setattr`, `move_mount`). A link or
+/// a folder swapped in meanwhile makes the command fail to start; it never
+/// moves the mount elsewhere.
+#[derive(Debug)]
 pub struct PinnedMount {
     path: CString,
-    /// `MS_RDONLY` and the flags the mount under it already has (`nosuid`,
-    /// `nodev`, …): in a user namespace those are locked, and a remount
-    /// that would clear one is refused.
-    remount: Option<libc::c_ulong>,
+    /// Open on the path as checked, kept until the command has started.
+    checked: std::os::fd::OwnedFd,
+    read_only: bool,
 }
 
 impl PinnedMount {
-    /// `path` pinned, and read-only when `read_only`.
+    /// `path` pinned, and read-only when `read_only`. Refuses a path with
+    /// a symbolic link anywhere in it: the pin would land on its target,
+    /// and the link could be replaced.
     pub fn new(path: &Path, read_only: bool) -> io::Result<PinnedMount> {
+        use std::os::fd::FromRawFd;
         let name = CString::new(path.as_os_str().as_bytes())?;
-        let remount = if read_only {
-            // SAFETY: statvfs fills the zeroed struct for a NUL-terminated path.
-            let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-            if unsafe { libc::statvfs(name.as_ptr(), &mut stat) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let kept = [
-                (libc::ST_NOSUID, libc::MS_NOSUID),
-                (libc::ST_NODEV, libc::MS_NODEV),
-                (libc::ST_NOEXEC, libc::MS_NOEXEC),
-                (libc::ST_NOATIME, libc::MS_NOATIME),
-                (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-                (libc::ST_RELATIME, libc::MS_RELATIME),
-            ]
-            .iter()
-            .filter(|(st, _)| stat.f_flag & *st != 0)
-            .fold(0, |flags, (_, ms)| flags | ms);
-            Some(libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept)
-        } else {
-            None
+        // SAFETY: open with a NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe {
+            libc::open(
+                name.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
         };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is ours alone.
+        let checked = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // What the kernel reached is the path as given only if no link was
+        // followed on the way (the leaf itself is opened as a link, if one).
+        let reached = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
+        // SAFETY: fstat fills the zeroed buffer for our descriptor.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut stat) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let is_link = stat.st_mode & libc::S_IFMT == libc::S_IFLNK;
+        if reached != path || is_link {
+            return Err(io::Error::other(format!(
+                "{} is or lies behind a symbolic link, so the sandbox cannot protect it; ask the user to replace the link with what it points to",
+                path.display()
+            )));
+        }
         Ok(PinnedMount {
             path: name,
-            remount,
+            checked,
+            read_only,
         })
+    }
+
+    /// In the child: opens the path again (no link followed), checks it is
+    /// what was checked, and mounts a copy of its tree on it, read-only
+    /// when asked. Only syscalls.
+    unsafe fn apply(&self) -> io::Result<()> {
+        const OPEN_TREE_CLONE: libc::c_uint = 1;
+        const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
+        const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+        const MOUNT_ATTR_RDONLY: u64 = 0x1;
+        const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+        #[repr(C)]
+        struct OpenHow {
+            flags: u64,
+            mode: u64,
+            resolve: u64,
+        }
+        #[repr(C)]
+        struct MountAttr {
+            attr_set: u64,
+            attr_clr: u64,
+            propagation: u64,
+            userns_fd: u64,
+        }
+        let empty = c"";
+        // SAFETY: syscalls with NUL-terminated strings and structs on our
+        // stack that outlive the calls; descriptors closed on every path.
+        unsafe {
+            let how = OpenHow {
+                flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+                mode: 0,
+                resolve: RESOLVE_NO_SYMLINKS,
+            };
+            let mut reopened = libc::syscall(
+                libc::SYS_openat2,
+                libc::AT_FDCWD,
+                self.path.as_ptr(),
+                &how,
+                std::mem::size_of::<OpenHow>(),
+            ) as libc::c_int;
+            if reopened < 0 && *libc::__errno_location() == libc::ENOSYS {
+                reopened = libc::open(
+                    self.path.as_ptr(),
+                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                );
+            }
+            if reopened < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let (mut was, mut now) = (std::mem::zeroed::<libc::stat>(), std::mem::zeroed());
+            let same = libc::fstat(std::os::fd::AsRawFd::as_raw_fd(&self.checked), &mut was) == 0
+                && libc::fstat(reopened, &mut now) == 0
+                && (was.st_dev, was.st_ino) == (now.st_dev, now.st_ino);
+            if !same {
+                libc::close(reopened);
+                return Err(io::Error::other(
+                    "a protected path changed between its check and its mount",
+                ));
+            }
+            let tree = libc::syscall(
+                libc::SYS_open_tree,
+                reopened,
+                empty.as_ptr(),
+                OPEN_TREE_CLONE
+                    | libc::O_CLOEXEC as libc::c_uint
+                    | libc::AT_EMPTY_PATH as libc::c_uint
+                    | libc::AT_RECURSIVE as libc::c_uint,
+            ) as libc::c_int;
+            if tree < 0 {
+                let error = io::Error::last_os_error();
+                libc::close(reopened);
+                return Err(error);
+            }
+            let attr = MountAttr {
+                attr_set: MOUNT_ATTR_RDONLY,
+                attr_clr: 0,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            let made = (!self.read_only
+                || libc::syscall(
+                    libc::SYS_mount_setattr,
+                    tree,
+                    empty.as_ptr(),
+                    (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+                    &attr,
+                    std::mem::size_of::<MountAttr>(),
+                ) == 0)
+                && libc::syscall(
+                    libc::SYS_move_mount,
+                    tree,
+                    empty.as_ptr(),
+                    reopened,
+                    empty.as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+                ) == 0;
+            let error = io::Error::last_os_error();
+            libc::close(tree);
+            libc::close(reopened);
+            if made { Ok(()) } else { Err(error) }
+        }
     }
 }
 
@@ -257,9 +374,15 @@ impl ChildMounts {
                 return Err(io::Error::last_os_error());
             }
             if let Some((uid_map, gid_map)) = &self.maps {
-                write_proc(c"/proc/self/setgroups", b"deny")?;
-                write_proc(c"/proc/self/uid_map", uid_map)?;
-                write_proc(c"/proc/self/gid_map", gid_map)?;
+                // The agent is non-dumpable, so its child's /proc/self files
+                // are root's: dumpable for the few calls that write the maps
+                // (exec resets it anyway).
+                libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+                let written = write_proc(c"/proc/self/setgroups", b"deny")
+                    .and_then(|()| write_proc(c"/proc/self/uid_map", uid_map))
+                    .and_then(|()| write_proc(c"/proc/self/gid_map", gid_map));
+                libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+                written?;
             }
             // Nothing mounted here may reach the user's own namespace.
             let root = c"/";
@@ -308,27 +431,7 @@ impl ChildMounts {
             // Parents come before what lies in them (the sandbox sorts
             // them), so `.git` is pinned before `.git/hooks` goes read-only.
             for pin in &self.pinned {
-                if libc::mount(
-                    pin.path.as_ptr(),
-                    pin.path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
-                if let Some(flags) = pin.remount
-                    && libc::mount(
-                        std::ptr::null(),
-                        pin.path.as_ptr(),
-                        std::ptr::null(),
-                        flags,
-                        std::ptr::null(),
-                    ) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
+                pin.apply()?;
             }
         }
         Ok(())

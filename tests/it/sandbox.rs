@@ -449,16 +449,18 @@ fn run_with(
     mode: &str,
     settings: &str,
 ) -> (Vec<(String, bool)>, String) {
-    run_in(f.home.path(), f.dir.path(), cases, mode, settings)
+    run_in(f.home.path(), f.dir.path(), cases, mode, settings, None)
 }
 
-/// The same, with `$HOME` at `home` and the workspace at `dir`.
+/// The same, with `$HOME` at `home` and the workspace at `dir`, as `user`
+/// (a uid) when given.
 fn run_in(
     home: &Path,
     dir: &Path,
     cases: &[Case],
     mode: &str,
     settings: &str,
+    user: Option<u32>,
 ) -> (Vec<(String, bool)>, String) {
     let config = home.join(".config/bareagent/config.toml");
     std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
@@ -475,6 +477,10 @@ fn run_in(
     script.push(Reply::text("done").into());
     let server = ModelServer::start(script);
     let mut command = crate::common::bareagent(dir);
+    if let Some(uid) = user {
+        std::os::unix::process::CommandExt::uid(&mut command, uid);
+        std::os::unix::process::CommandExt::gid(&mut command, uid);
+    }
     let out = crate::common::run_against_model(&mut command, &server)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
@@ -668,7 +674,7 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
             Expect::Succeeds,
         ),
     ];
-    let (results, _) = run_in(home, home, &cases, "workspace-write", "");
+    let (results, _) = run_in(home, home, &cases, "workspace-write", "", None);
     let failures: Vec<String> = cases
         .iter()
         .zip(&results)
@@ -677,6 +683,87 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let keys = std::fs::read_to_string(home.join(".ssh/authorized_keys")).expect("keys");
     assert!(!keys.contains("attacker"), "{keys}");
+}
+
+/// A link at a protected name would carry the pin to its target and leave
+/// the link itself replaceable: commands refuse to start instead, and say
+/// why (and a link swapped in while a command starts cannot move a pin).
+#[test]
+fn a_link_at_a_protected_name_stops_commands_rather_than_moving_the_pin() {
+    let Some(_) = landlock_abi() else { return };
+    let f = fixture();
+    let hooks = f.dir.path().join(".git/hooks");
+    std::fs::remove_dir_all(&hooks).expect("hooks");
+    std::fs::create_dir(f.dir.path().join("githooks")).expect("githooks");
+    std::os::unix::fs::symlink("../githooks", &hooks).expect("link");
+    let case = Case {
+        name: "replace a linked .git/hooks with a folder of hooks",
+        command: "rm .git/hooks && mkdir .git/hooks && echo evil > .git/hooks/pre-commit".into(),
+        on: Expect::Refused(None),
+        off: Expect::Succeeds,
+        secret: None,
+    };
+    let (results, _) = run_with(&f, std::slice::from_ref(&case), "workspace-write", "");
+    check(&case, case.on, &results[0], "on");
+    assert!(results[0].0.contains("symbolic link"), "{}", results[0].0);
+    assert!(hooks.symlink_metadata().expect("still there").is_symlink());
+}
+
+/// A user without privilege gets the protections through a user namespace
+/// (the agent is non-dumpable, which once kept it from writing its id
+/// maps): files are made at the top of the workspace and git commits,
+/// while git's hooks stay unwritable.
+#[test]
+fn an_agent_run_by_an_ordinary_user_protects_the_same() {
+    let Some(_) = landlock_abi() else { return };
+    // SAFETY: geteuid only reads our credentials.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to become another user");
+        return;
+    }
+    let f = fixture();
+    let nobody = 65534;
+    for root in [f.home.path(), f.dir.path()] {
+        let chown = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(root)
+            .status()
+            .expect("chown");
+        assert!(chown.success());
+    }
+    let case = |name, command: &str, on| Case {
+        name,
+        command: command.into(),
+        on,
+        off: Expect::Succeeds,
+        secret: None,
+    };
+    let cases = [
+        case(
+            "make a file at the top and commit",
+            "touch top.txt && git add top.txt && git -c user.email=a@b.c -c user.name=a commit -qm top",
+            Expect::Succeeds,
+        ),
+        case(
+            "write a git hook",
+            "echo evil > .git/hooks/pre-commit",
+            Expect::Refused(Some("commands may not change, move or link it")),
+        ),
+    ];
+    let (results, stderr) = run_in(
+        f.home.path(),
+        f.dir.path(),
+        &cases,
+        "workspace-write",
+        "",
+        Some(nobody),
+    );
+    let failures: Vec<String> = cases
+        .iter()
+        .zip(&results)
+        .filter_map(|(case, result)| verdict(case, case.on, result, "nobody").err())
+        .collect();
+    assert!(failures.is_empty(), "{}\n{stderr}", failures.join("\n"));
 }
 
 /// Trust loosens permissions, never the sandbox: a trusted project's
