@@ -303,6 +303,19 @@ mod tests {
             "command rm -rf /",
             "env -i PATH=/bin rm -rf ~",
             "sudo -u root -- git status",
+            // round two: what changes what runs later, and unknown globals
+            "git init -q --template=tpl2",
+            "git clone --template tpl x",
+            "git clone -c core.hooksPath=hooks x",
+            "git clone --config=core.fsmonitor=x x",
+            "git submodule update --init",
+            "git submodule add ../x",
+            "git remote add evil ext::sh",
+            "git worktree add w2",
+            "git --frobnicate status",
+            "git -C . --no-pager -c a=b status",
+            "timeout --sig KILL 5 git push -f",
+            "prlimit --nofile=10 rm -rf /",
         ];
         for line in dangerous {
             assert!(dangerous_reason(line).is_some(), "missed: {line}");
@@ -330,6 +343,12 @@ mod tests {
             "git --no-pager log -n 3",
             "git config --get user.name",
             "git push -u origin feature",
+            "git init -q",
+            "git clone ../x y",
+            "git submodule status",
+            "git remote -v",
+            "git worktree list",
+            "git --literal-pathspecs --no-optional-locks status",
         ];
         for line in safe {
             assert_eq!(dangerous_reason(line), None, "flagged: {line}");
