@@ -899,6 +899,8 @@ pub mod tests {
             ("strace -p 1", &[], true),
             ("strace -o '|sh' ls", &[], true),
             ("time -o out ls", &["out"], false),
+            ("time ls -lo x", &[], false),
+            ("strace -f ls -o x", &[], false),
             // Reading only.
             ("sort x", &[], false),
             ("git log --oneline -5", &[], false),

@@ -1055,7 +1055,17 @@ pub(super) fn effects_of(command: &SimpleCommand) -> Vec<Effect> {
         let Some(entry) = EFFECTS.iter().find(|e| e.program == name) else {
             continue;
         };
-        let words = &command.words;
+        // A wrapper's options end where the command it runs starts.
+        let end = WRAPPERS
+            .iter()
+            .find(|w| w.names.contains(&name.as_str()))
+            .and_then(|w| {
+                command_starts(&command.words[1..], &w.options, w.operands, &mut None)
+                    .into_iter()
+                    .min()
+            })
+            .map_or(command.words.len(), |start| start + 1);
+        let words = &command.words[..end];
         fn matches<'a>(text: &'a str, options: &[&str]) -> Option<Option<&'a str>> {
             options.iter().find_map(|option| option_value(text, option))
         }
