@@ -158,11 +158,14 @@ impl CommandCheck {
         };
         let bases = check.directories(&parsed, paths);
         for command in parsed.commands() {
-            check.command(command, &bases, paths);
             if command.program() == Some("git") {
-                check.git_repository(command, &bases, paths);
-                check.git_objects(command, &bases, paths);
+                let dirs = git_directories(command, &bases, paths);
+                check.command(command, &dirs, paths);
+                check.git_repository(command, &dirs, paths);
+                check.git_objects(command, &dirs, paths);
                 check.reads_history |= reads_git_history(command);
+            } else {
+                check.command(command, &bases, paths);
             }
         }
         for pipeline in parsed.all_pipelines() {
@@ -455,7 +458,8 @@ impl CommandCheck {
     /// repository other than the workspace's own `.git` (whose config is a
     /// power file) is one the agent or the repository's author could have
     /// written: a directory shaped like a bare repository can be committed.
-    fn git_repository(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
+    /// `dirs`: where git runs (see [`git_directories`]).
+    fn git_repository(&mut self, command: &SimpleCommand, dirs: &[PathBuf], paths: &PathResolver) {
         let args = &command.words[1..];
         if args
             .iter()
@@ -464,24 +468,8 @@ impl CommandCheck {
             self.concern("git is pointed at a repository the check does not vet".into());
             return;
         }
-        let mut dirs: Vec<PathBuf> = bases.to_vec();
-        for (at, word) in args.iter().enumerate() {
-            let target = match word.text.strip_prefix("-C") {
-                Some("") => args.get(at + 1).map(|w| w.text.as_str()),
-                Some(glued) => Some(glued),
-                None => None,
-            };
-            if let Some(target) = target {
-                for base in bases {
-                    if let Ok(real) = paths.resolve(&physical(&base.join(target)).to_string_lossy())
-                    {
-                        dirs.push(real);
-                    }
-                }
-            }
-        }
         for dir in dirs {
-            if let Some(found) = foreign_repository(&dir, paths.root()) {
+            if let Some(found) = foreign_repository(dir, paths.root()) {
                 let shown = paths.display(&found);
                 self.concern(format!(
                     "git run there reads the repository at `{}`, whose config can run programs",
@@ -620,6 +608,46 @@ impl CommandCheck {
             }
         }
     }
+}
+
+/// Where a git command runs, for its paths: every directory the line may
+/// be in, and each reached from those by git's global `-C` options in turn
+/// (`git -C secrets blame key.txt` reads `secrets/key.txt`). A target
+/// outside the workspace is not added: its word is checked as a path.
+fn git_directories(
+    command: &SimpleCommand,
+    bases: &[PathBuf],
+    paths: &PathResolver,
+) -> Vec<PathBuf> {
+    let mut dirs = bases.to_vec();
+    let args = &command.words[1..];
+    let globals = match git_subcommand(args) {
+        Ok(Some(sub)) => &args[..sub],
+        _ => args,
+    };
+    let mut reached = bases.to_vec();
+    for (at, word) in globals.iter().enumerate() {
+        let target = match word.text.strip_prefix("-C") {
+            Some("") => globals.get(at + 1).map(|w| w.text.as_str()),
+            Some(glued) => Some(glued),
+            None => None,
+        };
+        let Some(target) = target else { continue };
+        reached = reached
+            .iter()
+            .filter_map(|dir| {
+                paths
+                    .resolve(&physical(&dir.join(target)).to_string_lossy())
+                    .ok()
+            })
+            .collect();
+        for dir in &reached {
+            if !dirs.contains(dir) {
+                dirs.push(dir.clone());
+            }
+        }
+    }
+    dirs
 }
 
 /// A command's words as run: git's global options left out.
@@ -947,6 +975,22 @@ pub mod tests {
             ("git cat-file -t 1a2b3c", &[], false, false),
             ("git archive HEAD", &[], false, true),
         ];
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("secrets/deep")).unwrap();
+        std::fs::write(root.path().join("secrets/key.txt"), "").unwrap();
+        let paths = PathResolver::new(root.path()).unwrap();
+        for line in [
+            "git -C secrets blame key.txt",
+            "git -C secrets show HEAD:./key.txt",
+            "git -Csecrets/deep -C .. log -p -- key.txt",
+        ] {
+            let check = CommandCheck::new(line, &paths);
+            assert!(
+                check.reads.contains(&"secrets/key.txt".to_string()),
+                "{line}: {:?}",
+                check.reads
+            );
+        }
         for (line, reads, concern, history) in cases {
             let check = check(line);
             for read in *reads {

@@ -1006,6 +1006,13 @@ fn rules_match_what_runs() -> Vec<Case> {
             "timeout 5 cat README.md",
         ),
     ]);
+    // git -C moves where its paths are read from.
+    cases.extend(both_modes(
+        "git -C into a denied directory",
+        GIT,
+        SECRETS,
+        "git -C secrets blame key.txt",
+    ));
     cases.extend(both_modes(
         "git show HEAD:secrets/… with a read deny rule",
         &["bash(git show:*)"],
