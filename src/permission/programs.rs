@@ -162,7 +162,7 @@ const fn spec(with_value: &'static [&'static str], flags: &'static [&'static str
 
 /// Every wrapper the reader sees through, with its own options as data.
 /// `env`, `find` and the shells' `-c` are read by code of their own.
-pub(super) const WRAPPERS: [Wrapper; 22] = [
+pub(super) const WRAPPERS: [Wrapper; 26] = [
     Wrapper {
         names: &["sudo"],
         options: spec(
@@ -620,6 +620,130 @@ pub(super) const WRAPPERS: [Wrapper; 22] = [
         names: &["chroot"],
         options: spec(&["--userspec", "--groups"], &["--skip-chdir"]),
         operands: 1, // the new root
+    },
+    Wrapper {
+        names: &["unshare"],
+        options: OptionSpec {
+            with_value: &[
+                "-R",
+                "-w",
+                "-S",
+                "-G",
+                "--root",
+                "--wd",
+                "--setuid",
+                "--setgid",
+                "--propagation",
+                "--setgroups",
+                "--map-user",
+                "--map-group",
+                "--map-users",
+                "--map-groups",
+                "--monotonic",
+                "--boottime",
+            ],
+            // A namespace option may name a file to bind it to, glued on.
+            glued_value: &[
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "-U",
+                "-C",
+                "-T",
+                "--mount",
+                "--uts",
+                "--ipc",
+                "--net",
+                "--pid",
+                "--user",
+                "--cgroup",
+                "--time",
+                "--kill-child",
+                "--mount-proc",
+            ],
+            flags: &[
+                "-f",
+                "-r",
+                "-c",
+                "-l",
+                "--fork",
+                "--map-root-user",
+                "--map-current-user",
+                "--map-auto",
+                "--load-interp",
+                "--keep-caps",
+            ],
+            numbers: false,
+        },
+        operands: 0,
+    },
+    Wrapper {
+        names: &["nsenter"],
+        options: OptionSpec {
+            with_value: &["-t", "-S", "-G", "--target", "--setuid", "--setgid"],
+            glued_value: &[
+                "-m", "-u", "-i", "-n", "-p", "-U", "-C", "-T", "-r", "-w", "--mount", "--uts",
+                "--ipc", "--net", "--pid", "--user", "--cgroup", "--time", "--root", "--wd",
+            ],
+            flags: &[
+                "-a",
+                "-F",
+                "-Z",
+                "-e",
+                "--all",
+                "--no-fork",
+                "--follow-context",
+                "--env",
+                "--preserve-credentials",
+                "--keep-caps",
+            ],
+            numbers: false,
+        },
+        operands: 0,
+    },
+    Wrapper {
+        names: &["fakeroot"],
+        options: spec(
+            &["-l", "-s", "-i", "-b", "--lib", "--faked"],
+            &["-u", "-h", "-v", "--unknown-is-real"],
+        ),
+        operands: 0,
+    },
+    Wrapper {
+        names: &["setpriv"],
+        options: spec(
+            &[
+                "--ruid",
+                "--euid",
+                "--rgid",
+                "--egid",
+                "--reuid",
+                "--regid",
+                "--groups",
+                "--inh-caps",
+                "--ambient-caps",
+                "--bounding-set",
+                "--securebits",
+                "--pdeathsig",
+                "--selinux-label",
+                "--apparmor-profile",
+                "--landlock-access",
+                "--landlock-rule",
+            ],
+            &[
+                "-d",
+                "--dump",
+                "--nnp",
+                "--no-new-privs",
+                "--clear-groups",
+                "--keep-groups",
+                "--init-groups",
+                "--reset-env",
+            ],
+        ),
+        operands: 0,
     },
 ];
 

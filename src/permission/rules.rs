@@ -743,6 +743,20 @@ mod tests {
             (&[], &["bash(rm:*)"], "exec -a name rm x", deny(rm.clone())),
             (&[], &["bash(rm:*)"], "xargs -I{} rm {}", deny(rm.clone())),
             (&[], &["bash(rm:*)"], "chroot / rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "unshare -r -n rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "nsenter -t 1 -m rm x",
+                deny(rm.clone()),
+            ),
+            (&[], &["bash(rm:*)"], "fakeroot -- rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "setpriv --reuid 1000 rm x",
+                deny(rm.clone()),
+            ),
             (
                 &[],
                 &["bash(rm:*)"],
