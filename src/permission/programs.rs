@@ -101,7 +101,16 @@ pub(super) fn command_starts(
     unknown: &mut Option<String>,
 ) -> Vec<usize> {
     let mut starts = Vec::new();
-    command_starts_from(words, spec, operands, 0, unknown, &mut starts);
+    let mut readings = MAX_READINGS;
+    command_starts_from(
+        words,
+        spec,
+        operands,
+        0,
+        unknown,
+        &mut readings,
+        &mut starts,
+    );
     starts
 }
 
@@ -114,6 +123,7 @@ fn command_starts_from(
     operands: usize,
     from: usize,
     unknown: &mut Option<String>,
+    readings: &mut usize,
     starts: &mut Vec<usize>,
 ) {
     let mut at = from;
@@ -130,8 +140,11 @@ fn command_starts_from(
             Some(width) => at += width,
             None => {
                 unknown.get_or_insert_with(|| text.to_string());
-                if starts.len() < MAX_READINGS {
-                    command_starts_from(words, spec, operands, at + 2, unknown, starts);
+                // Past the budget, one reading only: the line asks anyway,
+                // and the deny rules refuse what the reader gave up on.
+                if *readings > 0 {
+                    *readings -= 1;
+                    command_starts_from(words, spec, operands, at + 2, unknown, readings, starts);
                 }
                 at += 1;
             }

@@ -331,6 +331,16 @@ impl RuleSet {
         if let Some(rule) = any(&self.deny) {
             return Verdict::Deny(rule);
         }
+        // A line the reader stopped reading may hide a denied command.
+        if let Target::Command(check) = &action.target
+            && check.parsed.problems.iter().any(|p| p == shell::GAVE_UP)
+            && let Some(rule) = self
+                .deny
+                .iter()
+                .find(|rule| rule.tool == "bash" && rule.pattern.is_some())
+        {
+            return Verdict::Deny(rule.text.clone());
+        }
         if let Some(rule) = any(&self.ask) {
             return Verdict::Ask(rule);
         }
@@ -813,6 +823,24 @@ mod tests {
             assert_eq!(
                 rules(allow, &[], denied).evaluate(&bash(line)),
                 expected,
+                "{line}"
+            );
+        }
+        // More than the reader follows (nesting, or readings of unknown
+        // options): refused where a command is denied, asked where allowed.
+        for line in [
+            format!("{}rm x", "timeout 1 ".repeat(12)),
+            format!("{}rm x", "strace -Q -Q -Q ".repeat(9)),
+            format!("{}rm x", "strace -Q -Q -Q -Q ".repeat(200)),
+        ] {
+            assert_eq!(
+                rules(&[], &[], &["bash(rm:*)"]).evaluate(&bash(&line)),
+                deny(rm.clone()),
+                "{line}"
+            );
+            let check = crate::permission::command::tests::check(&line);
+            assert!(
+                check.parsed.problems.iter().any(|p| p == shell::GAVE_UP),
                 "{line}"
             );
         }

@@ -135,6 +135,14 @@ pub fn parse(line: &str) -> Parsed {
 /// How deep `bash -c "bash -c '…'"` may nest before the reader gives up.
 const MAX_DEPTH: usize = 8;
 
+/// How many commands wrappers may hand on in one line before the reader
+/// gives up (each unknown option doubles them).
+const MAX_UNWRAPPED: usize = 64;
+
+/// The problem of a line the reader stopped reading: commands in it may be
+/// hidden from deny rules, which therefore refuse it (see `rules`).
+pub const GAVE_UP: &str = "more nesting, wrappers or readings than the reader follows";
+
 fn parse_at_depth(line: &str, depth: usize) -> Parsed {
     let mut reader = Reader {
         chars: line.chars().collect(),
@@ -179,8 +187,8 @@ fn unwrap_wrappers(
     out: &mut Vec<Pipeline>,
     problems: &mut Vec<String>,
 ) {
-    if depth > MAX_DEPTH {
-        problems.push("commands nested too deeply".into());
+    if depth > MAX_DEPTH || out.len() > MAX_UNWRAPPED {
+        problems.push(GAVE_UP.into());
         return;
     }
     let words = &command.words;

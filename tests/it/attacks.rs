@@ -853,6 +853,11 @@ fn rules_match_what_runs() -> Vec<Case> {
             "deny rm: an unknown wrapper option",
             "strace -Q 1 rm -rf victim",
         ),
+        // Deeper than the reader follows: refused, not guessed.
+        (
+            "deny rm: wrappers nested past the reader",
+            "nice nice nice nice nice nice nice nice nice nice rm -rf victim",
+        ),
     ] {
         cases.extend(both_modes(name, &["bash"], RM, line));
     }
