@@ -190,7 +190,9 @@ impl CommandCheck {
             }
         }
         for command in parsed.commands() {
-            if reads_recursively(command) {
+            // git printing history reads what the working tree holds, and
+            // more: a secret there asks, as for any recursive reader.
+            if reads_recursively(command) || reads_git_history(command) {
                 // From every directory the line may be in, as the arguments are.
                 let named: Vec<PathBuf> = command.words[1..]
                     .iter()

@@ -946,6 +946,13 @@ fn rules_match_what_runs() -> Vec<Case> {
             "diff -r . victim",
         ),
         asked(
+            "git show of a commit beside a .env",
+            GIT,
+            &[],
+            "git show HEAD",
+        ),
+        asked("git log -p beside a .env", GIT, &[], "git log -p -1"),
+        asked(
             "git log -p with a read deny rule",
             GIT,
             SECRETS,
