@@ -976,6 +976,8 @@ pub mod tests {
             ("git cat-file -p 1a2b3c", &[], false, true),
             ("git cat-file -t 1a2b3c", &[], false, false),
             ("git archive HEAD", &[], false, true),
+            ("git stash", &[], false, false),
+            ("git stash show -p", &[], false, true),
         ];
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("secrets/deep")).unwrap();

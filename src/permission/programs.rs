@@ -1481,7 +1481,8 @@ pub(super) fn reads_git_history(command: &SimpleCommand) -> bool {
             batch || (by_id && !any(&["-t", "-s", "-e"]))
         }
         "archive" | "grep" | "diff" | "diff-tree" | "diff-index" | "format-patch"
-        | "fast-export" | "bundle" | "stash" | "range-diff" | "difftool" => true,
+        | "fast-export" | "bundle" | "range-diff" | "difftool" => true,
+        "stash" => args.first() == Some(&"show"),
         _ => false,
     }
 }
@@ -1513,7 +1514,7 @@ pub(super) fn reads_recursively(command: &SimpleCommand) -> bool {
         // git reads the working tree (and its history) whole.
         "git" => matches!(
             git_subcommand_name(command),
-            Some("grep" | "diff" | "archive" | "difftool" | "stash")
+            Some("grep" | "diff" | "archive" | "difftool")
         ),
         // `-d recurse` (`--directories=recurse`) is `-r`; any `-d` counts.
         "grep" | "egrep" | "fgrep" => flag(

@@ -17,7 +17,11 @@
 //!
 //! A compound command line matches an allow rule only if every command in it
 //! does, and a deny or ask rule if any command does: `bash(cargo test:*)`
-//! must not let `cargo test && rm -rf ~` through.
+//! must not let `cargo test && rm -rf ~` through. Commands are matched as
+//! they run: a deny or ask rule sees the command inside a wrapper and past
+//! git's global options (`git -C . push` is `git push`); an allow rule must
+//! cover each command with git's global options left out, wrappers included
+//! (see [`super::CommandCheck::commands_as_run`]).
 
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -197,6 +201,11 @@ impl Rule {
         })
     }
 
+    /// Whether the rule names files that reads reach (`read(secrets/**)`).
+    fn speaks_about_reads(&self) -> bool {
+        READ_TOOLS.contains(&self.tool.as_str()) && matches!(self.pattern, Some(Pattern::Path(..)))
+    }
+
     /// Whether the rule names `tool`. For MCP tools, deny and ask rules
     /// (`strict`) ignore ASCII case — two servers `Git` and `git` are both
     /// what a user denying `mcp__git__*` meant — while allow rules match
@@ -241,13 +250,6 @@ impl Rule {
             }
             _ => false,
         }
-    }
-}
-
-impl Rule {
-    /// Whether the rule names files that reads reach (`read(secrets/**)`).
-    fn speaks_about_reads(&self) -> bool {
-        READ_TOOLS.contains(&self.tool.as_str()) && matches!(self.pattern, Some(Pattern::Path(..)))
     }
 }
 
