@@ -10,8 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::options::git_subcommand;
 use super::programs::{
-    Effect, effects_of, foreign_repository, git_subcommand, reads_git_history, reads_recursively,
+    Effect, effects_of, foreign_repository, reads_git_history, reads_recursively,
     sed_runs_or_writes, sed_script,
 };
 use super::shell::{self, Parsed, RedirectKind, SHELLS, SimpleCommand, Word, program_name};
@@ -487,7 +488,7 @@ impl CommandCheck {
     /// path is the repository's: from its top, or from where git runs when
     /// it starts with `./` or `../`.
     fn git_objects(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
-        let Ok(Some(sub)) = git_subcommand(&command.words[1..]) else {
+        let Ok(Some(sub)) = git_subcommand(&command.texts()[1..]) else {
             return;
         };
         let reads_by_name = matches!(
@@ -623,7 +624,7 @@ fn git_directories(
 ) -> Vec<PathBuf> {
     let mut dirs = bases.to_vec();
     let args = &command.words[1..];
-    let globals = match git_subcommand(args) {
+    let globals = match git_subcommand(&command.texts()[1..]) {
         Ok(Some(sub)) => &args[..sub],
         _ => args,
     };
@@ -656,7 +657,7 @@ fn git_directories(
 pub(super) fn as_run(command: &SimpleCommand) -> Vec<&Word> {
     let words: Vec<&Word> = command.words.iter().collect();
     if command.program() == Some("git")
-        && let Ok(Some(sub)) = git_subcommand(&command.words[1..])
+        && let Ok(Some(sub)) = git_subcommand(&command.texts()[1..])
     {
         return std::iter::once(words[0])
             .chain(words[1 + sub..].iter().copied())

@@ -5,7 +5,7 @@
 //! Every simple command of the line is checked, wrappers and substitutions
 //! included (see [`super::shell`]).
 
-use super::programs;
+use super::options;
 use super::shell::{self, SHELLS, SimpleCommand, Word, is_short_flag_with, program_name};
 
 /// Why `line` is dangerous, or `None` if nothing in it is.
@@ -103,7 +103,7 @@ fn command_reason(command: &SimpleCommand) -> Option<String> {
 fn git_reason(words: &[Word]) -> Option<String> {
     let args: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
     // An option git's table does not hold: where the subcommand is, is a guess.
-    let sub = match programs::git_subcommand(words) {
+    let sub = match options::git_subcommand(&args) {
         Ok(Some(sub)) => sub,
         Ok(None) => return None,
         Err(reason) => return Some(reason),

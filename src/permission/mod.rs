@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod dangerous;
+mod options;
 mod programs;
 pub mod rules;
 pub mod serial;

@@ -15,7 +15,7 @@
 //! reader must never *hide* a command, so even then it keeps every command it
 //! did find, for deny rules to see.
 
-use super::programs;
+use super::options;
 
 /// One word after quote removal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -179,7 +179,7 @@ pub const SHELLS: [&str; 8] = [
 /// `timeout 5 cmd`, `prlimit --nofile=10 cmd`, `bash -c 'line'`, …) and
 /// adds it as a pipeline of its own; `git`'s global options are seen
 /// through the same way (`git -C . push` runs `git push`). Each wrapper's
-/// options are data (`programs::WRAPPERS`); one it does not know is a
+/// options are data (`options::WRAPPERS`); one it does not know is a
 /// problem, and the command is found both ways it could be read.
 fn unwrap_wrappers(
     command: &SimpleCommand,
@@ -195,10 +195,11 @@ fn unwrap_wrappers(
     let Some(first) = words.first() else { return };
     let name = program_name(&first.text);
     let rest = &words[1..];
+    let texts: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
     let mut unknown = None;
     let inners: Vec<Vec<Word>> = match name {
         "env" => env_commands(rest, problems),
-        "git" => programs::command_starts(rest, &programs::GIT_GLOBAL_OPTIONS, 0, &mut unknown)
+        "git" => options::command_starts(&texts, &options::GIT_GLOBAL_OPTIONS, 0, &mut unknown)
             .into_iter()
             .filter(|start| *start > 0)
             .map(|start| {
@@ -220,9 +221,9 @@ fn unwrap_wrappers(
             })
             .into_iter()
             .collect(),
-        _ => match programs::WRAPPERS.iter().find(|w| w.names.contains(&name)) {
+        _ => match options::WRAPPERS.iter().find(|w| w.names.contains(&name)) {
             Some(wrapper) => {
-                programs::command_starts(rest, &wrapper.options, wrapper.operands, &mut unknown)
+                options::command_starts(&texts, &wrapper.options, wrapper.operands, &mut unknown)
                     .into_iter()
                     .map(|start| rest[start..].to_vec())
                     // `flock FILE -c 'line'` runs the line with `sh -c`.
@@ -300,7 +301,8 @@ fn unwrap_wrappers(
 /// assignments, each way an unknown option may be read.
 fn env_commands(words: &[Word], problems: &mut Vec<String>) -> Vec<Vec<Word>> {
     let mut unknown = None;
-    let starts = programs::command_starts(words, &programs::ENV_OPTIONS, 0, &mut unknown);
+    let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    let starts = options::command_starts(&texts, &options::ENV_OPTIONS, 0, &mut unknown);
     if let Some(option) = unknown {
         problems.push(format!(
             "`env` with the option `{option}`, which the check does not know"
@@ -310,7 +312,7 @@ fn env_commands(words: &[Word], problems: &mut Vec<String>) -> Vec<Vec<Word>> {
     let has = |option: &str| {
         options
             .iter()
-            .any(|w| programs::option_value(&w.text, option).is_some())
+            .any(|w| options::option_value(&w.text, option).is_some())
     };
     if has("-S") || has("--split-string") {
         problems.push("`env -S` splits a string into a command".into());
