@@ -212,7 +212,7 @@ pub(super) const EFFECTS: [Effects; 31] = [
     },
     Effects {
         writes_to: &["-o", "--output", "-r", "--reject-file"],
-        unnamed_unless: Some(&["--dry-run", "-C", "--check"]),
+        unnamed_unless: Some(&["--dry-run"]),
         ..effects("patch")
     },
     Effects {
@@ -288,6 +288,8 @@ pub(super) const EFFECTS: [Effects; 31] = [
         ..effects("git format-patch")
     },
     Effects {
+        // `--stat --apply` applies all the same.
+        writes_unnamed: &["--apply"],
         unnamed_unless: Some(&["--check", "--stat", "--numstat", "--summary"]),
         ..effects("git apply")
     },
