@@ -1018,6 +1018,20 @@ fn rules_match_what_runs() -> Vec<Case> {
             "timeout 5 cat README.md",
         ),
     ]);
+    // A file written through an option is an edit: edit rules see it.
+    const NO_README: &[&str] = &["edit(README.md)"];
+    cases.extend(both_modes(
+        "deny edit: sort -o",
+        &["bash"],
+        NO_README,
+        "sort -o README.md victim/canary",
+    ));
+    cases.extend(both_modes(
+        "deny edit: git log --output",
+        &["bash"],
+        NO_README,
+        "git log -1 --output=README.md",
+    ));
     // git -C moves where its paths are read from.
     cases.extend(both_modes(
         "git -C into a denied directory",
