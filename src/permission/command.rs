@@ -10,9 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::options::git_subcommand;
 use super::programs::{
-    PROGRAM_OPTIONS, foreign_repository, reads_recursively, runs_program, sed_runs_or_writes,
-    sed_script,
+    Effect, effects_of, foreign_repository, reads_git_history, reads_recursively,
+    sed_runs_or_writes, sed_script,
 };
 use super::shell::{self, Parsed, RedirectKind, SHELLS, SimpleCommand, Word, program_name};
 use crate::workspace::{PathResolver, WorkspaceError};
@@ -32,6 +33,10 @@ pub struct CommandCheck {
     pub root: PathBuf,
     /// Why no allow rule may let this line run unasked.
     pub concerns: Vec<String>,
+    /// git prints files from its history that the line does not name
+    /// (`git log -p`, `git cat-file -p OBJECT`): rules that deny or ask for
+    /// reads cannot see which, so they ask.
+    pub reads_history: bool,
 }
 
 /// Variables a command may be given inline (`RUST_BACKTRACE=1 cargo test`):
@@ -150,12 +155,18 @@ impl CommandCheck {
             writes: Vec::new(),
             scans: Vec::new(),
             root: paths.root().to_path_buf(),
+            reads_history: false,
         };
         let bases = check.directories(&parsed, paths);
         for command in parsed.commands() {
-            check.command(command, &bases, paths);
             if command.program() == Some("git") {
-                check.git_repository(command, &bases, paths);
+                let dirs = git_directories(command, &bases, paths);
+                check.command(command, &dirs, paths);
+                check.git_repository(command, &dirs, paths);
+                check.git_objects(command, &dirs, paths);
+                check.reads_history |= reads_git_history(command);
+            } else {
+                check.command(command, &bases, paths);
             }
         }
         for pipeline in parsed.all_pipelines() {
@@ -180,7 +191,9 @@ impl CommandCheck {
             }
         }
         for command in parsed.commands() {
-            if reads_recursively(command) {
+            // git printing history reads what the working tree holds, and
+            // more: a secret there asks, as for any recursive reader.
+            if reads_recursively(command) || reads_git_history(command) {
                 // From every directory the line may be in, as the arguments are.
                 let named: Vec<PathBuf> = command.words[1..]
                     .iter()
@@ -207,12 +220,26 @@ impl CommandCheck {
         check
     }
 
-    /// Every simple command's words, for rules to match.
+    /// Every simple command's words, for deny and ask rules to match: as
+    /// written, and as run (wrappers and git's global options seen through,
+    /// see [`shell::parse`]).
     pub fn commands(&self) -> Vec<Vec<&str>> {
         self.parsed
             .commands()
             .into_iter()
             .map(|c| c.texts())
+            .collect()
+    }
+
+    /// The commands an allow rule must each cover: every simple command,
+    /// with git's global options left out (`git -C sub log` is `git log`,
+    /// whose `-C` target is checked as a path). A wrapper stays: `timeout 5
+    /// cargo test` needs `timeout` allowed as well as `cargo test`.
+    pub fn commands_as_run(&self) -> Vec<Vec<&str>> {
+        self.parsed
+            .commands()
+            .into_iter()
+            .map(|c| as_run(c).into_iter().map(|w| w.text.as_str()).collect())
             .collect()
     }
 
@@ -341,13 +368,27 @@ impl CommandCheck {
         if matches!(program, "watch" | "script" | "flock" | "parallel" | "ssh") {
             self.concern(format!("`{program}` runs a command line of its own"));
         }
-        if let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(name, _)| *name == program)
-            && let Some(option) = args.iter().find(|w| runs_program(&w.text, options))
-        {
-            self.concern(format!(
-                "`{program} {}` runs a program named on the command line",
-                option.text
-            ));
+        // What the program writes or runs through its options (the table in
+        // `programs`): a written file is judged as a redirect's target is.
+        let mut written = Vec::new();
+        for effect in effects_of(command) {
+            match effect {
+                Effect::Writes { at, target } => {
+                    written.push(at);
+                    if target.text == "-" {
+                        continue; // standard output
+                    }
+                    if target.text.starts_with(['|', '!']) {
+                        self.concern(format!(
+                            "`{program}` pipes its output into the command `{}`",
+                            target.text
+                        ));
+                        continue;
+                    }
+                    self.path(&target, true, bases, paths);
+                }
+                Effect::Concern(why) => self.concern(why),
+            }
         }
         let mut edited_in_place = false;
         if program == "sed" {
@@ -368,7 +409,10 @@ impl CommandCheck {
         }
         let paths_free = NO_PATH_ARGUMENTS.contains(&program);
         let mut options_ended = false;
-        for word in args {
+        for (at, word) in args.iter().enumerate() {
+            if written.contains(&(at + 1)) {
+                continue;
+            }
             if word.opaque {
                 if !paths_free {
                     self.concern(format!(
@@ -387,8 +431,8 @@ impl CommandCheck {
                 continue;
             }
             let is_option = !options_ended && text.starts_with('-') && text.len() > 1;
-            // tee (and sed -i) write every file they are given, existing or not.
-            if (program == "tee" || edited_in_place) && !is_option {
+            // sed -i writes every file it is given, existing or not.
+            if edited_in_place && !is_option {
                 self.path(word, true, bases, paths);
                 continue;
             }
@@ -417,7 +461,8 @@ impl CommandCheck {
     /// repository other than the workspace's own `.git` (whose config is a
     /// power file) is one the agent or the repository's author could have
     /// written: a directory shaped like a bare repository can be committed.
-    fn git_repository(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
+    /// `dirs`: where git runs (see [`git_directories`]).
+    fn git_repository(&mut self, command: &SimpleCommand, dirs: &[PathBuf], paths: &PathResolver) {
         let args = &command.words[1..];
         if args
             .iter()
@@ -426,29 +471,70 @@ impl CommandCheck {
             self.concern("git is pointed at a repository the check does not vet".into());
             return;
         }
-        let mut dirs: Vec<PathBuf> = bases.to_vec();
-        for (at, word) in args.iter().enumerate() {
-            let target = match word.text.strip_prefix("-C") {
-                Some("") => args.get(at + 1).map(|w| w.text.as_str()),
-                Some(glued) => Some(glued),
-                None => None,
-            };
-            if let Some(target) = target {
-                for base in bases {
-                    if let Ok(real) = paths.resolve(&physical(&base.join(target)).to_string_lossy())
-                    {
-                        dirs.push(real);
-                    }
-                }
-            }
-        }
         for dir in dirs {
-            if let Some(found) = foreign_repository(&dir, paths.root()) {
+            if let Some(found) = foreign_repository(dir, paths.root()) {
                 let shown = paths.display(&found);
                 self.concern(format!(
                     "git run there reads the repository at `{}`, whose config can run programs",
                     if shown.is_empty() { "." } else { &shown }
                 ));
+            }
+        }
+    }
+
+    /// git reads files out of its object store by name (`git show
+    /// HEAD:path`, `git cat-file -p :path`, `git diff A:x B:y`): each is a
+    /// read of that path, so read rules and the secrets check see it. The
+    /// path is the repository's: from its top, or from where git runs when
+    /// it starts with `./` or `../`.
+    fn git_objects(&mut self, command: &SimpleCommand, bases: &[PathBuf], paths: &PathResolver) {
+        let Ok(Some(sub)) = git_subcommand(&command.texts()[1..]) else {
+            return;
+        };
+        let reads_by_name = matches!(
+            command.words[1 + sub].text.as_str(),
+            "show" | "cat-file" | "archive" | "diff" | "grep" | "ls-tree" | "difftool" | "blame"
+        );
+        if !reads_by_name {
+            return;
+        }
+        for word in &command.words[2 + sub..] {
+            if word.text.starts_with('-') || word.opaque {
+                continue;
+            }
+            // `:/text` finds a commit by its message: no path.
+            let Some((_, path)) = word
+                .text
+                .split_once(':')
+                .filter(|_| !word.text.starts_with(":/"))
+            else {
+                continue;
+            };
+            // `:1:path` is a stage of the index.
+            let path = match path.split_once(':') {
+                Some((stage, rest)) if stage.len() == 1 && stage.as_bytes()[0].is_ascii_digit() => {
+                    rest
+                }
+                _ => path,
+            };
+            let path = path.trim_end_matches('/');
+            if path.is_empty() {
+                continue; // the whole tree: see `reads_history`
+            }
+            let named = if path.starts_with("./") || path.starts_with("../") {
+                Some(path.to_string())
+            } else {
+                repository_path(paths.root(), path)
+            };
+            match named {
+                Some(text) => {
+                    let mut target = word.clone();
+                    target.text = text;
+                    self.path(&target, false, bases, paths);
+                }
+                None => self.concern(format!(
+                    "it reads `{path}` from git's objects, outside the workspace"
+                )),
             }
         }
     }
@@ -525,6 +611,72 @@ impl CommandCheck {
             }
         }
     }
+}
+
+/// Where a git command runs, for its paths: every directory the line may
+/// be in, and each reached from those by git's global `-C` options in turn
+/// (`git -C secrets blame key.txt` reads `secrets/key.txt`). A target
+/// outside the workspace is not added: its word is checked as a path.
+fn git_directories(
+    command: &SimpleCommand,
+    bases: &[PathBuf],
+    paths: &PathResolver,
+) -> Vec<PathBuf> {
+    let mut dirs = bases.to_vec();
+    let args = &command.words[1..];
+    let globals = match git_subcommand(&command.texts()[1..]) {
+        Ok(Some(sub)) => &args[..sub],
+        _ => args,
+    };
+    let mut reached = bases.to_vec();
+    for (at, word) in globals.iter().enumerate() {
+        let target = match word.text.strip_prefix("-C") {
+            Some("") => globals.get(at + 1).map(|w| w.text.as_str()),
+            Some(glued) => Some(glued),
+            None => None,
+        };
+        let Some(target) = target else { continue };
+        reached = reached
+            .iter()
+            .filter_map(|dir| {
+                paths
+                    .resolve(&physical(&dir.join(target)).to_string_lossy())
+                    .ok()
+            })
+            .collect();
+        for dir in &reached {
+            if !dirs.contains(dir) {
+                dirs.push(dir.clone());
+            }
+        }
+    }
+    dirs
+}
+
+/// A command's words as run: git's global options left out.
+pub(super) fn as_run(command: &SimpleCommand) -> Vec<&Word> {
+    let words: Vec<&Word> = command.words.iter().collect();
+    if command.program() == Some("git")
+        && let Ok(Some(sub)) = git_subcommand(&command.texts()[1..])
+    {
+        return std::iter::once(words[0])
+            .chain(words[1 + sub..].iter().copied())
+            .collect();
+    }
+    words
+}
+
+/// A path in git's trees (from the repository's top) as an absolute path
+/// under the workspace, or `None` when it lies outside: the workspace may
+/// be a folder of a larger repository.
+fn repository_path(root: &Path, path: &str) -> Option<String> {
+    let top = root
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(root);
+    let inside = root.strip_prefix(top).ok()?;
+    let relative = Path::new(path).strip_prefix(inside).ok()?;
+    Some(root.join(relative).to_string_lossy().into_owned())
 }
 
 /// A path as the kernel reads it: a `..` leaves the real directory reached
@@ -722,6 +874,148 @@ pub mod tests {
             "{:?}",
             check.concerns
         );
+    }
+
+    /// What a "read-only" program writes or runs through its options and
+    /// operands (the table in `programs`): (line, files written, concern?).
+    #[test]
+    fn writing_and_running_options_are_known() {
+        let cases: &[(&str, &[&str], bool)] = &[
+            ("sort -o Makefile x", &["Makefile"], false),
+            ("sort -oMakefile x", &["Makefile"], false),
+            ("sort -uo Makefile x", &["Makefile"], false),
+            ("sort --output=Makefile x", &["Makefile"], false),
+            ("sort --out Makefile x", &["Makefile"], false),
+            ("sort --compress-prog=sh x", &[], true),
+            ("git log -1 --output=Makefile", &["Makefile"], false),
+            ("git --no-pager log --output Makefile", &["Makefile"], false),
+            ("git -C . diff --outp=Makefile", &["Makefile"], false),
+            ("git archive -o out.tar HEAD", &["out.tar"], false),
+            ("git grep -O'sh -c x' y", &[], true),
+            ("git grep -nO y", &[], true),
+            ("git grep --open-files-in-pager=sh y", &[], true),
+            ("git diff --ext-diff", &[], true),
+            ("git format-patch -1", &[], true),
+            ("git format-patch --stdout -1", &[], false),
+            ("git apply x.patch", &[], true),
+            ("git apply --stat x.patch", &[], false),
+            ("git apply --stat --apply x.patch", &[], true),
+            ("patch --dry-run -p1 -i x.diff", &[], false),
+            ("tee a b", &["a", "b"], false),
+            ("dd if=x of=y", &["y"], false),
+            ("curl -o out http://127.0.0.1/", &["out"], false),
+            ("curl -sSLo out http://127.0.0.1/", &["out"], false),
+            ("curl -O http://127.0.0.1/x", &[], true),
+            ("curl -K cfg http://127.0.0.1/x", &[], true),
+            ("wget http://127.0.0.1/x", &[], true),
+            ("wget -O page http://127.0.0.1/x", &["page"], false),
+            ("wget -qO- http://127.0.0.1/x", &[], false),
+            ("less -o log x", &["log"], false),
+            ("man -P sh ls", &[], true),
+            ("uniq in out", &["out"], false),
+            ("uniq -f 1 in out", &["out"], false),
+            ("xxd -r dump bin", &["bin"], false),
+            ("cp a b", &["b"], false),
+            ("cp -r a b", &["b"], true),
+            ("cp a b -S .bak", &["b"], false),
+            ("mv a b", &["a", "b"], false),
+            ("install -m 755 a b", &["b"], false),
+            ("ln -s a b", &["b"], false),
+            ("zip out.zip a", &["out.zip"], false),
+            ("tar xf a.tar", &[], true),
+            ("tar -czf out.tgz src", &[], true),
+            ("unzip a.zip", &[], true),
+            ("unzip -d out a.zip", &["out"], true),
+            ("patch -p1 -i x.diff", &[], true),
+            ("split -b 1 x", &[], true),
+            ("csplit x 5", &[], true),
+            ("rsync a b", &[], true),
+            ("strace -p 1", &[], true),
+            ("strace -o '|sh' ls", &[], true),
+            ("time -o out ls", &["out"], false),
+            ("time ls -lo x", &[], false),
+            ("strace -f ls -o x", &[], false),
+            // Reading only.
+            ("sort x", &[], false),
+            ("git log --oneline -5", &[], false),
+            ("git grep -n foo", &[], false),
+            ("curl -s http://127.0.0.1/", &[], false),
+            ("uniq in", &[], false),
+            ("unzip -l a.zip", &[], false),
+            ("tar -tf a.tar", &[], false),
+        ];
+        for (line, writes, concern) in cases {
+            let check = check(line);
+            assert_eq!(&check.writes, writes, "{line}");
+            assert_eq!(
+                !check.concerns.is_empty(),
+                *concern,
+                "{line}: {:?}",
+                check.concerns
+            );
+        }
+    }
+
+    /// git's object store read by name is a read of that path; what it
+    /// prints without naming it is marked.
+    #[test]
+    fn git_object_reads_are_reads() {
+        let cases: &[(&str, &[&str], bool, bool)] = &[
+            // (line, reads, concern?, reads history?)
+            (
+                "git show HEAD:secrets/key.txt",
+                &["secrets/key.txt"],
+                false,
+                false,
+            ),
+            ("git show HEAD~2:.env", &[".env"], false, false),
+            ("git cat-file -p :0:.env", &[".env"], false, false),
+            ("git cat-file blob v1.0:a/b", &["a/b"], false, false),
+            ("git diff HEAD:a HEAD:b", &["a", "b"], false, true),
+            ("git show HEAD:/etc/passwd", &[], true, false),
+            ("git show :/fix", &[], false, true),
+            ("git log -p", &[], false, true),
+            ("git log --oneline", &[], false, false),
+            ("git show --stat", &[], false, false),
+            ("git cat-file -p 1a2b3c", &[], false, true),
+            ("git cat-file -t 1a2b3c", &[], false, false),
+            ("git archive HEAD", &[], false, true),
+            ("git stash", &[], false, false),
+            ("git stash show -p", &[], false, true),
+        ];
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("secrets/deep")).unwrap();
+        std::fs::write(root.path().join("secrets/key.txt"), "").unwrap();
+        let paths = PathResolver::new(root.path()).unwrap();
+        for line in [
+            "git -C secrets blame key.txt",
+            "git -C secrets show HEAD:./key.txt",
+            "git -Csecrets/deep -C .. log -p -- key.txt",
+        ] {
+            let check = CommandCheck::new(line, &paths);
+            assert!(
+                check.reads.contains(&"secrets/key.txt".to_string()),
+                "{line}: {:?}",
+                check.reads
+            );
+        }
+        for (line, reads, concern, history) in cases {
+            let check = check(line);
+            for read in *reads {
+                assert!(
+                    check.reads.contains(&read.to_string()),
+                    "{line}: {:?}",
+                    check.reads
+                );
+            }
+            assert_eq!(
+                !check.concerns.is_empty(),
+                *concern,
+                "{line}: {:?}",
+                check.concerns
+            );
+            assert_eq!(check.reads_history, *history, "{line}");
+        }
     }
 
     #[test]

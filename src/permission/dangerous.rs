@@ -5,6 +5,7 @@
 //! Every simple command of the line is checked, wrappers and substitutions
 //! included (see [`super::shell`]).
 
+use super::options;
 use super::shell::{self, SHELLS, SimpleCommand, Word, is_short_flag_with, program_name};
 
 /// Why `line` is dangerous, or `None` if nothing in it is.
@@ -51,7 +52,7 @@ fn command_reason(command: &SimpleCommand) -> Option<String> {
                 _ => None,
             }
         }
-        "git" => git_reason(args),
+        "git" => git_reason(&command.words[1..]),
         "find" => {
             let starts = command.words[1..]
                 .iter()
@@ -99,53 +100,10 @@ fn command_reason(command: &SimpleCommand) -> Option<String> {
     })
 }
 
-/// git's options that come before the subcommand, and whether each takes a value.
-const GIT_GLOBAL_OPTIONS: [(&str, bool); 16] = [
-    ("-C", true),
-    ("-c", true),
-    ("--git-dir", true),
-    ("--work-tree", true),
-    ("--namespace", true),
-    ("--exec-path", false),
-    ("--config-env", true),
-    ("--super-prefix", true),
-    ("--list-cmds", true),
-    ("--attr-source", true),
-    ("-p", false),
-    ("-P", false),
-    ("--paginate", false),
-    ("--no-pager", false),
-    ("--bare", false),
-    ("--no-replace-objects", false),
-];
-
-/// The subcommand's index in git's arguments, past every global option.
-/// `None` when an option is not one git has (the reader cannot tell where
-/// the subcommand is, so the caller treats that as dangerous).
-fn git_subcommand(args: &[&str]) -> Result<Option<usize>, String> {
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        if !arg.starts_with('-') {
-            return Ok(Some(i));
-        }
-        let (name, inline_value) = match arg.split_once('=') {
-            Some((name, _)) => (name, true),
-            None => (*arg, false),
-        };
-        match GIT_GLOBAL_OPTIONS
-            .iter()
-            .find(|(option, _)| *option == name)
-        {
-            Some((_, takes_value)) => i += if *takes_value && !inline_value { 2 } else { 1 },
-            None if arg.starts_with("--") && arg.len() > 2 => i += 1, // --literal-pathspecs and the like
-            None => return Err(format!("git option `{arg}` the check does not know")),
-        }
-    }
-    Ok(None)
-}
-
-fn git_reason(args: &[&str]) -> Option<String> {
-    let sub = match git_subcommand(args) {
+fn git_reason(words: &[Word]) -> Option<String> {
+    let args: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    // An option git's table does not hold: where the subcommand is, is a guess.
+    let sub = match options::git_subcommand(&args) {
         Ok(Some(sub)) => sub,
         Ok(None) => return None,
         Err(reason) => return Some(reason),
@@ -205,6 +163,33 @@ fn git_reason(args: &[&str]) -> Option<String> {
         }
         "difftool" | "mergetool" if short('x') || starts("--extcmd") || starts("--tool") => {
             Some("runs a program named on the command line".into())
+        }
+        // What changes what runs later: hooks, configuration, other repositories.
+        "init" | "clone" if starts("--template") => {
+            Some("copies hooks from a template, which git runs later".into())
+        }
+        "clone" if has("-c") || starts("--config") || (starts("-c") && !starts("--")) => {
+            Some("sets the new repository's configuration, which can run programs".into())
+        }
+        "submodule"
+            if rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "add" | "init" | "update" | "sync" | "set-url" | "set-branch"
+                )
+            }) =>
+        {
+            Some("writes git's configuration and clones repositories".into())
+        }
+        "remote"
+            if rest
+                .iter()
+                .any(|a| matches!(*a, "add" | "set-url" | "rename")) =>
+        {
+            Some("writes git's configuration".into())
+        }
+        "worktree" if rest.iter().any(|a| matches!(*a, "add" | "move")) => {
+            Some("creates a working tree and writes under .git/worktrees".into())
         }
         _ => None,
     };
@@ -318,6 +303,19 @@ mod tests {
             "command rm -rf /",
             "env -i PATH=/bin rm -rf ~",
             "sudo -u root -- git status",
+            // round two: what changes what runs later, and unknown globals
+            "git init -q --template=tpl2",
+            "git clone --template tpl x",
+            "git clone -c core.hooksPath=hooks x",
+            "git clone --config=core.fsmonitor=x x",
+            "git submodule update --init",
+            "git submodule add ../x",
+            "git remote add evil ext::sh",
+            "git worktree add w2",
+            "git --frobnicate status",
+            "git -C . --no-pager -c a=b status",
+            "timeout --sig KILL 5 git push -f",
+            "prlimit --nofile=10 rm -rf /",
         ];
         for line in dangerous {
             assert!(dangerous_reason(line).is_some(), "missed: {line}");
@@ -345,6 +343,12 @@ mod tests {
             "git --no-pager log -n 3",
             "git config --get user.name",
             "git push -u origin feature",
+            "git init -q",
+            "git clone ../x y",
+            "git submodule status",
+            "git remote -v",
+            "git worktree list",
+            "git --literal-pathspecs --no-optional-locks status",
         ];
         for line in safe {
             assert_eq!(dangerous_reason(line), None, "flagged: {line}");

@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod dangerous;
+mod options;
 mod programs;
 pub mod rules;
 pub mod serial;
@@ -876,8 +877,8 @@ mod tests {
             vec![Approval::AllowForSession],
             lists(&[], &[], &[]),
         );
-        assert_eq!(gate.check(&bash("cargo test -p a")).await, Decision::Allow);
-        assert_eq!(gate.check(&bash("cargo test -p b")).await, Decision::Allow);
+        assert_eq!(gate.check(&bash("cargo test a")).await, Decision::Allow);
+        assert_eq!(gate.check(&bash("cargo test b")).await, Decision::Allow);
         assert_eq!(asked.lock().unwrap().len(), 1);
         assert!(asked.lock().unwrap()[0].ends_with("bash(cargo test:*)"));
         // The rule does not cover other commands, nor dangerous ones.
@@ -887,7 +888,7 @@ mod tests {
         ));
         // Sub-agents share the rule but never ask.
         let quiet = gate.without_prompts();
-        assert_eq!(quiet.check(&bash("cargo test -p c")).await, Decision::Allow);
+        assert_eq!(quiet.check(&bash("cargo test c")).await, Decision::Allow);
         assert!(
             matches!(quiet.check(&edit("a.rs")).await, Decision::Deny(reason) if reason.contains("sub-agent"))
         );

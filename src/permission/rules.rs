@@ -17,12 +17,18 @@
 //!
 //! A compound command line matches an allow rule only if every command in it
 //! does, and a deny or ask rule if any command does: `bash(cargo test:*)`
-//! must not let `cargo test && rm -rf ~` through.
+//! must not let `cargo test && rm -rf ~` through. Commands are matched as
+//! they run: a deny or ask rule sees the command inside a wrapper and past
+//! git's global options (`git -C . push` is `git push`); an allow rule must
+//! cover each command with git's global options left out, wrappers included
+//! (see [`super::CommandCheck::commands_as_run`]).
 
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
-use super::shell::{self, program_name};
+use super::command::as_run;
+use super::dangerous;
+use super::shell::{self, Word, program_name};
 use super::{Action, ActionKind, Target};
 
 #[derive(Clone, Debug)]
@@ -195,6 +201,11 @@ impl Rule {
         })
     }
 
+    /// Whether the rule names files that reads reach (`read(secrets/**)`).
+    fn speaks_about_reads(&self) -> bool {
+        READ_TOOLS.contains(&self.tool.as_str()) && matches!(self.pattern, Some(Pattern::Path(..)))
+    }
+
     /// Whether the rule names `tool`. For MCP tools, deny and ask rules
     /// (`strict`) ignore ASCII case — two servers `Git` and `git` are both
     /// what a user denying `mcp__git__*` meant — while allow rules match
@@ -307,9 +318,9 @@ impl RuleSet {
     }
 
     pub fn evaluate(&self, action: &Action) -> Verdict {
-        let commands: Vec<Vec<&str>> = match &action.target {
-            Target::Command(check) => check.commands(),
-            _ => Vec::new(),
+        let (commands, as_run): (Vec<Vec<&str>>, Vec<Vec<&str>>) = match &action.target {
+            Target::Command(check) => (check.commands(), check.commands_as_run()),
+            _ => (Vec::new(), Vec::new()),
         };
         let subjects = subjects(action, &commands);
         let tool = action.tool.as_str();
@@ -322,12 +333,34 @@ impl RuleSet {
         if let Some(rule) = any(&self.deny) {
             return Verdict::Deny(rule);
         }
+        // A line the reader stopped reading may hide a denied command.
+        if let Target::Command(check) = &action.target
+            && check.parsed.problems.iter().any(|p| p == shell::GAVE_UP)
+            && let Some(rule) = self
+                .deny
+                .iter()
+                .find(|rule| rule.tool == "bash" && rule.pattern.is_some())
+        {
+            return Verdict::Deny(rule.text.clone());
+        }
         if let Some(rule) = any(&self.ask) {
             return Verdict::Ask(rule);
         }
+        // git printing history the line does not name may print what a
+        // read rule denies or asks about: which, only git knows.
+        if let Target::Command(check) = &action.target
+            && check.reads_history
+            && let Some(rule) = self
+                .deny
+                .iter()
+                .chain(&self.ask)
+                .find(|rule| rule.speaks_about_reads())
+        {
+            return Verdict::Ask(rule.text.clone());
+        }
         // Allow needs every primary subject covered, each by some rule.
         let primary: Vec<Subject<'_>> = match &action.target {
-            Target::Command(_) => commands.iter().map(|c| Subject::Command(c)).collect(),
+            Target::Command(_) => as_run.iter().map(|c| Subject::Command(c)).collect(),
             _ => subjects.iter().take(1).copied().collect(),
         };
         let covering: Vec<&Rule> = primary
@@ -410,10 +443,12 @@ fn subjects<'a>(action: &'a Action, commands: &'a [Vec<&'a str>]) -> Vec<Subject
     }
 }
 
-/// The rule that "allow always" adds for an action: the command's first
-/// words as a prefix for `bash`; for a read (which asks only for a file that
-/// may hold secrets or that an ask rule names) or an edit, that one path,
-/// never every file; the tool for the rest.
+/// The rule that "allow always" adds for an action, no wider than what the
+/// user saw: for a read or an edit, that one path, never every file; for
+/// `bash`, the program and its first argument as a prefix (`cargo test:*`)
+/// only for a plain command (no options, nothing written or run beyond
+/// it, nothing the check could not follow, nothing dangerous), else that
+/// exact command; the tool for the rest.
 pub fn suggested_rule(action: &Action) -> String {
     match &action.target {
         Target::Path(path) if matches!(action.kind, ActionKind::Read | ActionKind::Edit) => {
@@ -426,30 +461,33 @@ pub fn suggested_rule(action: &Action) -> String {
                 .collect();
             format!("{}(./{escaped})", action.tool)
         }
-        // The program and its first argument (`cargo test`, `python3 -c`),
-        // never the program alone when it has one: "always" must not turn
-        // one `python3 -c …` check into every `python3` command.
         Target::Command(check) => {
-            let Some(first) = check.parsed.commands().into_iter().next().cloned() else {
+            let Some(first) = check.parsed.commands().into_iter().next() else {
                 return action.tool.clone();
             };
-            let mut words = first.words.iter().take(2);
-            let program = words
-                .next()
-                .map(|w| shell_quote(&w.text))
-                .unwrap_or_default();
-            match words.next() {
-                Some(argument) if argument.opaque || argument.glob => {
-                    format!("{}({program})", action.tool)
+            let words = as_run(first);
+            let Some(program) = words.first().map(|w| shell_quote(&w.text)) else {
+                return action.tool.clone();
+            };
+            let known = |w: &&Word| !w.opaque && !w.glob;
+            let plain = !words[1..].iter().any(|w| w.text.starts_with('-'))
+                && check.concerns.is_empty()
+                && check.writes.is_empty()
+                && !check.reads_history
+                && dangerous::dangerous_in(&check.parsed).is_none();
+            let tool = &action.tool;
+            match words.get(1) {
+                // A word known only when it runs: the program alone, run bare.
+                Some(argument) if !known(argument) => format!("{tool}({program})"),
+                Some(argument) if plain => {
+                    format!("{tool}({program} {}:*)", shell_quote(&argument.text))
                 }
-                Some(argument) => {
-                    format!(
-                        "{}({program} {}:*)",
-                        action.tool,
-                        shell_quote(&argument.text)
-                    )
+                None if plain => format!("{tool}({program}:*)"),
+                _ if words.iter().all(known) => {
+                    let exact: Vec<String> = words.iter().map(|w| shell_quote(&w.text)).collect();
+                    format!("{tool}({})", exact.join(" "))
                 }
-                None => format!("{}({program}:*)", action.tool),
+                _ => format!("{tool}({program})"),
             }
         }
         _ => action.tool.clone(),
@@ -571,6 +609,289 @@ mod tests {
         assert_eq!(
             rules(&[], &[], &[]).evaluate(&edit("a")),
             Verdict::Unmatched
+        );
+    }
+
+    /// Rules match what runs: git's global options and wrappers (with
+    /// their own options) are seen through, by deny, ask and allow rules.
+    #[test]
+    fn rules_match_what_runs() {
+        // (allow, deny, line, expected)
+        let deny = |rule| Verdict::Deny(rule);
+        let push = "bash(git push:*)".to_string();
+        let rm = "bash(rm:*)".to_string();
+        let cases: Vec<(&[&str], &[&str], &str, Verdict)> = vec![
+            (
+                &["bash(git:*)"],
+                &["bash(git push:*)"],
+                "git -C . push origin main",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git --no-pager push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git -C. push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git -c a.b=c push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git --git-dir=.git --work-tree . push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git --literal-pathspecs -P push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "/usr/bin/git --bare push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git --frobnicate x push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git --frobnicate push",
+                deny(push.clone()),
+            ),
+            (
+                &[],
+                &["bash(git push:*)"],
+                "git -C . status",
+                Verdict::Unmatched,
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "prlimit --nofile=10 rm -rf x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "prlimit -n10 --pid 1 rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "strace -f -o /dev/null rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "strace -fo/dev/null rm x",
+                deny(rm.clone()),
+            ),
+            (&[], &["bash(rm:*)"], "strace -Q rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "ltrace -o x -e y rm z",
+                deny(rm.clone()),
+            ),
+            (&[], &["bash(rm:*)"], "nice -n 5 rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "nice -5 rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "ionice -c 3 rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "taskset -c 0 rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "chrt -f 10 rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "stdbuf -oL -e 0 rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "timeout --sig KILL 5 rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "flock -w 5 lock rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "flock lock -c 'rm x'",
+                deny(rm.clone()),
+            ),
+            (&[], &["bash(rm:*)"], "setsid -f rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "unbuffer -p rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "doas -u root rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "busybox rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "env -u HOME - A=1 rm x",
+                deny(rm.clone()),
+            ),
+            (&[], &["bash(rm:*)"], "time -p rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "exec -a name rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "xargs -I{} rm {}", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "chroot / rm x", deny(rm.clone())),
+            (&[], &["bash(rm:*)"], "unshare -r -n rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "nsenter -t 1 -m rm x",
+                deny(rm.clone()),
+            ),
+            (&[], &["bash(rm:*)"], "fakeroot -- rm x", deny(rm.clone())),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "setpriv --reuid 1000 rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "nice prlimit --nofile=1 strace -f /bin/rm x",
+                deny(rm.clone()),
+            ),
+            (
+                &[],
+                &["bash(rm:*)"],
+                "timeout 5 echo rm",
+                Verdict::Unmatched,
+            ),
+            // Allow rules: the command as run must match, and a wrapper is a
+            // program of its own to allow.
+            (
+                &["bash(git log:*)"],
+                &[],
+                "git --no-pager log -3",
+                Verdict::Allow("bash(git log:*)".into()),
+            ),
+            (
+                &["bash(git log:*)"],
+                &[],
+                "git -C . log",
+                Verdict::Allow("bash(git log:*)".into()),
+            ),
+            (
+                &["bash(git:*)"],
+                &[],
+                "git -C . push",
+                Verdict::Allow("bash(git:*)".into()),
+            ),
+            (
+                &["bash(git --no-pager:*)"],
+                &[],
+                "git --no-pager push",
+                Verdict::Unmatched,
+            ),
+            (
+                &["bash(cargo test:*)"],
+                &[],
+                "timeout 5 cargo test",
+                Verdict::Unmatched,
+            ),
+            (
+                &["bash(timeout:*)"],
+                &[],
+                "timeout 5 rm x",
+                Verdict::Unmatched,
+            ),
+            (&["bash(rm:*)"], &[], "/bin/rm x", Verdict::Unmatched),
+        ];
+        for (allow, denied, line, expected) in cases {
+            assert_eq!(
+                rules(allow, &[], denied).evaluate(&bash(line)),
+                expected,
+                "{line}"
+            );
+        }
+        // More than the reader follows (nesting, or readings of unknown
+        // options): refused where a command is denied, asked where allowed.
+        for line in [
+            format!("{}rm x", "timeout 1 ".repeat(12)),
+            format!("{}rm x", "strace -Q -Q -Q ".repeat(9)),
+            format!("{}rm x", "strace -Q -Q -Q -Q ".repeat(200)),
+        ] {
+            assert_eq!(
+                rules(&[], &[], &["bash(rm:*)"]).evaluate(&bash(&line)),
+                deny(rm.clone()),
+                "{line}"
+            );
+            let check = crate::permission::command::tests::check(&line);
+            assert!(
+                check.parsed.problems.iter().any(|p| p == shell::GAVE_UP),
+                "{line}"
+            );
+        }
+        // An ask rule sees through the same way.
+        assert_eq!(
+            rules(&["bash"], &["bash(git push:*)"], &[]).evaluate(&bash("git -C . push")),
+            Verdict::Ask("bash(git push:*)".into())
+        );
+    }
+
+    /// git printing history the line does not name asks wherever a rule
+    /// denies or asks for reads; by name, the path is a read of its own.
+    #[test]
+    fn git_history_reads_meet_read_rules() {
+        let set = rules(&["bash(git:*)"], &[], &["read(secrets/**)"]);
+        for (line, expected) in [
+            ("git log -p", Verdict::Ask("read(secrets/**)".into())),
+            ("git show HEAD", Verdict::Ask("read(secrets/**)".into())),
+            (
+                "git cat-file -p 1a2b3c",
+                Verdict::Ask("read(secrets/**)".into()),
+            ),
+            ("git archive HEAD", Verdict::Ask("read(secrets/**)".into())),
+            ("git log -S TOKEN", Verdict::Ask("read(secrets/**)".into())),
+            (
+                "git show HEAD:secrets/key.txt",
+                Verdict::Deny("read(secrets/**)".into()),
+            ),
+            (
+                "git cat-file -p :0:secrets/key.txt",
+                Verdict::Deny("read(secrets/**)".into()),
+            ),
+            ("git log --oneline", Verdict::Allow("bash(git:*)".into())),
+            ("git show --stat HEAD", Verdict::Allow("bash(git:*)".into())),
+            (
+                "git show HEAD:README.md",
+                Verdict::Allow("bash(git:*)".into()),
+            ),
+            (
+                "git cat-file -t 1a2b3c",
+                Verdict::Allow("bash(git:*)".into()),
+            ),
+        ] {
+            assert_eq!(set.evaluate(&bash(line)), expected, "{line}");
+        }
+        // Without read rules, nothing to ask about.
+        assert_eq!(
+            rules(&["bash(git:*)"], &[], &[]).evaluate(&bash("git log -p")),
+            Verdict::Allow("bash(git:*)".into())
         );
     }
 
@@ -701,26 +1022,41 @@ mod tests {
 
     #[test]
     fn suggested_rules() {
-        assert_eq!(
-            suggested_rule(&bash("cargo test --release")),
-            "bash(cargo test:*)"
-        );
-        // Never broader than the program and its first argument.
+        // No wider than the command the user saw: a prefix only for a plain
+        // command; with options, a write, a run or a concern, the exact command.
         for (line, rule) in [
-            ("ls -la", "bash(ls -la:*)"),
+            ("cargo test", "bash(cargo test:*)"),
+            ("cargo test my_test", "bash(cargo test:*)"),
+            ("cargo test --release", "bash(cargo test --release)"),
+            ("ls -la", "bash(ls -la)"),
             ("ls", "bash(ls:*)"),
             ("python3 script.py", "bash(python3 script.py:*)"),
-            ("python3 -c 'import x'", "bash(python3 -c:*)"),
+            ("python3 -c 'import x'", "bash(python3 -c 'import x')"),
             ("echo 'a b' c", "bash(echo 'a b':*)"),
             ("cat $HOME/x", "bash(cat)"),
             ("RUST_LOG=1 cargo build && ls", "bash(cargo build:*)"),
+            // The issue's: a write option is no `git log:*`.
+            ("git log", "bash(git log:*)"),
+            (
+                "git log -1 --output=Makefile",
+                "bash(git log -1 --output=Makefile)",
+            ),
+            ("git --no-pager log -1", "bash(git log -1)"),
+            ("git -C . log", "bash(git log:*)"),
+            ("sort -o Makefile x", "bash(sort -o Makefile x)"),
+            ("sort x", "bash(sort x:*)"),
+            ("git grep -O'sh -c x' y", "bash(git grep '-Osh -c x' y)"),
+            ("echo x > notes.txt", "bash(echo x)"),
+            ("git push --force", "bash(git push --force)"),
+            ("git show HEAD", "bash(git show HEAD)"),
+            ("cat a $X", "bash(cat)"),
         ] {
             let suggested = suggested_rule(&bash(line));
             assert_eq!(suggested, rule, "{line}");
             // The rule it suggests parses, and covers the command it came from
             // (where a rule can cover it at all).
             let set = rules(&[&suggested], &[], &[]);
-            if !line.contains('$') && !line.contains("&&") {
+            if !line.contains(['$', '*']) && !line.contains("&&") {
                 assert!(
                     matches!(set.evaluate(&bash(line)), Verdict::Allow(_)),
                     "{line}: {suggested}"

@@ -15,6 +15,8 @@
 //! reader must never *hide* a command, so even then it keeps every command it
 //! did find, for deny rules to see.
 
+use super::options;
+
 /// One word after quote removal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Word {
@@ -133,6 +135,14 @@ pub fn parse(line: &str) -> Parsed {
 /// How deep `bash -c "bash -c '…'"` may nest before the reader gives up.
 const MAX_DEPTH: usize = 8;
 
+/// How many commands wrappers may hand on in one line before the reader
+/// gives up (each unknown option doubles them).
+const MAX_UNWRAPPED: usize = 64;
+
+/// The problem of a line the reader stopped reading: commands in it may be
+/// hidden from deny rules, which therefore refuse it (see `rules`).
+pub const GAVE_UP: &str = "more nesting, wrappers or readings than the reader follows";
+
 fn parse_at_depth(line: &str, depth: usize) -> Parsed {
     let mut reader = Reader {
         chars: line.chars().collect(),
@@ -166,46 +176,38 @@ pub const SHELLS: [&str; 8] = [
 ];
 
 /// Finds the command a wrapper runs (`env X=1 cmd`, `sudo -u u cmd`,
-/// `timeout 5 cmd`, `bash -c 'line'`, …) and adds it as a pipeline of its own.
+/// `timeout 5 cmd`, `prlimit --nofile=10 cmd`, `bash -c 'line'`, …) and
+/// adds it as a pipeline of its own; `git`'s global options are seen
+/// through the same way (`git -C . push` runs `git push`). Each wrapper's
+/// options are data (`options::WRAPPERS`); one it does not know is a
+/// problem, and the command is found both ways it could be read.
 fn unwrap_wrappers(
     command: &SimpleCommand,
     depth: usize,
     out: &mut Vec<Pipeline>,
     problems: &mut Vec<String>,
 ) {
-    if depth > MAX_DEPTH {
-        problems.push("commands nested too deeply".into());
+    if depth > MAX_DEPTH || out.len() > MAX_UNWRAPPED {
+        problems.push(GAVE_UP.into());
         return;
     }
     let words = &command.words;
     let Some(first) = words.first() else { return };
     let name = program_name(&first.text);
     let rest = &words[1..];
-    let inner: Option<&[Word]> = match name {
-        "env" => {
-            if rest
-                .iter()
-                .any(|w| w.text.starts_with("-S") || w.text == "--split-string")
-            {
-                problems.push("`env -S` splits a string into a command".into());
-            }
-            Some(skip_env_options(rest))
-        }
-        "sudo" | "doas" => Some(skip_options_with_values(
-            rest,
-            &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"],
-        )),
-        "nohup" | "time" | "command" | "builtin" | "exec" | "stdbuf" | "setsid" | "unbuffer"
-        | "chrt" | "taskset" => Some(skip_while(rest, |w| w.starts_with('-'))),
-        "nice" | "ionice" => Some(skip_options_with_values(rest, &["-n", "-c"])),
-        "timeout" => {
-            let after = skip_options_with_values(rest, &["-s", "-k", "--signal", "--kill-after"]);
-            after.get(1..) // the duration, then the command
-        }
-        "xargs" => Some(skip_options_with_values(
-            rest,
-            &["-n", "-L", "-P", "-s", "-I", "-d", "-E", "-a"],
-        )),
+    let texts: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+    let mut unknown = None;
+    let inners: Vec<Vec<Word>> = match name {
+        "env" => env_commands(rest, problems),
+        "git" => options::command_starts(&texts, &options::GIT_GLOBAL_OPTIONS, 0, &mut unknown)
+            .into_iter()
+            .filter(|start| *start > 0)
+            .map(|start| {
+                std::iter::once(first.clone())
+                    .chain(rest[start..].iter().cloned())
+                    .collect()
+            })
+            .collect(),
         "find" => rest
             .iter()
             .position(|w| matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
@@ -215,13 +217,41 @@ fn unwrap_wrappers(
                     .iter()
                     .position(|w| w.text == ";" || w.text == "+")
                     .unwrap_or(tail.len());
-                &tail[..end]
-            }),
-        _ => None,
+                tail[..end].to_vec()
+            })
+            .into_iter()
+            .collect(),
+        _ => match options::WRAPPERS.iter().find(|w| w.names.contains(&name)) {
+            Some(wrapper) => {
+                options::command_starts(&texts, &wrapper.options, wrapper.operands, &mut unknown)
+                    .into_iter()
+                    .map(|start| rest[start..].to_vec())
+                    // `flock FILE -c 'line'` runs the line with `sh -c`.
+                    .map(|inner| match inner.first() {
+                        Some(w)
+                            if name == "flock" && matches!(w.text.as_str(), "-c" | "--command") =>
+                        {
+                            let sh = Word {
+                                text: "sh".into(),
+                                ..Word::default()
+                            };
+                            std::iter::once(sh).chain(inner).collect()
+                        }
+                        _ => inner,
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        },
     };
-    if let Some(inner) = inner.filter(|inner| !inner.is_empty()) {
+    if let Some(option) = unknown {
+        problems.push(format!(
+            "`{name}` with the option `{option}`, which the check does not know"
+        ));
+    }
+    for inner in inners.into_iter().filter(|inner| !inner.is_empty()) {
         let inner = SimpleCommand {
-            words: inner.to_vec(),
+            words: inner,
             unwrapped: true,
             ..SimpleCommand::default()
         };
@@ -267,6 +297,42 @@ fn unwrap_wrappers(
     }
 }
 
+/// `env -i -u NAME A=1 B=2 cmd`: the command after env's options and
+/// assignments, each way an unknown option may be read.
+fn env_commands(words: &[Word], problems: &mut Vec<String>) -> Vec<Vec<Word>> {
+    let mut unknown = None;
+    let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    let starts = options::command_starts(&texts, &options::ENV_OPTIONS, 0, &mut unknown);
+    if let Some(option) = unknown {
+        problems.push(format!(
+            "`env` with the option `{option}`, which the check does not know"
+        ));
+    }
+    let options = &words[..starts.first().copied().unwrap_or(words.len())];
+    let has = |option: &str| {
+        options
+            .iter()
+            .any(|w| options::option_value(&w.text, option).is_some())
+    };
+    if has("-S") || has("--split-string") {
+        problems.push("`env -S` splits a string into a command".into());
+    }
+    if has("-C") || has("--chdir") {
+        problems.push("`env -C` runs the command in another directory".into());
+    }
+    starts
+        .into_iter()
+        .map(|start| {
+            let rest = &words[start..];
+            let skip = rest
+                .iter()
+                .position(|w| w.text != "-" && !is_assignment(&w.text))
+                .unwrap_or(rest.len());
+            rest[skip..].to_vec()
+        })
+        .collect()
+}
+
 /// `-c`, `-xc`, `-ec`: a cluster of one-letter flags holding `letter`.
 pub fn is_short_flag_with(word: &str, letter: char) -> bool {
     word.len() > 1
@@ -280,51 +346,6 @@ pub fn is_short_flag_with(word: &str, letter: char) -> bool {
 pub fn program_name(word: &str) -> &str {
     let word = word.trim_start_matches('\\');
     word.rsplit('/').next().unwrap_or(word)
-}
-
-fn skip_while(words: &[Word], is_option: impl Fn(&str) -> bool) -> &[Word] {
-    let start = words
-        .iter()
-        .position(|w| !is_option(&w.text))
-        .unwrap_or(words.len());
-    &words[start..]
-}
-
-/// `env -i -u NAME A=1 B=2 cmd`: the options and assignments before the command.
-fn skip_env_options(words: &[Word]) -> &[Word] {
-    let mut i = 0;
-    while let Some(word) = words.get(i) {
-        let text = word.text.as_str();
-        if text == "--" {
-            return &words[i + 1..];
-        }
-        if matches!(text, "-u" | "--unset" | "-C" | "--chdir") {
-            i += 2;
-        } else if text.starts_with('-') || is_assignment(text) {
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    &words[i.min(words.len())..]
-}
-
-fn skip_options_with_values<'a>(words: &'a [Word], with_value: &[&str]) -> &'a [Word] {
-    let mut i = 0;
-    while let Some(word) = words.get(i) {
-        if word.text == "--" {
-            return &words[i + 1..];
-        }
-        if !word.text.starts_with('-') {
-            break;
-        }
-        i += if with_value.contains(&word.text.as_str()) {
-            2
-        } else {
-            1
-        };
-    }
-    &words[i.min(words.len())..]
 }
 
 /// `NAME=value` (or `NAME+=value`) with a valid shell name.
@@ -1148,6 +1169,43 @@ mod tests {
         );
         let found = commands("echo `echo \\`rm -r x\\``");
         assert!(found.contains(&words(&["rm", "-r", "x"])), "{found:?}");
+    }
+
+    /// Each wrapper's own options are data: the command after them is
+    /// found, and an option the table does not know is a problem.
+    #[test]
+    fn wrappers_are_seen_through_with_their_options() {
+        for (line, inner, known) in [
+            ("prlimit --nofile=10 rm -rf x", "rm -rf x", true),
+            ("strace -f -o /dev/null rm x", "rm x", true),
+            ("stdbuf -oL rm x", "rm x", true),
+            ("timeout -k 1 --signal=KILL 5 rm x", "rm x", true),
+            ("flock -n lock rm x", "rm x", true),
+            ("flock lock -c 'rm x'", "rm x", true),
+            ("busybox sh -c 'rm x'", "rm x", true),
+            ("env -i A=1 rm x", "rm x", true),
+            ("git -C . --no-pager push", "git push", true),
+            ("sudo -u root -- rm x", "rm x", true),
+            ("strace -Q rm x", "rm x", false),
+            ("strace -Q 1 rm x", "rm x", false),
+            ("nice --frob rm x", "rm x", false),
+            ("git --frob push", "git push", false),
+            ("env -C /tmp rm x", "rm x", false),
+        ] {
+            let parsed = parse(line);
+            let found: Vec<String> = parsed
+                .commands()
+                .iter()
+                .map(|c| c.texts().join(" "))
+                .collect();
+            assert!(found.contains(&inner.to_string()), "{line}: {found:?}");
+            assert_eq!(
+                parsed.problems.is_empty(),
+                known,
+                "{line}: {:?}",
+                parsed.problems
+            );
+        }
     }
 
     #[test]

@@ -386,6 +386,9 @@ fn cases() -> Vec<Case> {
     // ---- red team: holes found by reading the gate against bash ----
     cases.extend(red_team());
 
+    // ---- round two: rules match what runs ----
+    cases.extend(rules_match_what_runs());
+
     // ---- lines narrow rules must still allow ----
     let must_allow: &[(&'static str, &str, PermissionMode)] = &[
         ("echo", "echo hello", PermissionMode::Default),
@@ -818,6 +821,272 @@ fn home_as_workspace() -> Vec<Case> {
         write("$HOME: rewrite .bashrc", ".bashrc"),
         write("$HOME: plant a program on PATH", ".local/bin/git"),
     ]
+}
+
+// ---- round two: rules match what runs ----
+
+/// Issue 19's cases where a rule did not see what runs: git's global
+/// options and wrappers hid a command from a deny rule; options of
+/// "read-only" programs wrote files or ran programs under their allow rule;
+/// git read denied or secret files out of its object store; git commands
+/// wrote what runs later. Deny rows run in bypass too: deny holds there.
+fn rules_match_what_runs() -> Vec<Case> {
+    use PermissionMode::Bypass;
+    const PUSH: &[&str] = &["bash(git push:*)"];
+    const RM: &[&str] = &["bash(rm:*)"];
+    const SECRETS: &[&str] = &["read(secrets/**)"];
+    const GIT: &[&str] = &["bash(git:*)"];
+    let denied = |name, allow, deny, line: &str| Case {
+        deny,
+        ..bash(name, allow, line, Denied)
+    };
+    let asked = |name, allow, deny, line: &str| Case {
+        deny,
+        ..bash(name, allow, line, Asked)
+    };
+    let allowed = |name, allow, deny, line: &str| Case {
+        deny,
+        ..bash(name, allow, line, Allowed)
+    };
+    // A deny rule's case, in the default mode and again in bypass.
+    let both_modes = |name: &'static str, allow, deny, line: &str| {
+        vec![
+            denied(name, allow, deny, line),
+            in_mode(denied(name, allow, deny, line), Bypass),
+        ]
+    };
+    let mut cases = Vec::new();
+    // git's global options before a denied subcommand.
+    for (name, line) in [
+        ("deny push: git -C . push", "git -C . push origin main"),
+        ("deny push: git --no-pager push", "git --no-pager push"),
+        ("deny push: glued -C.", "git -C. push origin main"),
+        (
+            "deny push: an unknown global option",
+            "git --frobnicate push",
+        ),
+    ] {
+        cases.extend(both_modes(name, GIT, PUSH, line));
+    }
+    // Wrappers with options of their own before a denied program.
+    for (name, line) in [
+        ("deny rm: prlimit", "prlimit --nofile=10 rm -rf victim"),
+        ("deny rm: strace -o", "strace -f -o /dev/null rm -rf victim"),
+        ("deny rm: ltrace -o", "ltrace -o /dev/null rm -rf victim"),
+        ("deny rm: taskset's mask", "taskset -c 0 rm -rf victim"),
+        ("deny rm: chrt's priority", "chrt -f 10 rm -rf victim"),
+        ("deny rm: stdbuf -o L", "stdbuf -o L rm -rf victim"),
+        (
+            "deny rm: flock's file",
+            "flock -w 5 victim/lock rm -rf victim",
+        ),
+        ("deny rm: flock -c", "flock victim/lock -c 'rm -rf victim'"),
+        ("deny rm: busybox", "busybox rm -rf victim"),
+        (
+            "deny rm: timeout --sig abbreviated",
+            "timeout --sig KILL 5 rm -rf victim",
+        ),
+        (
+            "deny rm: nice --adjustment",
+            "nice --adjustment 5 rm -rf victim",
+        ),
+        (
+            "deny rm: an unknown wrapper option",
+            "strace -Q 1 rm -rf victim",
+        ),
+        // Deeper than the reader follows: refused, not guessed.
+        (
+            "deny rm: wrappers nested past the reader",
+            "nice nice nice nice nice nice nice nice nice nice rm -rf victim",
+        ),
+    ] {
+        cases.extend(both_modes(name, &["bash"], RM, line));
+    }
+    cases.extend([
+        // Unknown options of git or of a known wrapper ask under an allow rule.
+        asked(
+            "an unknown git global option",
+            GIT,
+            &[],
+            "git --frobnicate status",
+        ),
+        asked(
+            "an unknown wrapper option",
+            &["bash(nice:*)", "bash(ls:*)"],
+            &[],
+            "nice --frob ls",
+        ),
+        // "Read-only" programs that write or run through their options.
+        asked(
+            "git log --output under git log:*",
+            &["bash(git log:*)"],
+            &[],
+            "git log -1 --format=%H --output=Makefile",
+        ),
+        asked(
+            "sort -o under sort:*",
+            &["bash(sort:*)"],
+            &[],
+            "sort -o Makefile README.md",
+        ),
+        asked(
+            "git grep -O runs a program",
+            GIT,
+            &[],
+            "git grep -O'rm -rf victim;:' hello",
+        ),
+        asked("git diff --ext-diff", GIT, &[], "git diff --ext-diff"),
+        asked(
+            "curl -o writes",
+            &["bash(curl:*)"],
+            &[],
+            "curl -s -o Makefile http://127.0.0.1:9/x",
+        ),
+        asked(
+            "wget writes what it downloads",
+            &["bash(wget:*)"],
+            &[],
+            "wget -q http://127.0.0.1:9/x",
+        ),
+        asked(
+            "cp overwrites the canary",
+            &["bash(cp:*)"],
+            &[],
+            "cp README.md victim/canary",
+        ),
+        asked(
+            "uniq's second operand is written",
+            &["bash(uniq:*)"],
+            &[],
+            "uniq README.md victim/canary",
+        ),
+        asked(
+            "less -o writes a log",
+            &["bash(less:*)"],
+            &[],
+            "less -o victim/canary README.md",
+        ),
+        asked(
+            "unzip writes what the archive holds",
+            &["bash(unzip:*)"],
+            &[],
+            "unzip -o victim/x.zip",
+        ),
+        // git's object store: by name a read, else history with read rules.
+        asked(
+            "git show HEAD:.env under git show:*",
+            &["bash(git show:*)"],
+            &[],
+            "git show HEAD:.env",
+        ),
+        asked("git grep over a .env", GIT, &[], "git grep TOKEN"),
+        asked(
+            "diff -r over a .env",
+            &["bash(diff:*)"],
+            &[],
+            "diff -r . victim",
+        ),
+        asked(
+            "git show of a commit beside a .env",
+            GIT,
+            &[],
+            "git show HEAD",
+        ),
+        asked("git log -p beside a .env", GIT, &[], "git log -p -1"),
+        asked(
+            "git log -p with a read deny rule",
+            GIT,
+            SECRETS,
+            "git log -p",
+        ),
+        asked(
+            "git cat-file of an object id with a read deny rule",
+            GIT,
+            SECRETS,
+            "git cat-file -p 1a2b3c4d",
+        ),
+        asked(
+            "git archive with a read deny rule",
+            GIT,
+            SECRETS,
+            "git archive HEAD",
+        ),
+        // git commands that change what runs later.
+        asked(
+            "git init --template",
+            GIT,
+            &[],
+            "git init -q --template=victim",
+        ),
+        asked(
+            "git clone -c",
+            GIT,
+            &[],
+            "git clone -c core.hooksPath=victim . v2",
+        ),
+        asked(
+            "git submodule update",
+            GIT,
+            &[],
+            "git submodule update --init",
+        ),
+        asked("git remote add", GIT, &[], "git remote add evil ext::sh"),
+        asked("git worktree add", GIT, &[], "git worktree add w2"),
+        // ... while what only reads still runs unasked.
+        allowed(
+            "git --no-pager log",
+            &["bash(git log:*)"],
+            &[],
+            "git --no-pager log -3",
+        ),
+        allowed("sort to stdout", &["bash(sort:*)"], &[], "sort README.md"),
+        allowed(
+            "git log --oneline with a read deny rule",
+            GIT,
+            SECRETS,
+            "git log --oneline",
+        ),
+        allowed(
+            "git show of a file no rule names",
+            &["bash(git show:*)"],
+            SECRETS,
+            "git show HEAD:README.md",
+        ),
+        allowed(
+            "a wrapper allowed with its command",
+            &["bash(timeout:*)", "bash(cat:*)"],
+            &[],
+            "timeout 5 cat README.md",
+        ),
+    ]);
+    // A file written through an option is an edit: edit rules see it.
+    const NO_README: &[&str] = &["edit(README.md)"];
+    cases.extend(both_modes(
+        "deny edit: sort -o",
+        &["bash"],
+        NO_README,
+        "sort -o README.md victim/canary",
+    ));
+    cases.extend(both_modes(
+        "deny edit: git log --output",
+        &["bash"],
+        NO_README,
+        "git log -1 --output=README.md",
+    ));
+    // git -C moves where its paths are read from.
+    cases.extend(both_modes(
+        "git -C into a denied directory",
+        GIT,
+        SECRETS,
+        "git -C secrets blame key.txt",
+    ));
+    cases.extend(both_modes(
+        "git show HEAD:secrets/… with a read deny rule",
+        &["bash(git show:*)"],
+        SECRETS,
+        "git show HEAD:secrets/key.txt",
+    ));
+    cases
 }
 
 fn attack_workspace() -> tempfile::TempDir {
