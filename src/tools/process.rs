@@ -2,7 +2,7 @@
 //! cancel or the end of the session kills everything it started —
 //! grandchildren included — and nothing is left behind.
 //!
-//! Built on tokio's `Command` with `process_group(0)` and `killpg`, rather
+//! Built on tokio's `Command`, `setsid` in the child and `killpg`, rather
 //! than a wrapper crate: the whole mechanism is the few lines below. In the
 //! child, before exec, the group registers with the reaper (so it dies with
 //! the agent, see `reaper.rs`) and the sandbox confines it (see `sandbox`).
@@ -129,7 +129,6 @@ impl GroupProcess {
             .stdin(Stdio::null())
             .stdout(writer.try_clone()?)
             .stderr(writer)
-            .process_group(0)
             .kill_on_drop(true)
             // Pagers would wait for a keypress nobody can give.
             .env("PAGER", "cat")
@@ -143,13 +142,20 @@ impl GroupProcess {
         harden_environment(&mut cmd);
         let temp = confinement.environment(&mut cmd);
         let confine = confinement.for_child();
-        // SAFETY: the closure makes only async-signal-safe syscalls (getpid,
-        // send, unshare, mount, prctl, capset, landlock_restrict_self,
+        // SAFETY: the closure makes only async-signal-safe syscalls (setsid,
+        // getpid, send, unshare, mount, prctl, capset, landlock_restrict_self,
         // seccomp), as the child
         // of a threaded process must; `confinement` keeps the ruleset open
         // until spawned. Mounting comes before the sandbox, which forbids it.
         unsafe {
             cmd.pre_exec(move || {
+                // A session of its own: its own process group (killed
+                // whole), and no controlling terminal, so it cannot type
+                // into the user's shell or an approval (TIOCSTI) or read
+                // the terminal's keys.
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 reaper::register_self()?;
                 if let Some(mounts) = &mounts {
                     mounts.apply()?;

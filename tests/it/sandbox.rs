@@ -449,18 +449,59 @@ fn run_with(
     mode: &str,
     settings: &str,
 ) -> (Vec<(String, bool)>, String) {
-    run_in(f.home.path(), f.dir.path(), cases, mode, settings, None)
+    run_in(
+        f.home.path(),
+        f.dir.path(),
+        cases,
+        mode,
+        settings,
+        Launch::Plain,
+    )
 }
 
-/// The same, with `$HOME` at `home` and the workspace at `dir`, as `user`
-/// (a uid) when given.
+/// How the agent is started.
+#[derive(Clone, Copy)]
+enum Launch {
+    Plain,
+    /// As this uid (and gid).
+    AsUser(u32),
+    /// On a pseudo-terminal that is its controlling terminal, as on a
+    /// user's terminal (Python's `pty.spawn`).
+    OnTerminal,
+}
+
+/// `inner` run by Python's `pty.spawn`, with its directory and environment.
+fn on_terminal(inner: &std::process::Command) -> std::process::Command {
+    let mut outer = std::process::Command::new("python3");
+    outer
+        .args([
+            "-c",
+            "import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)",
+        ])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .stdin(std::process::Stdio::null());
+    if let Some(dir) = inner.get_current_dir() {
+        outer.current_dir(dir);
+    }
+    for (name, value) in inner.get_envs() {
+        match value {
+            Some(value) => outer.env(name, value),
+            None => outer.env_remove(name),
+        };
+    }
+    outer
+}
+
+/// The same, with `$HOME` at `home` and the workspace at `dir`, started
+/// as `launch` says.
 fn run_in(
     home: &Path,
     dir: &Path,
     cases: &[Case],
     mode: &str,
     settings: &str,
-    user: Option<u32>,
+    launch: Launch,
 ) -> (Vec<(String, bool)>, String) {
     let config = home.join(".config/bareagent/config.toml");
     std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
@@ -477,16 +518,18 @@ fn run_in(
     script.push(Reply::text("done").into());
     let server = ModelServer::start(script);
     let mut command = crate::common::bareagent(dir);
-    if let Some(uid) = user {
+    if let Launch::AsUser(uid) = launch {
         std::os::unix::process::CommandExt::uid(&mut command, uid);
         std::os::unix::process::CommandExt::gid(&mut command, uid);
     }
-    let out = crate::common::run_against_model(&mut command, &server)
+    crate::common::run_against_model(&mut command, &server)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
-        .args(["--permission-mode", "bypass", "--idle-timeout", "10", "go"])
-        .output()
-        .expect("bareagent runs");
+        .args(["--permission-mode", "bypass", "--idle-timeout", "10", "go"]);
+    if let Launch::OnTerminal = launch {
+        command = on_terminal(&command);
+    }
+    let out = command.output().expect("bareagent runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "bareagent run failed: {stderr}");
     let requests = server.requests();
@@ -674,7 +717,7 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
             Expect::Succeeds,
         ),
     ];
-    let (results, _) = run_in(home, home, &cases, "workspace-write", "", None);
+    let (results, _) = run_in(home, home, &cases, "workspace-write", "", Launch::Plain);
     let failures: Vec<String> = cases
         .iter()
         .zip(&results)
@@ -756,7 +799,7 @@ fn an_agent_run_by_an_ordinary_user_protects_the_same() {
         &cases,
         "workspace-write",
         "",
-        Some(nobody),
+        Launch::AsUser(nobody),
     );
     let failures: Vec<String> = cases
         .iter()
@@ -764,6 +807,46 @@ fn an_agent_run_by_an_ordinary_user_protects_the_same() {
         .filter_map(|(case, result)| verdict(case, case.on, result, "nobody").err())
         .collect();
     assert!(failures.is_empty(), "{}\n{stderr}", failures.join("\n"));
+}
+
+/// On the user's terminal, a command has none: it cannot open it, so it
+/// cannot type into the user's shell or answer an approval (TIOCSTI), nor
+/// read the keys the user types.
+#[test]
+fn a_command_has_no_terminal_to_type_into() {
+    let Some(_) = landlock_abi() else { return };
+    let f = fixture();
+    let case = |name, command: &str, on| Case {
+        name,
+        command: command.into(),
+        on,
+        off: on,
+        secret: None,
+    };
+    let cases = [
+        // The harness is real: the agent has a controlling terminal.
+        case(
+            "the agent runs on a terminal",
+            "awk '{exit ($7 == 0)}' /proc/$PPID/stat",
+            Expect::Succeeds,
+        ),
+        case(
+            "open the terminal the agent runs on",
+            "python3 -c \"import os; os.open('/dev/tty', os.O_RDWR)\"",
+            Expect::Refused(None),
+        ),
+    ];
+    let (results, _) = run_in(
+        f.home.path(),
+        f.dir.path(),
+        &cases,
+        "workspace-write",
+        "",
+        Launch::OnTerminal,
+    );
+    for (case, result) in cases.iter().zip(&results) {
+        check(case, case.on, result, "on a terminal");
+    }
 }
 
 /// Trust loosens permissions, never the sandbox: a trusted project's
