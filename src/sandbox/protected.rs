@@ -137,12 +137,26 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
     for name in WORKSPACE_RUNS {
         add(policy.workspace.join(name), true);
     }
-    // A workspace that holds `$HOME`: what the user's shell and git run.
+    // A workspace that holds `$HOME`: what the user's shell, git and
+    // toolchains run from there, which is nearly every dot-entry. All of
+    // them are read-only but the toolchains' download caches (and the
+    // workspace's own `.git`, pinned above): failing closed, since no list
+    // of what runs later is complete.
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
         && let Some(home) = real(&home.canonicalize().unwrap_or(home))
     {
         for name in crate::secret_files::HOME_RUNS {
             add(home.join(name), true);
+        }
+        let caches: Vec<PathBuf> = super::CACHE_DIRS.iter().map(|c| home.join(c)).collect();
+        if let Ok(entries) = std::fs::read_dir(&home) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let dotted = name.as_encoded_bytes().starts_with(b".") || name == "go";
+                if dotted && name != ".git" {
+                    all_but(&entry.path(), &caches, &mut add);
+                }
+            }
         }
     }
     for denied in &policy.deny_read {
@@ -151,9 +165,70 @@ pub fn paths(policy: &SandboxPolicy) -> Vec<Protected> {
             add(denied, true);
         }
     }
-    found.sort();
+    // The folders on the way from a writable root to each protected path,
+    // pinned writable, so none can be renamed away and replaced by one of
+    // the command's making (`mv .cargo x; mkdir .cargo`); and the workspace
+    // itself where a writable folder holds it.
+    let mut on_the_way = Vec::new();
+    for protected in &found {
+        for (_, root) in &roots {
+            if protected.path.starts_with(root) {
+                let mut folder = protected.path.parent();
+                while let Some(dir) = folder
+                    && dir != root.as_path()
+                    && dir.starts_with(root)
+                {
+                    on_the_way.push(Protected {
+                        path: dir.to_path_buf(),
+                        read_only: false,
+                    });
+                    folder = dir.parent();
+                }
+            }
+        }
+    }
+    found.extend(on_the_way);
+    let workspace = &roots[0].1;
+    if roots[1..]
+        .iter()
+        .any(|(_, root)| workspace.starts_with(root) && workspace != root)
+    {
+        found.push(Protected {
+            path: workspace.clone(),
+            read_only: false,
+        });
+    }
+    // Parents before what they hold; of two entries for one path, the
+    // read-only one.
+    found.sort_by(|a, b| a.path.cmp(&b.path).then(b.read_only.cmp(&a.read_only)));
     found.dedup_by(|later, earlier| later.path == earlier.path);
     found
+}
+
+/// Protects `path` read-only, unless a path in `keep` lies at or below it:
+/// then `path` is pinned writable and the same is done for each entry in it.
+/// A link (dotfile managers link `.bashrc` into a repository) is not
+/// pinned, as a pin lands on its target: the target is protected instead,
+/// and the link itself stays replaceable (`docs/security.md`).
+fn all_but(path: &Path, keep: &[PathBuf], add: &mut impl FnMut(PathBuf, bool)) {
+    if keep.iter().any(|k| k == path) {
+        return;
+    }
+    if path.symlink_metadata().is_ok_and(|meta| meta.is_symlink()) {
+        if let Ok(target) = path.canonicalize() {
+            add(target, true);
+        }
+        return;
+    }
+    if !keep.iter().any(|k| k.starts_with(path)) {
+        return add(path.to_path_buf(), true);
+    }
+    add(path.to_path_buf(), false);
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for entry in entries.flatten() {
+            all_but(&entry.path(), keep, add);
+        }
+    }
 }
 
 /// The git folders of the workspace repository's submodules.

