@@ -11,11 +11,13 @@
 //! What it must not do: follow a link (every open goes through the
 //! workspace's resolver), or hand back a history `check_history` refuses.
 
+mod chain;
 mod file;
 mod load;
 mod record;
 mod vouch;
 
+pub use chain::sign_records;
 pub use file::SessionFile;
 pub use load::{
     LastTurn, Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load,

@@ -14,9 +14,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The user's directory of session records.
-fn records_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
+use super::chain::Checkpoint;
+
+/// The user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`).
+pub(super) fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| {
@@ -24,8 +26,12 @@ fn records_dir() -> Option<PathBuf> {
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
                 .map(|home| home.join(".local").join("state"))
-        })?;
-    Some(base.join("bareagent").join("sessions"))
+        })
+}
+
+/// The user's directory of session records.
+fn records_dir() -> Option<PathBuf> {
+    Some(state_dir()?.join("bareagent").join("sessions"))
 }
 
 /// A new session's token: 128 random bits, as hex.
@@ -79,9 +85,50 @@ pub fn vouched(id: &str, token: Option<&str>, root: &Path) -> bool {
     lines.next() == Some(token) && lines.next() == Some(&*root.display().to_string())
 }
 
+/// Records where session `id`'s file ended when last synced (see
+/// `chain.rs`): written whole under a temporary name, then renamed over
+/// the last one.
+pub fn record_end(id: &str, end: Checkpoint) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = records_dir().ok_or("no state directory")?;
+    let temp = dir.join(format!(".{id}.end.{}", new_token()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)
+        .and_then(|mut file| file.write_all(end.to_text().as_bytes()))
+        .and_then(|()| std::fs::rename(&temp, dir.join(format!("{id}.end"))));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Where session `id`'s file ended when last synced; `None` before its
+/// first sync. A record that cannot be read is an error, not `None`: it
+/// would let a truncated file pass.
+pub fn recorded_end(id: &str) -> Result<Option<Checkpoint>, String> {
+    let path = records_dir()
+        .ok_or("no state directory")?
+        .join(format!("{id}.end"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Checkpoint::from_text(&text).map(Some).ok_or_else(|| {
+            format!(
+                "{}: not a record of where the session ended",
+                path.display()
+            )
+        }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(format!("{}: {error}", path.display())),
+    }
+}
+
 /// Forgets session `id` (it was removed).
 pub fn forget(id: &str) {
     if let Some(dir) = records_dir() {
         let _ = std::fs::remove_file(dir.join(id));
+        let _ = std::fs::remove_file(dir.join(format!("{id}.end")));
     }
 }
