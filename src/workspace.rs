@@ -47,6 +47,10 @@ pub enum WorkspaceError {
     LinkOnPath(String),
     #[error("`{0}` is a binary file, not text")]
     Binary(String),
+    #[error(
+        "`{path}` has {links} hard links (the same file under other names, perhaps outside the workspace): writing it in place would change them all; refused (copy it to a file of its own first, e.g. `cp --remove-destination`)"
+    )]
+    HardLinked { path: String, links: u64 },
     #[error("`{path}`: {message}")]
     Io { path: String, message: String },
 }
@@ -217,6 +221,30 @@ impl PathResolver {
         beneath::open_dir(self.fd.as_fd(), relative, true)
             .map(drop)
             .map_err(|e| io_error(&shown, e))
+    }
+
+    /// Refuses a path whose file has more than one name (`st_nlink > 1`):
+    /// for writers that change a file in place (an ACP client's
+    /// `fs/write_text_file`, an editor saving a buffer), which would change
+    /// every other name of it too — a hard link in the workspace to a file
+    /// outside it included. Our own writes replace the file by rename, which
+    /// leaves the other names alone. A missing file passes (it is created).
+    // `st_nlink` is a u32 on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    pub fn refuse_hard_links(&self, path: &Path) -> Result<(), WorkspaceError> {
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        match beneath::stat(self.fd.as_fd(), relative, self.strategy) {
+            Ok(stat) if beneath::file_type(&stat) != FileType::Directory && stat.st_nlink > 1 => {
+                Err(WorkspaceError::HardLinked {
+                    path: shown,
+                    links: stat.st_nlink as u64,
+                })
+            }
+            Ok(_) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(io_error(&shown, error)),
+        }
     }
 
     /// Replaces a resolved path's content atomically, the temporary file in

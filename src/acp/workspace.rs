@@ -83,6 +83,8 @@ impl Workspace for ClientWorkspace {
         read_version: Option<i32>,
     ) -> Result<Option<i32>, WorkspaceError> {
         if self.can.write {
+            // The client writes in place: never through another name.
+            self.disk.paths().refuse_hard_links(path)?;
             let request = WriteTextFileRequest::new(self.session.clone(), path, text);
             self.peer
                 .send_request(request)

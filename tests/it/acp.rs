@@ -20,7 +20,7 @@ use crate::support::model_server::{ModelServer, Reply};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bareagent");
 
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     match std::env::var_os("BAREAGENT_ACP_PYTHON") {
         Some(path) => Some(PathBuf::from(path)),
         None => {
@@ -38,7 +38,12 @@ fn python() -> Option<PathBuf> {
 
 /// Runs the driver on `scenario` (the agent's command line added) and
 /// returns its transcript.
-fn drive(python: &Path, root: &Path, server: &ModelServer, scenario: Value) -> Vec<Value> {
+pub(crate) fn drive(
+    python: &Path,
+    root: &Path,
+    server: &ModelServer,
+    scenario: Value,
+) -> Vec<Value> {
     let home = tempfile::tempdir().expect("home");
     drive_in(python, root, server, home.path(), scenario)
 }
@@ -96,7 +101,7 @@ fn drive_in(
     })
 }
 
-fn of_type<'t>(transcript: &'t [Value], kind: &str) -> Vec<&'t Value> {
+pub(crate) fn of_type<'t>(transcript: &'t [Value], kind: &str) -> Vec<&'t Value> {
     transcript.iter().filter(|e| e["type"] == kind).collect()
 }
 

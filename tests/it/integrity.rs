@@ -178,3 +178,67 @@ fn a_session_file_the_agent_did_not_write_is_refused_on_resume() {
         }
     }
 }
+
+/// A hard link in the workspace to a file outside it, written by the model
+/// through `bareagent acp`: a client that writes (`fs/write_text_file`, in
+/// place, as the driver and editors do) is never asked to, the write is
+/// refused; without one, our disk write replaces the workspace's name by
+/// rename. Either way the outside file keeps its text. (client offers fs,
+/// the linked name's text after, what the tool result says)
+#[test]
+fn no_write_goes_through_a_hard_link() {
+    use crate::acp::{drive, of_type, python};
+    let Some(python) = python() else { return };
+    let cases: [(bool, &str, &str); 2] = [
+        (true, "precious\n", "has 2 hard links"),
+        (false, "owned\n", "Replaced linked.txt"),
+    ];
+    for (fs, linked_after, said) in cases {
+        let outside = tempfile::tempdir().expect("outside");
+        let victim = outside.path().join("victim.txt");
+        std::fs::write(&victim, "precious\n").expect("victim");
+        let dir = workspace(&[]);
+        let root = dir.path().canonicalize().expect("root");
+        std::fs::hard_link(&victim, root.join("linked.txt")).expect("hard link");
+        let server = ModelServer::start(vec![
+            Reply::tool("read_file", json!({"path": "linked.txt"})).into(),
+            Reply::tool(
+                "write_file",
+                json!({"path": "linked.txt", "content": "owned\n"}),
+            )
+            .into(),
+            Reply::text("done").into(),
+        ]);
+        let transcript = drive(
+            &python,
+            &root,
+            &server,
+            json!({
+                "fs": fs, "terminal": false,
+                "answers": ["allow_once"],
+                "steps": [{"new": {}}, {"prompt": "overwrite linked.txt"}],
+            }),
+        );
+        let case = format!("fs={fs}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "precious\n",
+            "{case}: the file outside changed: {transcript:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("linked.txt")).expect("linked"),
+            linked_after,
+            "{case}"
+        );
+        assert!(
+            of_type(&transcript, "write_text_file").is_empty(),
+            "{case}: the client was asked to write: {transcript:#?}"
+        );
+        let requests = server.requests();
+        let results = crate::common::sent_tool_results(&requests[2].body);
+        assert!(
+            results.last().is_some_and(|(text, _)| text.contains(said)),
+            "{case}: {results:?}"
+        );
+    }
+}
