@@ -51,9 +51,20 @@ pub enum WorkspaceError {
         "`{path}` has {links} hard links (the same file under other names, perhaps outside the workspace): writing it in place would change them all; refused (copy it to a file of its own first, e.g. `cp --remove-destination`)"
     )]
     HardLinked { path: String, links: u64 },
+    #[error(
+        "`{path}` is {size} bytes, over the {MAX_TEXT_BYTES} bytes (10 MiB) bareagent reads or writes whole; read a part of it with a command (`sed -n '1000,1100p' {path}`, `grep -n`, `head -c`)"
+    )]
+    TooLarge { path: String, size: u64 },
     #[error("`{path}`: {message}")]
     Io { path: String, message: String },
 }
+
+/// The largest file the agent reads or writes whole: 10 MiB. Above any
+/// hand-written source file and most generated ones (lockfiles, bundles),
+/// and 2.5 million tokens: more than a model takes in at once (`read_file`
+/// shows 100,000 characters a call). A file is never held in memory more
+/// than a few times over this, however large it is on disk.
+pub const MAX_TEXT_BYTES: u64 = 10 << 20;
 
 /// Confines paths to a root. The root is canonical (symlinks resolved) so
 /// that comparisons are between real locations, and held open so that every
@@ -507,10 +518,26 @@ impl Workspace for DiskWorkspace {
         let path = path.to_path_buf();
         // Read from the descriptor that was checked, never by name again.
         let bytes = tokio::task::spawn_blocking(move || {
-            let mut file = paths.open_file(&path)?;
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes)
-                .map_err(|e| io_error(&paths.display(&path), e))?;
+            let file = paths.open_file(&path)?;
+            let shown = paths.display(&path);
+            let too_large = |size| WorkspaceError::TooLarge {
+                path: shown.clone(),
+                size,
+            };
+            // The descriptor's size first (a sparse 2 GB file is refused
+            // without a read); then at most one byte over the cap, in case
+            // it grows meanwhile.
+            let size = file.metadata().map_err(|e| io_error(&shown, e))?.len();
+            if size > MAX_TEXT_BYTES {
+                return Err(too_large(size));
+            }
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            file.take(MAX_TEXT_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_error(&shown, e))?;
+            if bytes.len() as u64 > MAX_TEXT_BYTES {
+                return Err(too_large(bytes.len() as u64));
+            }
             Ok::<_, WorkspaceError>(bytes)
         })
         .await

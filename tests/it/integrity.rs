@@ -242,3 +242,66 @@ fn no_write_goes_through_a_hard_link() {
         );
     }
 }
+
+/// (what is on disk, the call, what the tool result says, whether
+/// `out.txt` exists after)
+type CapCase = (fn(&Path), serde_json::Value, &'static str, bool);
+
+/// The file tools hold no more than a few times their 10 MiB cap, however
+/// large the file or the content: (what is on disk, the call, what the
+/// tool result says, whether `out.txt` exists after). Peak memory is
+/// measured by hand (see docs/security.md), not asserted here.
+#[test]
+fn the_file_tools_refuse_what_is_over_their_cap() {
+    let over = "x".repeat((10 << 20) + 1);
+    let cases: Vec<CapCase> = vec![
+        (
+            |dir| {
+                let file = std::fs::File::create(dir.join("big.bin")).expect("create");
+                file.set_len(2 << 30).expect("a 2 GiB sparse file");
+            },
+            json!({"tool": "read_file", "input": {"path": "big.bin"}}),
+            "`big.bin` is 2147483648 bytes, over the 10485760 bytes (10 MiB)",
+            false,
+        ),
+        (
+            |dir| std::fs::write(dir.join("big.txt"), "y".repeat((10 << 20) + 1)).expect("big"),
+            json!({"tool": "read_file", "input": {"path": "big.txt"}}),
+            "read a part of it with a command",
+            false,
+        ),
+        (
+            |_| {},
+            json!({"tool": "write_file", "input": {"path": "out.txt", "content": over}}),
+            "the content is 10485761 bytes, over the 10485760 bytes",
+            false,
+        ),
+        (
+            |_| {},
+            json!({"tool": "write_file", "input": {"path": "out.txt", "content": "small\n"}}),
+            "Created out.txt",
+            true,
+        ),
+    ];
+    for (setup, call, said, written) in cases {
+        let dir = workspace(&[]);
+        setup(dir.path());
+        let tool = call["tool"].as_str().expect("tool");
+        let server = ModelServer::start(vec![
+            Reply::tool(tool, call["input"].clone()).into(),
+            Reply::text("done").into(),
+        ]);
+        let out = run_against_model(&mut bareagent(dir.path()), &server)
+            .args(["--permission-mode", "bypass", "go"])
+            .output()
+            .expect("run");
+        crate::common::assert_succeeded(&out);
+        let requests = server.requests();
+        let results = crate::common::sent_tool_results(&requests[1].body);
+        assert!(
+            results.last().is_some_and(|(text, _)| text.contains(said)),
+            "{tool}: {results:?}"
+        );
+        assert_eq!(dir.path().join("out.txt").exists(), written, "{tool}");
+    }
+}
