@@ -186,24 +186,7 @@ fn commands_die_with_the_agent_however_it_dies() {
             "{case}: no reaper among {theirs:?}"
         );
 
-        match death {
-            // SAFETY: kill sends a signal to the agent we started.
-            Death::Signal(signal) => unsafe {
-                libc::kill(pid, signal);
-            },
-            Death::StdinClosed => {
-                let Agent::Lsp(client) = &agent else {
-                    unreachable!("only the language server has an editor")
-                };
-                assert!(
-                    client.close_stdin_and_wait(DEADLINE).is_some(),
-                    "{case}: the server exits"
-                );
-            }
-        }
-        if let Agent::Run(child) = &mut agent {
-            let _ = child.wait();
-        }
+        kill(&mut agent, death, &case);
         wait_for(
             &format!("{case}: every process of the agent's to end ({theirs:?})"),
             || theirs.iter().all(|&p| !alive(p)),
@@ -255,7 +238,6 @@ fn escaped_descendants_die_with_the_agent() {
             .iter()
             .filter_map(|f| pid_in(f))
             .collect();
-        let pid = agent.pid();
         for escapee in &escaped {
             let (group, session) = group_and_session(*escapee);
             assert_eq!(
@@ -264,28 +246,33 @@ fn escaped_descendants_die_with_the_agent() {
                 "{case}: {escapee} left its group and session"
             );
         }
-        match death {
-            // SAFETY: kill sends a signal to the agent we started.
-            Death::Signal(signal) => unsafe {
-                libc::kill(pid, signal);
-            },
-            Death::StdinClosed => {
-                let Agent::Lsp(client) = &agent else {
-                    unreachable!("only the language server has an editor")
-                };
-                assert!(
-                    client.close_stdin_and_wait(DEADLINE).is_some(),
-                    "{case}: the server exits"
-                );
-            }
-        }
-        if let Agent::Run(child) = &mut agent {
-            let _ = child.wait();
-        }
+        kill(&mut agent, death, &case);
         wait_for(
             &format!("{case}: the escaped processes to end ({escaped:?})"),
             || escaped.iter().all(|&p| !alive(p)),
         );
+    }
+}
+
+/// Makes the agent die as `death` says, and waits for it.
+fn kill(agent: &mut Agent, death: Death, case: &str) {
+    match death {
+        // SAFETY: kill sends a signal to the agent we started.
+        Death::Signal(signal) => unsafe {
+            libc::kill(agent.pid(), signal);
+        },
+        Death::StdinClosed => {
+            let Agent::Lsp(client) = &*agent else {
+                unreachable!("only the language server has an editor")
+            };
+            assert!(
+                client.close_stdin_and_wait(DEADLINE).is_some(),
+                "{case}: the server exits"
+            );
+        }
+    }
+    if let Agent::Run(child) = agent {
+        let _ = child.wait();
     }
 }
 
