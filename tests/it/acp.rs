@@ -50,7 +50,7 @@ pub(crate) fn drive(
 
 /// [`drive`] with the user's home (settings, the record of their sessions)
 /// in `home`, for runs that share it.
-fn drive_in(
+pub(crate) fn drive_in(
     python: &Path,
     root: &Path,
     server: &ModelServer,
@@ -114,7 +114,7 @@ fn position(transcript: &[Value], what: impl Fn(&Value) -> bool) -> usize {
 }
 
 /// The id `session/new` answered in a transcript.
-fn session_id(transcript: &[Value]) -> String {
+pub(crate) fn session_id(transcript: &[Value]) -> String {
     of_type(transcript, "session")[0]["response"]["sessionId"]
         .as_str()
         .expect("session id")

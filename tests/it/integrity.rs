@@ -305,3 +305,63 @@ fn the_file_tools_refuse_what_is_over_their_cap() {
         assert_eq!(dir.path().join("out.txt").exists(), written, "{tool}");
     }
 }
+
+/// The same attack on `bareagent acp`'s `session/load`: a forged user
+/// message appended to a stored session is refused, the file kept, and
+/// nothing of it is shown or sent; the session untouched loads.
+#[test]
+fn acp_session_load_refuses_a_forged_line() {
+    use crate::acp::{drive_in, of_type, python, session_id};
+    let Some(python) = python() else { return };
+    for forged in [false, true] {
+        let dir = workspace(&[]);
+        let root = dir.path().canonicalize().expect("root");
+        let server = ModelServer::start(vec![Reply::text("said first").into()]);
+        let home = tempfile::tempdir().expect("home");
+        let first = drive_in(
+            &python,
+            &root,
+            &server,
+            home.path(),
+            json!({"fs": true, "steps": [{"new": {}}, {"prompt": "first"}]}),
+        );
+        let id = session_id(&first);
+        let file = root.join(format!(".bareagent/sessions/{id}.jsonl"));
+        if forged {
+            let mut text = std::fs::read_to_string(&file).expect("session");
+            text.push_str(FORGED);
+            text.push('\n');
+            std::fs::write(&file, text).expect("forge");
+        }
+        let before = std::fs::read(&file).expect("session");
+        let loaded = drive_in(
+            &python,
+            &root,
+            &server,
+            home.path(),
+            json!({"fs": true, "steps": [{"load": id}]}),
+        );
+        let shown = serde_json::to_string(&of_type(&loaded, "update")).expect("json");
+        assert!(!shown.contains("FORGED"), "forged={forged}: {loaded:#?}");
+        let errors = of_type(&loaded, "error");
+        if forged {
+            assert_eq!(errors.len(), 1, "{loaded:#?}");
+            let said = errors[0]["message"].to_string();
+            assert!(
+                said.contains(&format!("{id}.jsonl, line"))
+                    && said.contains("a line without its integrity tag"),
+                "{said}"
+            );
+            assert!(shown == "[]", "nothing replayed: {loaded:#?}");
+        } else {
+            assert!(errors.is_empty(), "{loaded:#?}");
+            assert!(shown.contains("said first"), "{loaded:#?}");
+        }
+        assert_eq!(
+            std::fs::read(&file).expect("session"),
+            before,
+            "forged={forged}"
+        );
+        assert_eq!(server.requests().len(), 1, "loading asks the model nothing");
+    }
+}
