@@ -34,9 +34,7 @@
 //! someone SIGKILLs the reaper itself, new commands refuse to start (their
 //! registration fails).
 
-use std::ffi::CString;
 use std::os::fd::{IntoRawFd, RawFd};
-use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -110,12 +108,14 @@ impl CommandsCgroup {
         let missing =
             |what: &str| std::io::Error::new(std::io::ErrorKind::NotFound, what.to_string());
         let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
-        let mount = mounts
+        // (the cgroup the mount shows as its root, where it is mounted)
+        let (mount_root, mount) = mounts
             .lines()
             .find_map(|line| {
                 let (fields, rest) = line.split_once(" - ")?;
+                let mut fields = fields.split_whitespace().skip(3);
                 (rest.split_whitespace().next()? == "cgroup2")
-                    .then(|| fields.split_whitespace().nth(4).map(PathBuf::from))?
+                    .then(|| Some((fields.next()?.to_string(), PathBuf::from(fields.next()?))))?
             })
             .ok_or_else(|| missing("no cgroup v2 mounted"))?;
         let own = std::fs::read_to_string("/proc/self/cgroup")?;
@@ -123,34 +123,65 @@ impl CommandsCgroup {
             .lines()
             .find_map(|line| line.strip_prefix("0::"))
             .ok_or_else(|| missing("the agent is in no cgroup v2"))?;
+        let below_mount = path
+            .strip_prefix(mount_root.trim_end_matches('/'))
+            .ok_or_else(|| missing("the agent's cgroup is not below the mounted one"))?;
         let dir = mount
-            .join(path.trim_start_matches('/'))
+            .join(below_mount.trim_start_matches('/'))
             .join(format!("bareagent-{}", std::process::id()));
-        // Moving a process in takes writing the agent's own cgroup's list
-        // too (the common ancestor): without it every command would fail.
-        let parent = CString::new(
-            dir.with_file_name("cgroup.procs")
-                .into_os_string()
-                .into_vec(),
-        )
-        .map_err(std::io::Error::other)?;
-        // SAFETY: access on a NUL-terminated path.
-        if unsafe { libc::access(parent.as_ptr(), libc::W_OK) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
         std::fs::create_dir(&dir)?;
-        let procs = std::fs::OpenOptions::new()
+        let cgroup = std::fs::OpenOptions::new()
             .write(true)
             .open(dir.join("cgroup.procs"))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_dir(&dir);
-            })?;
-        Ok(CommandsCgroup {
-            dir,
-            procs: procs.into_raw_fd(),
-        })
+            .map(|procs| CommandsCgroup {
+                dir: dir.clone(),
+                procs: procs.into_raw_fd(),
+            })
+            .and_then(|cgroup| match cgroup.try_moving() {
+                Ok(()) => Ok(cgroup),
+                Err(error) => {
+                    // SAFETY: our own descriptor, closed once.
+                    unsafe { libc::close(cgroup.procs) };
+                    Err(error)
+                }
+            });
+        if cgroup.is_err() {
+            let _ = std::fs::remove_dir(&dir);
+        }
+        cgroup
     }
 
+    /// Moves a throwaway child in, as each command will: a cgroup the
+    /// kernel will not take processes into (no right on the agent's own
+    /// cgroup, controllers in the way) is found now, not by every command
+    /// failing to start. Called single-threaded, at start.
+    fn try_moving(&self) -> std::io::Result<()> {
+        // SAFETY: fork while single-threaded; the child makes one write(2)
+        // and leaves with _exit.
+        let child = unsafe { libc::fork() };
+        match child {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => {
+                // SAFETY: one write from a static buffer, then _exit.
+                unsafe {
+                    let moved = libc::write(self.procs, c"0".as_ptr().cast(), 1) == 1;
+                    libc::_exit(if moved { 0 } else { 1 })
+                }
+            }
+            pid => {
+                let mut status = 0;
+                // SAFETY: waits for the child just forked.
+                let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other(
+                        "the kernel refused to move a process into it",
+                    ))
+                }
+            }
+        }
+    }
     /// Kills every process in the cgroup, then removes it.
     fn kill_all(&self) {
         let killed = std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok();
