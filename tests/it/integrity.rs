@@ -365,3 +365,57 @@ fn acp_session_load_refuses_a_forged_line() {
         assert_eq!(server.requests().len(), 1, "loading asks the model nothing");
     }
 }
+
+/// The editor's side of it: the language server never sends the editor an
+/// edit of a file with another name (a hard link to a file outside); a
+/// file of its own is edited as usual. (hard-linked, what the tool result
+/// says, how many `workspace/applyEdit` the editor gets)
+#[test]
+fn the_editor_is_never_asked_to_edit_through_a_hard_link() {
+    use crate::lsp::{ask, options, requests_of, start, turn_end};
+    for (linked, said, edits) in [
+        (true, "has 2 hard links", 0),
+        (false, "Replaced linked.txt", 1),
+    ] {
+        let outside = tempfile::tempdir().expect("outside");
+        let victim = outside.path().join("victim.txt");
+        std::fs::write(&victim, "precious\n").expect("victim");
+        let dir = workspace(&[]);
+        let name = dir.path().join("linked.txt");
+        if linked {
+            std::fs::hard_link(&victim, &name).expect("hard link");
+        } else {
+            std::fs::copy(&victim, &name).expect("copy");
+        }
+        let server = ModelServer::start(vec![
+            Reply::tool("read_file", json!({"path": "linked.txt"})).into(),
+            Reply::tool(
+                "write_file",
+                json!({"path": "linked.txt", "content": "owned\n"}),
+            )
+            .into(),
+            Reply::text("done").into(),
+        ]);
+        let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+        let turn = ask(&client, json!("overwrite linked.txt"))["turn"]
+            .as_u64()
+            .expect("turn");
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        let requests = server.requests();
+        let results = crate::common::sent_tool_results(&requests[2].body);
+        assert!(
+            results.last().is_some_and(|(text, _)| text.contains(said)),
+            "linked={linked}: {results:?}"
+        );
+        assert_eq!(
+            requests_of(&client, "workspace/applyEdit").len(),
+            edits,
+            "linked={linked}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "precious\n",
+            "linked={linked}"
+        );
+    }
+}
