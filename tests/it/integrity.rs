@@ -419,3 +419,36 @@ fn the_editor_is_never_asked_to_edit_through_a_hard_link() {
         );
     }
 }
+
+/// An ACP client's answer to `fs/read_text_file` over the cap goes no
+/// further than a read from disk would: `read_file` says it is too large.
+#[test]
+fn an_acp_clients_read_over_the_cap_is_refused() {
+    use crate::acp::{drive, python};
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("big.txt", "small on disk\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "big.txt"})).into(),
+        Reply::text("done").into(),
+    ]);
+    let buffer = "z".repeat((10 << 20) + 1);
+    drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true, "terminal": false,
+            "buffers": {root.join("big.txt").to_str().expect("path"): buffer},
+            "steps": [{"new": {}}, {"prompt": "read big.txt"}],
+        }),
+    );
+    let requests = server.requests();
+    let results = crate::common::sent_tool_results(&requests[1].body);
+    assert!(
+        results
+            .last()
+            .is_some_and(|(text, _)| text.contains("`big.txt` is 10485761 bytes, over the")),
+        "{results:?}"
+    );
+}
