@@ -284,6 +284,33 @@ mod tests {
         SessionKey::from_bytes(&[byte; 32])
     }
 
+    /// The user's key is made once, private, and used again; one that
+    /// others could read or write, or a link in its place, is refused (and
+    /// left as it is), never replaced.
+    #[test]
+    fn the_key_is_made_once_and_refused_when_not_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let state = tempfile::tempdir().unwrap();
+        let first = SessionKey::in_state_dir(state.path()).unwrap();
+        let path = key_path(state.path());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (line, _) = Chain::new(first).seal(br#"{"type":"a"}"#);
+        let again = SessionKey::in_state_dir(state.path()).unwrap();
+        assert_eq!(Chain::new(again).verify(&line[..line.len() - 1]), Ok(()));
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = SessionKey::in_state_dir(state.path()).unwrap_err();
+        assert!(error.contains("not a private 32-byte file"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+        let elsewhere = state.path().join("elsewhere");
+        std::fs::write(&elsewhere, [0u8; 32]).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        assert!(SessionKey::in_state_dir(state.path()).is_err(), "a link");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), [0u8; 32]);
+    }
+
     /// Lines sealed in order verify in that order, and in no other; a
     /// changed byte, another key, or a line without a tag do not.
     #[test]
