@@ -168,7 +168,9 @@ impl SessionFile {
             file.sync_data().map_err(|e| e.to_string())?;
             // Where the file ends now, in the user's state: records cut off
             // the end later are found missing on load.
-            if let Err(error) = super::vouch::record_end(&self.id, state.chain.checkpoint()) {
+            if let Err(error) =
+                super::vouch::record_end(&self.id, &state.chain.checkpoint().to_text())
+            {
                 tracing::warn!(session = %self.id, %error, "cannot record where the session file ends");
             }
         }

@@ -287,7 +287,17 @@ fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionErro
     // resumed or rewound is checked line by line.
     let check = if own {
         let key = SessionKey::load_or_create().map_err(SessionError::Key)?;
-        let end = super::vouch::recorded_end(id).map_err(SessionError::Key)?;
+        let end = super::vouch::recorded_end(id)
+            .map_err(SessionError::Key)?
+            .map(|(text, path)| {
+                Checkpoint::from_text(&text).ok_or_else(|| {
+                    SessionError::Key(format!(
+                        "{}: not a record of where the session ended",
+                        path.display()
+                    ))
+                })
+            })
+            .transpose()?;
         Some((key, end))
     } else {
         None

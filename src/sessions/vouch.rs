@@ -14,8 +14,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::chain::Checkpoint;
-
 /// The user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`).
 pub(super) fn state_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_STATE_HOME")
@@ -85,10 +83,10 @@ pub fn vouched(id: &str, token: Option<&str>, root: &Path) -> bool {
     lines.next() == Some(token) && lines.next() == Some(&*root.display().to_string())
 }
 
-/// Records where session `id`'s file ended when last synced (see
-/// `chain.rs`): written whole under a temporary name, then renamed over
+/// Records where session `id`'s file ended when last synced (`end`, as
+/// `chain.rs` writes it): written whole under a temporary name, then renamed over
 /// the last one.
-pub fn record_end(id: &str, end: Checkpoint) -> Result<(), String> {
+pub fn record_end(id: &str, end: &str) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = records_dir().ok_or("no state directory")?;
     let temp = dir.join(format!(".{id}.end.{}", new_token()));
@@ -98,7 +96,7 @@ pub fn record_end(id: &str, end: Checkpoint) -> Result<(), String> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&temp)
-        .and_then(|mut file| file.write_all(end.to_text().as_bytes()))
+        .and_then(|mut file| file.write_all(end.as_bytes()))
         .and_then(|()| std::fs::rename(&temp, dir.join(format!("{id}.end"))));
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -106,20 +104,16 @@ pub fn record_end(id: &str, end: Checkpoint) -> Result<(), String> {
     written.map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// Where session `id`'s file ended when last synced; `None` before its
-/// first sync. A record that cannot be read is an error, not `None`: it
-/// would let a truncated file pass.
-pub fn recorded_end(id: &str) -> Result<Option<Checkpoint>, String> {
+/// Where session `id`'s file ended when last synced (as `chain.rs` wrote
+/// it, and the file it is in); `None` before its first sync. A record that
+/// cannot be read is an error, not `None`: it would let a truncated file
+/// pass.
+pub fn recorded_end(id: &str) -> Result<Option<(String, PathBuf)>, String> {
     let path = records_dir()
         .ok_or("no state directory")?
         .join(format!("{id}.end"));
     match std::fs::read_to_string(&path) {
-        Ok(text) => Checkpoint::from_text(&text).map(Some).ok_or_else(|| {
-            format!(
-                "{}: not a record of where the session ended",
-                path.display()
-            )
-        }),
+        Ok(text) => Ok(Some((text, path))),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(format!("{}: {error}", path.display())),
     }
