@@ -52,7 +52,7 @@ pub enum WorkspaceError {
     )]
     HardLinked { path: String, links: u64 },
     #[error(
-        "`{path}` is {size} bytes, over the {MAX_TEXT_BYTES} bytes (10 MiB) bareagent reads or writes whole; read a part of it with a command (`sed -n '1000,1100p' {path}`, `grep -n`, `head -c`)"
+        "`{path}` is {size} bytes, over the {MAX_TEXT_BYTES} bytes (10 MiB) bareagent reads or writes whole; read_file shows a file that large a window at a time (offset, limit), and a command can read a part (`sed -n '1000,1100p' {path}`, `grep -n`)"
     )]
     TooLarge { path: String, size: u64 },
     #[error("`{path}`: {message}")]
@@ -504,7 +504,7 @@ impl DiskWorkspace {
 }
 
 /// Bytes sniffed for NULs when telling text from binary, as git and ripgrep do.
-const SNIFF_BYTES: usize = 8192;
+pub const SNIFF_BYTES: usize = 8192;
 
 #[async_trait]
 impl Workspace for DiskWorkspace {

@@ -248,7 +248,8 @@ fn no_write_goes_through_a_hard_link() {
 type CapCase = (fn(&Path), serde_json::Value, &'static str, bool);
 
 /// The file tools hold no more than a few times their 10 MiB cap, however
-/// large the file or the content: (what is on disk, the call, what the
+/// large the file or the content (a larger file is read a window at a
+/// time, larger content refused): (what is on disk, the call, what the
 /// tool result says, whether `out.txt` exists after). Peak memory is
 /// measured by hand (see docs/security.md), not asserted here.
 #[test]
@@ -256,18 +257,35 @@ fn the_file_tools_refuse_what_is_over_their_cap() {
     let over = "x".repeat((10 << 20) + 1);
     let cases: Vec<CapCase> = vec![
         (
+            // 300 lines of text, then a hole to 2 GiB: read a window at a
+            // time, never whole.
+            |dir| {
+                let text: String = (1..=300).map(|n| format!("line {n:>40}\n")).collect();
+                std::fs::write(dir.join("big.log"), text).expect("text");
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("big.log"))
+                    .expect("open");
+                file.set_len(2 << 30).expect("a 2 GiB sparse file");
+            },
+            json!({"tool": "read_file", "input": {"path": "big.log", "offset": 100, "limit": 3}}),
+            "line                                      102\n\n(Showing lines 100-102 of `big.log`, 2147483648 bytes: over 10 MiB, so it is read a window at a time. To read on, call read_file with offset=103.)",
+            false,
+        ),
+        (
             |dir| {
                 let file = std::fs::File::create(dir.join("big.bin")).expect("create");
                 file.set_len(2 << 30).expect("a 2 GiB sparse file");
             },
             json!({"tool": "read_file", "input": {"path": "big.bin"}}),
-            "`big.bin` is 2147483648 bytes, over the 10485760 bytes (10 MiB)",
+            "`big.bin` is a binary file",
             false,
         ),
         (
+            // One line of 10 MiB and a byte: a part of it is read.
             |dir| std::fs::write(dir.join("big.txt"), "y".repeat((10 << 20) + 1)).expect("big"),
             json!({"tool": "read_file", "input": {"path": "big.txt"}}),
-            "read a part of it with a command",
+            "[line cut: 10485761 bytes in all]",
             false,
         ),
         (
