@@ -1,9 +1,11 @@
 //! Reading session files back: the history a session had, repaired where a
 //! kill left it unfinished, and the list `bareagent sessions` shows.
 //!
-//! What a reader accepts, failing closed: the first line must be a header
-//! of a version it knows; every other whole line must be a record it
-//! reads, and the history they make must pass `check_history` once
+//! What a reader accepts, failing closed: a file the user's own record
+//! vouches for (`vouch.rs`), whose first line is a header of the version it
+//! knows, every whole line tagged by the user's key in its order and as
+//! many as were last synced (`chain.rs`: the list alone skips this), each a
+//! record it reads, and the history they make passing `check_history` once
 //! repaired. The one exception is the last line when the file does not end
 //! with a newline: a write cut by a crash. It is ignored (with a log line)
 //! and cut off when the session is appended to again. Anything else is an

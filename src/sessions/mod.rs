@@ -1,6 +1,7 @@
 //! Sessions on disk: each conversation is an append-only JSON-lines file,
 //! `.bareagent/sessions/ID.jsonl` (`record.rs` says what a line holds),
-//! written as it happens (`file.rs`) and read back, repaired, listed and
+//! written as it happens (`file.rs`), each line tagged with the user's key
+//! in a chain (`chain.rs`), and read back, checked, repaired, listed and
 //! removed (`load.rs`).
 //!
 //! The loop does not know files: it reports what it appends to the history
