@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::common::{TEST_KEY, workspace};
 use crate::support::lsp_client::{ClientOptions, LspClient};
-use crate::support::model_server::{ModelServer, Reply, Step};
+use crate::support::model_server::{Hold, ModelServer, Reply, Step};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -28,6 +28,8 @@ enum Death {
     Signal(i32),
     /// The editor goes away: the server's stdin closes.
     StdinClosed,
+    /// `bareagent run` ends its turn and exits by itself.
+    Exits,
 }
 
 const CASES: &[(FrontEnd, Death)] = &[
@@ -207,18 +209,25 @@ fn escaped_descendants_die_with_the_agent() {
     let cases = [
         (FrontEnd::Run, Death::Signal(libc::SIGKILL)),
         (FrontEnd::Run, Death::Signal(libc::SIGTERM)),
+        (FrontEnd::Run, Death::Exits),
         (FrontEnd::Lsp, Death::StdinClosed),
     ];
     for (front, death) in cases {
         let case = format!("{front:?} / {death:?}");
         let dir = workspace(&[]);
-        let server = ModelServer::start(vec![
-            Reply::tool("bash", json!({"command": ESCAPES})).into(),
-            Reply::tool(
+        // The last answer waits until the escapes are seen alive.
+        let hold = Hold::new();
+        let then: Step = match death {
+            Death::Exits => Reply::text("done").held(&hold).into(),
+            _ => Reply::tool(
                 "bash",
                 json!({"command": "sleep 1000", "timeout_ms": 600_000}),
             )
             .into(),
+        };
+        let server = ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": ESCAPES})).into(),
+            then,
             Reply::text("never reached").into(),
         ]);
         let mut agent = start(front, dir.path(), &server);
@@ -246,6 +255,7 @@ fn escaped_descendants_die_with_the_agent() {
                 "{case}: {escapee} left its group and session"
             );
         }
+        hold.release();
         kill(&mut agent, death, &case);
         wait_for(
             &format!("{case}: the escaped processes to end ({escaped:?})"),
@@ -270,6 +280,7 @@ fn kill(agent: &mut Agent, death: Death, case: &str) {
                 "{case}: the server exits"
             );
         }
+        Death::Exits => {}
     }
     if let Agent::Run(child) = agent {
         let _ = child.wait();
