@@ -28,7 +28,7 @@
 //!
 //! Not covered: without a writable cgroup v2 (a read-only `/sys/fs/cgroup`
 //! in a container, a non-root user outside a delegated systemd scope) only
-//! process groups are killed, and the start log says so; a command run
+//! process groups are killed, and the log says so at start (info level); a command run
 //! with the sandbox off, as root or in a delegated cgroup, could move
 //! itself to another cgroup (the sandbox keeps `/sys` unwritable). If
 //! someone SIGKILLs the reaper itself, new commands refuse to start (their
