@@ -47,9 +47,24 @@ pub enum WorkspaceError {
     LinkOnPath(String),
     #[error("`{0}` is a binary file, not text")]
     Binary(String),
+    #[error(
+        "`{path}` has {links} hard links (the same file under other names, perhaps outside the workspace): writing it in place would change them all; refused (copy it to a file of its own first, e.g. `cp --remove-destination`)"
+    )]
+    HardLinked { path: String, links: u64 },
+    #[error(
+        "`{path}` is {size} bytes, over the {MAX_TEXT_BYTES} bytes (10 MiB) bareagent reads or writes whole; read_file shows a file that large a window at a time (offset, limit), and a command can read a part (`sed -n '1000,1100p' {path}`, `grep -n`)"
+    )]
+    TooLarge { path: String, size: u64 },
     #[error("`{path}`: {message}")]
     Io { path: String, message: String },
 }
+
+/// The largest file the agent reads or writes whole: 10 MiB. Above any
+/// hand-written source file and most generated ones (lockfiles, bundles),
+/// and 2.5 million tokens: more than a model takes in at once (`read_file`
+/// shows 100,000 characters a call). A file is never held in memory more
+/// than a few times over this, however large it is on disk.
+pub const MAX_TEXT_BYTES: u64 = 10 << 20;
 
 /// Confines paths to a root. The root is canonical (symlinks resolved) so
 /// that comparisons are between real locations, and held open so that every
@@ -217,6 +232,30 @@ impl PathResolver {
         beneath::open_dir(self.fd.as_fd(), relative, true)
             .map(drop)
             .map_err(|e| io_error(&shown, e))
+    }
+
+    /// Refuses a path whose file has more than one name (`st_nlink > 1`):
+    /// for writers that change a file in place (an ACP client's
+    /// `fs/write_text_file`, an editor saving a buffer), which would change
+    /// every other name of it too — a hard link in the workspace to a file
+    /// outside it included. Our own writes replace the file by rename, which
+    /// leaves the other names alone. A missing file passes (it is created).
+    // `st_nlink` is a u32 on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    pub fn refuse_hard_links(&self, path: &Path) -> Result<(), WorkspaceError> {
+        let shown = self.display(path);
+        let relative = self.relative(path)?;
+        match beneath::stat(self.fd.as_fd(), relative, self.strategy) {
+            Ok(stat) if beneath::file_type(&stat) != FileType::Directory && stat.st_nlink > 1 => {
+                Err(WorkspaceError::HardLinked {
+                    path: shown,
+                    links: stat.st_nlink as u64,
+                })
+            }
+            Ok(_) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(io_error(&shown, error)),
+        }
     }
 
     /// Replaces a resolved path's content atomically, the temporary file in
@@ -465,7 +504,7 @@ impl DiskWorkspace {
 }
 
 /// Bytes sniffed for NULs when telling text from binary, as git and ripgrep do.
-const SNIFF_BYTES: usize = 8192;
+pub const SNIFF_BYTES: usize = 8192;
 
 #[async_trait]
 impl Workspace for DiskWorkspace {
@@ -479,10 +518,26 @@ impl Workspace for DiskWorkspace {
         let path = path.to_path_buf();
         // Read from the descriptor that was checked, never by name again.
         let bytes = tokio::task::spawn_blocking(move || {
-            let mut file = paths.open_file(&path)?;
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes)
-                .map_err(|e| io_error(&paths.display(&path), e))?;
+            let file = paths.open_file(&path)?;
+            let shown = paths.display(&path);
+            let too_large = |size| WorkspaceError::TooLarge {
+                path: shown.clone(),
+                size,
+            };
+            // The descriptor's size first (a sparse 2 GB file is refused
+            // without a read); then at most one byte over the cap, in case
+            // it grows meanwhile.
+            let size = file.metadata().map_err(|e| io_error(&shown, e))?.len();
+            if size > MAX_TEXT_BYTES {
+                return Err(too_large(size));
+            }
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            file.take(MAX_TEXT_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_error(&shown, e))?;
+            if bytes.len() as u64 > MAX_TEXT_BYTES {
+                return Err(too_large(bytes.len() as u64));
+            }
             Ok::<_, WorkspaceError>(bytes)
         })
         .await

@@ -14,7 +14,8 @@ use async_trait::async_trait;
 use super::Peer;
 use super::calls::Calls;
 use crate::workspace::{
-    ClientTerminal, DiskWorkspace, FileText, PathResolver, Workspace, WorkspaceError,
+    ClientTerminal, DiskWorkspace, FileText, MAX_TEXT_BYTES, PathResolver, Workspace,
+    WorkspaceError,
 };
 
 /// What the client said it can do with files and commands.
@@ -60,12 +61,22 @@ impl Workspace for ClientWorkspace {
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {
         let text = if self.can.read {
             let request = ReadTextFileRequest::new(self.session.clone(), path);
-            self.peer
+            let text = self
+                .peer
                 .send_request(request)
                 .block_task()
                 .await
                 .map_err(|error| self.client_error(path, error))?
-                .content
+                .content;
+            // The same cap as a read from disk (the client's answer is
+            // already here; what is over it goes no further).
+            if text.len() as u64 > MAX_TEXT_BYTES {
+                return Err(WorkspaceError::TooLarge {
+                    path: self.disk.paths().display(path),
+                    size: text.len() as u64,
+                });
+            }
+            text
         } else {
             self.disk.read_text(path).await?.text
         };
@@ -83,6 +94,8 @@ impl Workspace for ClientWorkspace {
         read_version: Option<i32>,
     ) -> Result<Option<i32>, WorkspaceError> {
         if self.can.write {
+            // The client writes in place: never through another name.
+            self.disk.paths().refuse_hard_links(path)?;
             let request = WriteTextFileRequest::new(self.session.clone(), path, text);
             self.peer
                 .send_request(request)

@@ -113,6 +113,8 @@ impl Workspace for EditorWorkspace {
         if !init.can_apply_edit {
             return self.disk.write_text(path, text, read_version).await;
         }
+        // The editor saves in place: never through another name.
+        self.paths().refuse_hard_links(path)?;
         self.note_agent_edit(path).await;
         let written = self
             .write_through_editor(path, &shown, text, read_version)

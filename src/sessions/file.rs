@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use super::chain::{Chain, SessionKey};
 use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
 use super::{Entry, SessionError, Transcript, sessions_dir};
 use crate::diff::Before;
@@ -32,6 +33,8 @@ struct State {
     header: Option<Header>,
     /// A write failed: said once in the log, then tried again each record.
     failed: bool,
+    /// The chain after the last line written (see `chain.rs`).
+    chain: Chain,
 }
 
 impl SessionFile {
@@ -46,6 +49,10 @@ impl SessionFile {
             first_prompt: None,
             token: Some(super::vouch::new_token()),
         };
+        let key = SessionKey::load_or_create().unwrap_or_else(|error| {
+            tracing::warn!(session = %id, %error, "no session key: the session is saved but cannot be resumed");
+            SessionKey::ephemeral()
+        });
         SessionFile {
             path: sessions_dir(paths).join(format!("{id}.jsonl")),
             id,
@@ -54,17 +61,19 @@ impl SessionFile {
                 file: None,
                 header: Some(header),
                 failed: false,
+                chain: Chain::new(key),
             }),
         }
     }
 
     /// An existing session, to append to. `valid_len` is where its last
-    /// whole line ends (see `load`): a torn tail is cut off first, so the
-    /// next record starts a line of its own.
+    /// whole line ends (see `load`), `chain` the chain there: a torn tail
+    /// is cut off first, so the next record starts a line of its own.
     pub(super) fn reopen(
         paths: &PathResolver,
         id: &str,
         valid_len: u64,
+        chain: Chain,
     ) -> Result<SessionFile, SessionError> {
         let path = sessions_dir(paths).join(format!("{id}.jsonl"));
         let file = paths.open_append(&path, false)?;
@@ -91,6 +100,7 @@ impl SessionFile {
                 file: Some(file),
                 header: None,
                 failed: false,
+                chain,
             }),
         })
     }
@@ -140,8 +150,9 @@ impl SessionFile {
                 if let Err(error) = super::vouch::vouch(&self.id, token, self.paths.root()) {
                     tracing::warn!(session = %self.id, %error, "cannot record the session as yours; it will not be resumed");
                 }
-                file.write_all(&line(&Record::Header(header))?)
-                    .map_err(|e| e.to_string())?;
+                let (line, next) = state.chain.seal(&json(&Record::Header(header))?);
+                file.write_all(&line).map_err(|e| e.to_string())?;
+                state.chain = next;
             }
             state.file = Some(file);
         }
@@ -150,9 +161,18 @@ impl SessionFile {
         };
         // One write per record: `File` is unbuffered, so this is in the
         // kernel when it returns (a crash of the agent cannot lose it).
-        file.write_all(&line(record)?).map_err(|e| e.to_string())?;
+        let (line, next) = state.chain.seal(&json(record)?);
+        file.write_all(&line).map_err(|e| e.to_string())?;
+        state.chain = next;
         if sync {
             file.sync_data().map_err(|e| e.to_string())?;
+            // Where the file ends now, in the user's state: records cut off
+            // the end later are found missing on load.
+            if let Err(error) =
+                super::vouch::record_end(&self.id, &state.chain.checkpoint().to_text())
+            {
+                tracing::warn!(session = %self.id, %error, "cannot record where the session file ends");
+            }
         }
         Ok(())
     }
@@ -166,11 +186,9 @@ fn lock(file: &std::fs::File) -> std::io::Result<()> {
         .map_err(std::io::Error::from)
 }
 
-/// A record as one line, its newline included.
-fn line(record: &Record) -> Result<Vec<u8>, String> {
-    let mut bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
-    bytes.push(b'\n');
-    Ok(bytes)
+/// A record as JSON (its line is made by the chain).
+fn json(record: &Record) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(record).map_err(|e| e.to_string())
 }
 
 /// The user's text of a message record, for the header.

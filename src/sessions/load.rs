@@ -1,9 +1,11 @@
 //! Reading session files back: the history a session had, repaired where a
 //! kill left it unfinished, and the list `bareagent sessions` shows.
 //!
-//! What a reader accepts, failing closed: the first line must be a header
-//! of a version it knows; every other whole line must be a record it
-//! reads, and the history they make must pass `check_history` once
+//! What a reader accepts, failing closed: a file the user's own record
+//! vouches for (`vouch.rs`), whose first line is a header of the version it
+//! knows, every whole line tagged by the user's key in its order and as
+//! many as were last synced (`chain.rs`: the list alone skips this), each a
+//! record it reads, and the history they make passing `check_history` once
 //! repaired. The one exception is the last line when the file does not end
 //! with a newline: a write cut by a crash. It is ignored (with a log line)
 //! and cut off when the session is appended to again. Anything else is an
@@ -14,6 +16,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use super::Transcript;
+use super::chain::{Broken, Chain, Checkpoint, SessionKey};
 use super::file::SessionFile;
 use super::record::{Header, Record, VERSION};
 use crate::history::{ContentBlock, Message, Role, Usage, check_history};
@@ -38,6 +41,20 @@ pub enum SessionError {
         "{path}: written by a newer bareagent (format version {version}, this one reads {VERSION})"
     )]
     NewerVersion { path: String, version: u32 },
+    #[error(
+        "{path}: written by an older bareagent, without the integrity chain this one checks, so it is not resumed (the file is kept as it is); start a new session instead (`bareagent sessions rm {id}` removes this one)"
+    )]
+    Unchained { path: String, id: String },
+    #[error(
+        "{path}, line {line}: {reason}: bareagent did not write the file as it is (a record was added, changed, removed or moved), so the session is not loaded (the file is kept as it is); start a new session instead"
+    )]
+    Tampered {
+        path: String,
+        line: usize,
+        reason: String,
+    },
+    #[error("cannot check session files: {0}")]
+    Key(String),
     #[error("{path}: its history is not valid ({reason}); the session is not loaded")]
     InvalidHistory { path: String, reason: String },
     #[error(
@@ -80,9 +97,8 @@ pub struct Loaded {
     pub size: u64,
     /// Where the last whole line ends.
     valid_len: u64,
-    /// Owned by this user, readable by nobody else, and in the user's own
-    /// record of sessions for this workspace (`vouch.rs`): bareagent wrote it.
-    pub(super) owner_only: bool,
+    /// The chain after the last whole line: where appending goes on.
+    pub(super) chain: Chain,
 }
 
 /// Where a turn began in the replayed history.
@@ -188,13 +204,8 @@ fn file_of(paths: &PathResolver, id: &str) -> PathBuf {
 /// that came with a repository (git checks files out 0644) would put its
 /// history in front of the model as if it were the user's own.
 pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), SessionError> {
-    let loaded = read(paths, id)?;
-    if !loaded.owner_only {
-        return Err(SessionError::NotOurs {
-            path: paths.display(&file_of(paths, id)),
-        });
-    }
-    let file = SessionFile::reopen(paths, id, loaded.valid_len)?;
+    let loaded = read(paths, id, true)?;
+    let file = SessionFile::reopen(paths, id, loaded.valid_len, loaded.chain.clone())?;
     let mut loaded = loaded;
     let repair = interrupted_results(&loaded.messages);
     if !repair.is_empty() {
@@ -228,13 +239,7 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
 /// Reads session `id` as it is, if bareagent wrote it for this user here
 /// (see [`load`]), without opening it to append: what a rewind acts on.
 pub fn read_own(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
-    let loaded = read(paths, id)?;
-    if !loaded.owner_only {
-        return Err(SessionError::NotOurs {
-            path: paths.display(&file_of(paths, id)),
-        });
-    }
-    Ok(loaded)
+    read(paths, id, true)
 }
 
 /// The results a history's unanswered last tool calls need: an assistant
@@ -250,8 +255,10 @@ pub fn interrupted_results(messages: &[Message]) -> Vec<ContentBlock> {
     }
 }
 
-/// Reads and replays a session file, without repairing it.
-fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+/// Reads and replays a session file, without repairing it. Whose file it
+/// is comes first (`own`: only the user's own is read at all), then
+/// whether every line is one the user's bareagent wrote.
+fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionError> {
     check_id(id)?;
     let path = file_of(paths, id);
     let shown = paths.display(&path);
@@ -267,19 +274,77 @@ fn read(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
     // The descriptor's own metadata: what was opened is what is judged.
     let meta = file.metadata().map_err(io)?;
     file.read_to_end(&mut bytes).map_err(io)?;
-    let mut loaded = replay(&shown, &bytes)?;
-    loaded.owner_only = {
+    let token = first_line_token(&bytes);
+    let owner_only = {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions.
         meta.uid() == unsafe { libc::geteuid() }
             && meta.mode() & 0o077 == 0
-            && super::vouch::vouched(id, loaded.header.token.as_deref(), paths.root())
+            && super::vouch::vouched(id, token.as_deref(), paths.root())
     };
+    if own && !owner_only {
+        return Err(SessionError::NotOurs { path: shown });
+    }
+    // The list shows what a file says (escaped where shown); what is
+    // resumed or rewound is checked line by line.
+    let check = if own {
+        let key = SessionKey::load_or_create().map_err(SessionError::Key)?;
+        let end = super::vouch::recorded_end(id)
+            .map_err(SessionError::Key)?
+            .map(|(text, path)| {
+                Checkpoint::from_text(&text).ok_or_else(|| {
+                    SessionError::Key(format!(
+                        "{}: not a record of where the session ended",
+                        path.display()
+                    ))
+                })
+            })
+            .transpose()?;
+        Some((key, end))
+    } else {
+        None
+    };
+    let loaded = replay(&shown, &bytes, check).map_err(|error| match error {
+        SessionError::Unchained { path, .. } => SessionError::Unchained {
+            path,
+            id: id.to_string(),
+        },
+        other => other,
+    })?;
+    if loaded.header.id != id {
+        return Err(SessionError::Tampered {
+            path: shown,
+            line: 1,
+            reason: format!("its header is session `{}`'s", loaded.header.id),
+        });
+    }
     Ok(loaded)
 }
 
-/// The records of a file's bytes, replayed into a history.
-fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
+/// The token of the header, if the first line is one.
+fn first_line_token(bytes: &[u8]) -> Option<String> {
+    let first = bytes.split(|&b| b == b'\n').next()?;
+    let value: serde_json::Value = serde_json::from_slice(first).ok()?;
+    Some(value.get("token")?.as_str()?.to_string())
+}
+
+/// The records of a file's bytes, replayed into a history. With `check`,
+/// each is checked against the chain of its key, and the file against
+/// where its writer last synced it; without, the tags are not looked at
+/// (the list).
+fn replay(
+    shown: &str,
+    bytes: &[u8],
+    check: Option<(SessionKey, Option<Checkpoint>)>,
+) -> Result<Loaded, SessionError> {
+    let tampered = |line: usize, reason: String| SessionError::Tampered {
+        path: shown.to_string(),
+        line,
+        reason,
+    };
+    let verifying = check.is_some();
+    let (key, end) = check.unwrap_or_else(|| (SessionKey::ephemeral(), None));
+    let mut chain = Chain::new(key);
     let corrupt = |line: usize, reason: String| SessionError::Corrupt {
         path: shown.to_string(),
         line,
@@ -317,13 +382,12 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         repaired: 0,
         size: bytes.len() as u64,
         valid_len: valid_len as u64,
-        owner_only: false,
+        chain: chain.clone(),
     };
-    for (index, line) in bytes[..valid_len].split(|&b| b == b'\n').enumerate() {
+    let whole = bytes[..valid_len].strip_suffix(b"\n").unwrap_or_default();
+    let whole_lines = (valid_len > 0).then(|| whole.split(|&b| b == b'\n'));
+    for (index, line) in whole_lines.into_iter().flatten().enumerate() {
         let number = index + 1;
-        if line.is_empty() {
-            continue;
-        }
         if header.is_none() {
             // The header alone first: a newer version is said as such, not
             // as a record this reader does not know.
@@ -339,6 +403,31 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
                     version: u32::try_from(version).unwrap_or(u32::MAX),
                 });
             }
+            if verifying && version.is_none_or(|v| v < u64::from(VERSION)) {
+                return Err(SessionError::Unchained {
+                    path: shown.to_string(),
+                    id: String::new(),
+                });
+            }
+        }
+        if verifying {
+            chain.verify(line).map_err(|broken| {
+                tampered(
+                    number,
+                    match broken {
+                        Broken::Untagged => "a line without its integrity tag".into(),
+                        Broken::Mismatch => "its integrity tag does not match".into(),
+                    },
+                )
+            })?;
+        }
+        if let Some(end) = end.filter(|end| end.lines == number as u64)
+            && chain.checkpoint() != end
+        {
+            return Err(tampered(
+                number,
+                "not the line bareagent last synced there".into(),
+            ));
         }
         let record: Record = serde_json::from_slice(line)
             .map_err(|e| corrupt(number, format!("not a record: {e}")))?;
@@ -392,6 +481,16 @@ fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
         }
     }
     loaded.header = header.ok_or_else(|| corrupt(1, "the file has no header".into()))?;
+    if let Some(end) = end.filter(|end| chain.checkpoint().lines < end.lines) {
+        return Err(tampered(
+            usize::try_from(chain.checkpoint().lines + 1).unwrap_or(usize::MAX),
+            format!(
+                "the file ends here, but bareagent had written {} lines",
+                end.lines
+            ),
+        ));
+    }
+    loaded.chain = chain;
     Ok(loaded)
 }
 
@@ -415,7 +514,7 @@ fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
 pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
     let mut summaries = Vec::new();
     for id in ids(paths)? {
-        match read(paths, &id) {
+        match read(paths, &id, false) {
             Ok(loaded) => summaries.push(SessionSummary {
                 date: loaded.header.created.clone(),
                 first_prompt: loaded.header.first_prompt.clone(),
@@ -459,15 +558,27 @@ pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
 mod tests {
     use super::*;
 
-    fn lines(records: &[&str]) -> Vec<u8> {
-        records
-            .iter()
-            .map(|r| format!("{r}\n"))
-            .collect::<String>()
-            .into_bytes()
+    fn key() -> SessionKey {
+        SessionKey::from_bytes(&[3; 32])
     }
 
-    const HEADER: &str = r#"{"type":"header","version":1,"id":"x","created":"c","workspace":"/w"}"#;
+    /// The records as bareagent writes them: each line chained.
+    fn lines(records: &[&str]) -> Vec<u8> {
+        let mut chain = Chain::new(key());
+        let mut bytes = Vec::new();
+        for record in records {
+            let (line, next) = chain.seal(record.as_bytes());
+            bytes.extend_from_slice(&line);
+            chain = next;
+        }
+        bytes
+    }
+
+    fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
+        super::replay(shown, bytes, Some((key(), None)))
+    }
+
+    const HEADER: &str = r#"{"type":"header","version":2,"id":"x","created":"c","workspace":"/w"}"#;
     const PROMPT: &str =
         r#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
     const CALL: &str = r#"{"type":"message","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}"#;
@@ -514,6 +625,83 @@ mod tests {
                 _ => panic!("{got:?} for {:?}", String::from_utf8_lossy(&bytes)),
             }
         }
+    }
+
+    /// (file, where its writer last synced it, what loading says): only
+    /// lines the key chained, in their order, all of them up to the last
+    /// sync, are loaded; a torn last line is still forgiven.
+    #[test]
+    fn a_line_the_agent_did_not_write_fails_the_load() {
+        let whole = lines(&[HEADER, PROMPT, ANSWER, END]);
+        let at = |n: u64| {
+            let mut chain = Chain::new(key());
+            for line in whole.split(|&b| b == b'\n').take(n as usize) {
+                chain.verify(line).unwrap();
+            }
+            Some(chain.checkpoint())
+        };
+        let text = String::from_utf8(whole.clone()).unwrap();
+        let kept: Vec<&str> = text.lines().collect();
+        let join = |l: &[&str]| l.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let forged = format!(
+            "{text}{}\n",
+            r#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":"forged"}]}}"#
+        );
+        let torn = format!("{text}{{\"mac\":\"00");
+        let cases: Vec<(String, Option<Checkpoint>, Result<usize, &str>)> = vec![
+            (text.clone(), at(4), Ok(2)),
+            (torn, at(4), Ok(2)),
+            (
+                forged,
+                at(4),
+                Err("line 5: a line without its integrity tag"),
+            ),
+            (
+                join(&[kept[0], kept[2], kept[1], kept[3]]),
+                None,
+                Err("line 2: its integrity tag does not match"),
+            ),
+            (
+                join(&[kept[0], kept[2], kept[3]]),
+                None,
+                Err("line 2: its integrity tag does not match"),
+            ),
+            (
+                text.replace("\"ok\"", "\"OK\""),
+                None,
+                Err("line 3: its integrity tag does not match"),
+            ),
+            (
+                join(&kept[..2]),
+                at(4),
+                Err("line 3: the file ends here, but bareagent had written 4 lines"),
+            ),
+            (
+                String::from_utf8(lines(&[HEADER.replace(":2,", ":1,").as_str(), PROMPT])).unwrap(),
+                None,
+                Err("without the integrity chain"),
+            ),
+        ];
+        for (file, end, expected) in cases {
+            let got = super::replay("s.jsonl", file.as_bytes(), Some((key(), end)))
+                .map(|l| l.messages.len());
+            match (&got, expected) {
+                (Ok(n), Ok(m)) => assert_eq!(*n, m),
+                (Err(error), Err(text)) => {
+                    assert!(error.to_string().contains(text), "{error} ∌ {text}")
+                }
+                _ => panic!("{got:?} for {file}"),
+            }
+        }
+        let other = super::replay(
+            "s.jsonl",
+            &whole,
+            Some((SessionKey::from_bytes(&[4; 32]), None)),
+        );
+        assert!(
+            other.is_err_and(|e| e.to_string().contains("line 1: its integrity tag")),
+            "another user's key"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Sessions on disk: each conversation is an append-only JSON-lines file,
 //! `.bareagent/sessions/ID.jsonl` (`record.rs` says what a line holds),
-//! written as it happens (`file.rs`) and read back, repaired, listed and
+//! written as it happens (`file.rs`), each line tagged with the user's key
+//! in a chain (`chain.rs`), and read back, checked, repaired, listed and
 //! removed (`load.rs`).
 //!
 //! The loop does not know files: it reports what it appends to the history
@@ -11,11 +12,13 @@
 //! What it must not do: follow a link (every open goes through the
 //! workspace's resolver), or hand back a history `check_history` refuses.
 
+mod chain;
 mod file;
 mod load;
 mod record;
 mod vouch;
 
+pub use chain::sign_records;
 pub use file::SessionFile;
 pub use load::{
     LastTurn, Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::history::{Message, Usage};
 
 /// The record format's version, in every header.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

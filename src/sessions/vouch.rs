@@ -14,9 +14,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The user's directory of session records.
-fn records_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
+/// The user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`).
+pub(super) fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| {
@@ -24,8 +24,12 @@ fn records_dir() -> Option<PathBuf> {
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
                 .map(|home| home.join(".local").join("state"))
-        })?;
-    Some(base.join("bareagent").join("sessions"))
+        })
+}
+
+/// The user's directory of session records.
+fn records_dir() -> Option<PathBuf> {
+    Some(state_dir()?.join("bareagent").join("sessions"))
 }
 
 /// A new session's token: 128 random bits, as hex.
@@ -79,9 +83,46 @@ pub fn vouched(id: &str, token: Option<&str>, root: &Path) -> bool {
     lines.next() == Some(token) && lines.next() == Some(&*root.display().to_string())
 }
 
+/// Records where session `id`'s file ended when last synced (`end`, as
+/// `chain.rs` writes it): written whole under a temporary name, then renamed over
+/// the last one.
+pub fn record_end(id: &str, end: &str) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = records_dir().ok_or("no state directory")?;
+    let temp = dir.join(format!(".{id}.end.{}", new_token()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)
+        .and_then(|mut file| file.write_all(end.as_bytes()))
+        .and_then(|()| std::fs::rename(&temp, dir.join(format!("{id}.end"))));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Where session `id`'s file ended when last synced (as `chain.rs` wrote
+/// it, and the file it is in); `None` before its first sync. A record that
+/// cannot be read is an error, not `None`: it would let a truncated file
+/// pass.
+pub fn recorded_end(id: &str) -> Result<Option<(String, PathBuf)>, String> {
+    let path = records_dir()
+        .ok_or("no state directory")?
+        .join(format!("{id}.end"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some((text, path))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(format!("{}: {error}", path.display())),
+    }
+}
+
 /// Forgets session `id` (it was removed).
 pub fn forget(id: &str) {
     if let Some(dir) = records_dir() {
         let _ = std::fs::remove_file(dir.join(id));
+        let _ = std::fs::remove_file(dir.join(format!("{id}.end")));
     }
 }

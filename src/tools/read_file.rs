@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{Tool, ToolContext, ToolError, file_action};
 use crate::permission::{Action, ActionKind};
 use crate::text::truncate_chars;
-use crate::workspace::PathResolver;
+use crate::workspace::{MAX_TEXT_BYTES, PathResolver, SNIFF_BYTES, WorkspaceError};
 
 pub struct ReadFile;
 
@@ -44,13 +44,22 @@ impl Tool for ReadFile {
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
         let path = cx.workspace().paths().resolve(&input.path)?;
+        let offset = input.offset.unwrap_or(1);
+        let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+        // A file on disk over the cap is read a window at a time, never
+        // whole (its buffer in an editor, if any, is not consulted).
+        let paths = cx.workspace().paths().clone();
+        let (on_disk, large) = (path.clone(), paths.clone());
+        let window =
+            tokio::task::spawn_blocking(move || read_window(&large, &on_disk, offset, limit))
+                .await
+                .map_err(|error| ToolError::failed(error.to_string()))?;
+        if let Some(window) = window {
+            return window;
+        }
         let file = cx.workspace().read_text(&path).await?;
         cx.reads.saw(&path, &file.text, file.version);
-        number_lines(
-            &file.text,
-            input.offset.unwrap_or(1),
-            input.limit.unwrap_or(DEFAULT_LIMIT),
-        )
+        number_lines(&file.text, offset, limit)
     }
 }
 
@@ -66,35 +75,182 @@ pub fn number_lines(text: &str, offset: usize, limit: usize) -> Result<String, T
             "offset {offset} is past the end of the file ({total} lines)"
         )));
     }
-    let mut out = String::new();
-    let mut last_shown = offset - 1;
-    let mut cut_lines = 0;
-    for (index, line) in text.lines().enumerate().skip(offset - 1).take(limit.max(1)) {
-        let mut line = line.strip_suffix('\r').unwrap_or(line).to_string();
-        let full_chars = line.chars().count();
-        if truncate_chars(&mut line, MAX_LINE_CHARS) {
-            line.push_str(&format!(" … [line cut: {full_chars} chars in all]"));
-            cut_lines += 1;
+    let lines = text.lines().map(|l| (std::borrow::Cow::Borrowed(l), None));
+    let window = Window::of(lines.skip(offset - 1).take(limit.max(1)), offset);
+    let more = window.last_shown < total;
+    Ok(window.finish(more, &format!("of {total}")))
+}
+
+/// Numbered lines from `offset` on, until the output cap.
+struct Window {
+    out: String,
+    offset: usize,
+    last_shown: usize,
+    cut_lines: usize,
+}
+
+impl Window {
+    /// `lines`: each line's text, and its whole length in bytes where
+    /// only part of it was read.
+    fn of<'a>(
+        lines: impl Iterator<Item = (std::borrow::Cow<'a, str>, Option<usize>)>,
+        offset: usize,
+    ) -> Window {
+        let mut window = Window {
+            out: String::new(),
+            offset,
+            last_shown: offset - 1,
+            cut_lines: 0,
+        };
+        for (index, (line, read_in_part)) in lines.enumerate() {
+            let number = offset + index;
+            let mut line = line.strip_suffix('\r').unwrap_or(&line).to_string();
+            let whole = match read_in_part {
+                Some(bytes) => format!("{bytes} bytes"),
+                None => format!("{} chars", line.chars().count()),
+            };
+            if truncate_chars(&mut line, MAX_LINE_CHARS) {
+                line.push_str(&format!(" … [line cut: {whole} in all]"));
+                window.cut_lines += 1;
+            }
+            let numbered = format!("{number:>6}\t{line}\n");
+            if window.out.len() + numbered.len() > MAX_OUTPUT_CHARS && window.last_shown >= offset {
+                break;
+            }
+            window.out.push_str(&numbered);
+            window.last_shown = number;
         }
-        let numbered = format!("{:>6}\t{line}\n", index + 1);
-        if out.len() + numbered.len() > MAX_OUTPUT_CHARS && last_shown >= offset {
+        window
+    }
+
+    /// The lines, then what was left out: the lines after (`more`; `of`
+    /// says of what), the long lines cut.
+    fn finish(mut self, more: bool, of: &str) -> String {
+        if more {
+            self.out.push_str(&format!(
+                "\n(Showing lines {}-{} {of}. To read on, call read_file with offset={}.)\n",
+                self.offset,
+                self.last_shown,
+                self.last_shown + 1
+            ));
+        }
+        if self.cut_lines > 0 {
+            self.out.push_str(&format!(
+                "({} long line(s) were cut at {MAX_LINE_CHARS} characters.)\n",
+                self.cut_lines
+            ));
+        }
+        self.out
+    }
+}
+
+/// A window of a file on disk over [`MAX_TEXT_BYTES`], read a line at a
+/// time (each line kept to a few times [`MAX_LINE_CHARS`], the rest
+/// skipped), stopping after the window: memory stays within the output cap
+/// whatever the file's size. `None`: the file is within the cap (or not on
+/// disk), to be read whole.
+fn read_window(
+    paths: &PathResolver,
+    path: &std::path::Path,
+    offset: usize,
+    limit: usize,
+) -> Option<Result<String, ToolError>> {
+    let file = paths.open_file(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    if size <= MAX_TEXT_BYTES {
+        return None;
+    }
+    let shown = paths.display(path);
+    Some(window_of_large(
+        file,
+        &shown,
+        size,
+        offset.max(1),
+        limit.max(1),
+    ))
+}
+
+fn window_of_large(
+    file: std::fs::File,
+    shown: &str,
+    size: u64,
+    offset: usize,
+    limit: usize,
+) -> Result<String, ToolError> {
+    use std::io::BufRead;
+    let io = |e: std::io::Error| ToolError::failed(format!("`{shown}`: {e}"));
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    let head = reader.fill_buf().map_err(io)?;
+    if head[..head.len().min(SNIFF_BYTES)].contains(&0) {
+        return Err(WorkspaceError::Binary(shown.to_string()).into());
+    }
+    let mut kept: Vec<(String, Option<usize>)> = Vec::new();
+    let mut number = 0;
+    let mut line = Vec::new();
+    let mut more = false;
+    let mut kept_bytes = 0;
+    loop {
+        line.clear();
+        let taken = read_line_kept(&mut reader, &mut line, MAX_LINE_CHARS * 4).map_err(io)?;
+        if taken == 0 {
             break;
         }
-        out.push_str(&numbered);
-        last_shown = index + 1;
+        number += 1;
+        if number < offset {
+            continue;
+        }
+        if kept.len() == limit || kept_bytes > MAX_OUTPUT_CHARS {
+            more = true;
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.strip_suffix('\n').unwrap_or(&text).to_string();
+        kept_bytes += text.len();
+        kept.push((text, (taken > line.len()).then_some(taken)));
     }
-    if last_shown < total {
-        out.push_str(&format!(
-            "\n(Showing lines {offset}-{last_shown} of {total}. To read on, call read_file with offset={}.)\n",
-            last_shown + 1
-        ));
+    if number < offset {
+        return Err(ToolError::failed(format!(
+            "offset {offset} is past the end of the file ({number} lines)"
+        )));
     }
-    if cut_lines > 0 {
-        out.push_str(&format!(
-            "({cut_lines} long line(s) were cut at {MAX_LINE_CHARS} characters.)\n"
-        ));
+    let last_kept = offset + kept.len() - 1;
+    let window = Window::of(
+        kept.into_iter()
+            .map(|(text, whole)| (std::borrow::Cow::Owned(text), whole)),
+        offset,
+    );
+    let more = more || window.last_shown < last_kept;
+    Ok(window.finish(
+        more,
+        &format!("of `{shown}`, {size} bytes: over 10 MiB, so it is read a window at a time"),
+    ))
+}
+
+/// Reads one line (newline included) into `line`, keeping at most `keep`
+/// bytes of it and skipping the rest; the bytes the line took (0 at the end).
+fn read_line_kept(
+    reader: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+    keep: usize,
+) -> std::io::Result<usize> {
+    let mut taken = 0;
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(taken);
+        }
+        let (used, done) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buffer.len(), false),
+        };
+        let room = keep.saturating_sub(line.len()).min(used);
+        line.extend_from_slice(&buffer[..room]);
+        reader.consume(used);
+        taken += used;
+        if done {
+            return Ok(taken);
+        }
     }
-    Ok(out)
 }
 
 #[cfg(test)]

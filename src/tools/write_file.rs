@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::change::replace_file;
 use super::{FileChange, Previous, Tool, ToolContext, ToolError, edit_action};
 use crate::permission::Action;
-use crate::workspace::PathResolver;
+use crate::workspace::{MAX_TEXT_BYTES, PathResolver};
 
 pub struct WriteFile;
 
@@ -29,6 +29,7 @@ impl Tool for WriteFile {
         To replace an existing file, read it with read_file first. Prefer edit_file to change part of an existing file. Returns what was written.";
 
     fn action(&self, input: &Input, paths: &PathResolver) -> Result<Action, ToolError> {
+        within_cap(input)?;
         let detail = format!("({} lines)", input.content.lines().count());
         edit_action(Self::NAME, &input.path, detail, paths)
     }
@@ -38,10 +39,14 @@ impl Tool for WriteFile {
         input: &Input,
         cx: &ToolContext<'_, '_>,
     ) -> Option<Result<FileChange, ToolError>> {
+        if let Err(error) = within_cap(input) {
+            return Some(Err(error));
+        }
         Some(replace_file(cx, &input.path, &input.content).await)
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {
+        within_cap(&input)?;
         let change = replace_file(cx, &input.path, &input.content).await?;
         change.apply(cx).await?;
         let lines = input.content.lines().count();
@@ -51,4 +56,16 @@ impl Tool for WriteFile {
             _ => format!("Replaced {shown} ({lines} lines)."),
         })
     }
+}
+
+/// Content over the cap is refused before anything is made of it (a diff
+/// to show, a copy to write): a model emitting it is broken or attacked.
+fn within_cap(input: &Input) -> Result<(), ToolError> {
+    let size = input.content.len() as u64;
+    if size > MAX_TEXT_BYTES {
+        return Err(ToolError::failed(format!(
+            "the content is {size} bytes, over the {MAX_TEXT_BYTES} bytes (10 MiB) write_file takes; generate a file that large with a command (a script that writes it) instead"
+        )));
+    }
+    Ok(())
 }

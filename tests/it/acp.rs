@@ -20,7 +20,7 @@ use crate::support::model_server::{ModelServer, Reply};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bareagent");
 
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     match std::env::var_os("BAREAGENT_ACP_PYTHON") {
         Some(path) => Some(PathBuf::from(path)),
         None => {
@@ -38,14 +38,19 @@ fn python() -> Option<PathBuf> {
 
 /// Runs the driver on `scenario` (the agent's command line added) and
 /// returns its transcript.
-fn drive(python: &Path, root: &Path, server: &ModelServer, scenario: Value) -> Vec<Value> {
+pub(crate) fn drive(
+    python: &Path,
+    root: &Path,
+    server: &ModelServer,
+    scenario: Value,
+) -> Vec<Value> {
     let home = tempfile::tempdir().expect("home");
     drive_in(python, root, server, home.path(), scenario)
 }
 
 /// [`drive`] with the user's home (settings, the record of their sessions)
 /// in `home`, for runs that share it.
-fn drive_in(
+pub(crate) fn drive_in(
     python: &Path,
     root: &Path,
     server: &ModelServer,
@@ -96,7 +101,7 @@ fn drive_in(
     })
 }
 
-fn of_type<'t>(transcript: &'t [Value], kind: &str) -> Vec<&'t Value> {
+pub(crate) fn of_type<'t>(transcript: &'t [Value], kind: &str) -> Vec<&'t Value> {
     transcript.iter().filter(|e| e["type"] == kind).collect()
 }
 
@@ -109,7 +114,7 @@ fn position(transcript: &[Value], what: impl Fn(&Value) -> bool) -> usize {
 }
 
 /// The id `session/new` answered in a transcript.
-fn session_id(transcript: &[Value]) -> String {
+pub(crate) fn session_id(transcript: &[Value]) -> String {
     of_type(transcript, "session")[0]["response"]["sessionId"]
         .as_str()
         .expect("session id")

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::common::{TEST_KEY, workspace};
 use crate::support::lsp_client::{ClientOptions, LspClient};
-use crate::support::model_server::{ModelServer, Reply, Step};
+use crate::support::model_server::{Hold, ModelServer, Reply, Step};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -28,6 +28,8 @@ enum Death {
     Signal(i32),
     /// The editor goes away: the server's stdin closes.
     StdinClosed,
+    /// `bareagent run` ends its turn and exits by itself.
+    Exits,
 }
 
 const CASES: &[(FrontEnd, Death)] = &[
@@ -186,27 +188,119 @@ fn commands_die_with_the_agent_however_it_dies() {
             "{case}: no reaper among {theirs:?}"
         );
 
-        match death {
-            // SAFETY: kill sends a signal to the agent we started.
-            Death::Signal(signal) => unsafe {
-                libc::kill(pid, signal);
-            },
-            Death::StdinClosed => {
-                let Agent::Lsp(client) = &agent else {
-                    unreachable!("only the language server has an editor")
-                };
-                assert!(
-                    client.close_stdin_and_wait(DEADLINE).is_some(),
-                    "{case}: the server exits"
-                );
-            }
-        }
-        if let Agent::Run(child) = &mut agent {
-            let _ = child.wait();
-        }
+        kill(&mut agent, death, &case);
         wait_for(
             &format!("{case}: every process of the agent's to end ({theirs:?})"),
             || theirs.iter().all(|&p| !alive(p)),
         );
     }
+}
+
+/// Descendants that leave the command's process group die with the agent
+/// too: a `setsid` child and a double-forked daemon (its parent gone, in a
+/// session of its own), started by a command that has returned (once they
+/// have left its group: the command's group dies with the command). (front
+/// end, how the agent dies)
+#[test]
+fn escaped_descendants_die_with_the_agent() {
+    const ESCAPES: &str = "setsid sh -c 'echo $$ > setsid.pid; exec sleep 1000' </dev/null >/dev/null 2>&1 & \
+        ( setsid sh -c 'echo $$ > daemon.pid; exec sleep 1000' </dev/null >/dev/null 2>&1 & ) ; \
+        until [ -s setsid.pid ] && [ -s daemon.pid ]; do sleep 0.01; done; echo started";
+    let cases = [
+        (FrontEnd::Run, Death::Signal(libc::SIGKILL)),
+        (FrontEnd::Run, Death::Signal(libc::SIGTERM)),
+        (FrontEnd::Run, Death::Exits),
+        (FrontEnd::Lsp, Death::StdinClosed),
+    ];
+    for (front, death) in cases {
+        let case = format!("{front:?} / {death:?}");
+        let dir = workspace(&[]);
+        // The last answer waits until the escapes are seen alive.
+        let hold = Hold::new();
+        let then: Step = match death {
+            Death::Exits => Reply::text("done").held(&hold).into(),
+            _ => Reply::tool(
+                "bash",
+                json!({"command": "sleep 1000", "timeout_ms": 600_000}),
+            )
+            .into(),
+        };
+        let server = ModelServer::start(vec![
+            Reply::tool("bash", json!({"command": ESCAPES})).into(),
+            then,
+            Reply::text("never reached").into(),
+        ]);
+        let mut agent = start(front, dir.path(), &server);
+        let pid_in = |file: &str| -> Option<i32> {
+            std::fs::read_to_string(dir.path().join(file))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        wait_for(&format!("{case}: the escapes to start"), || {
+            pid_in("setsid.pid").is_some_and(alive)
+                && pid_in("daemon.pid").is_some_and(alive)
+                && server.requests().len() >= 2
+        });
+        let escaped: Vec<i32> = ["setsid.pid", "daemon.pid"]
+            .iter()
+            .filter_map(|f| pid_in(f))
+            .collect();
+        for escapee in &escaped {
+            let (group, session) = group_and_session(*escapee);
+            assert_eq!(
+                (group, session),
+                (*escapee, *escapee),
+                "{case}: {escapee} left its group and session"
+            );
+        }
+        hold.release();
+        kill(&mut agent, death, &case);
+        wait_for(
+            &format!("{case}: the escaped processes to end ({escaped:?})"),
+            || escaped.iter().all(|&p| !alive(p)),
+        );
+    }
+}
+
+/// Makes the agent die as `death` says, and waits for it.
+fn kill(agent: &mut Agent, death: Death, case: &str) {
+    match death {
+        // SAFETY: kill sends a signal to the agent we started.
+        Death::Signal(signal) => unsafe {
+            libc::kill(agent.pid(), signal);
+        },
+        Death::StdinClosed => {
+            let Agent::Lsp(client) = &*agent else {
+                unreachable!("only the language server has an editor")
+            };
+            assert!(
+                client.close_stdin_and_wait(DEADLINE).is_some(),
+                "{case}: the server exits"
+            );
+        }
+        Death::Exits => {}
+    }
+    if let Agent::Run(child) = agent {
+        let _ = child.wait();
+    }
+}
+
+/// A process's group and session ids.
+fn group_and_session(pid: i32) -> (i32, i32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<i32> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    // After the state: ppid, pgrp, session (the state is not a number).
+    (
+        fields.get(1).copied().unwrap_or(0),
+        fields.get(2).copied().unwrap_or(0),
+    )
 }

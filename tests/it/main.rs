@@ -22,6 +22,7 @@ mod first_use;
 mod fixtures;
 mod helix;
 mod instructions;
+mod integrity;
 mod layers;
 mod lsp;
 mod lsp_frames;

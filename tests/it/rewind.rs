@@ -160,14 +160,15 @@ fn session_file(dir: &Path, records: &[Value], mode: u32, vouched: Vouched) {
         std::fs::create_dir_all(&state).unwrap();
         std::fs::write(state.join(ID), format!("tok\n{root}\n")).unwrap();
     }
-    let mut text = json!({"type": "header", "version": 1, "id": ID, "token": "tok",
+    let mut lines = vec![
+        json!({"type": "header", "version": 2, "id": ID, "token": "tok",
         "created": "2026-12-01T00:00:00Z", "workspace": root.display().to_string()})
-    .to_string();
-    for record in records {
-        text.push('\n');
-        text.push_str(&record.to_string());
-    }
-    text.push('\n');
+        .to_string(),
+    ];
+    lines.extend(records.iter().map(Value::to_string));
+    // Signed with the user's key, as bareagent writes them: what is tested
+    // is the rewind's own checks, past the file's integrity.
+    let text = bareagent::sessions::sign_records(&dir.join(".no-user-state"), &lines).unwrap();
     let file = sessions.join(format!("{ID}.jsonl"));
     std::fs::write(&file, text).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();

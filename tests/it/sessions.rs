@@ -155,7 +155,7 @@ fn a_run_killed_anywhere_in_a_turn_continues_with_a_valid_complete_history() {
                 // The turn's end is its last record.
                 session_files(dir).first().is_some_and(|file| {
                     std::fs::read_to_string(file)
-                        .is_ok_and(|t| t.ends_with("{\"type\":\"turn_end\"}\n"))
+                        .is_ok_and(|t| t.ends_with("\"type\":\"turn_end\"}\n"))
                 })
             }),
             "user[text:first] assistant[text:Done first.] user[text:go on]",
@@ -302,7 +302,10 @@ fn a_torn_last_line_is_ignored_and_cut_but_a_damaged_line_refuses_the_session() 
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("line 4: not a record"), "{stderr}");
+    assert!(
+        stderr.contains("line 4: its integrity tag does not match"),
+        "{stderr}"
+    );
     assert!(server.requests().is_empty());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), damaged);
 }
@@ -499,7 +502,7 @@ fn a_continued_session_starts_from_its_last_compaction() {
     crate::common::assert_succeeded(&out);
     let file = std::fs::read_to_string(&session_files(dir.path())[0]).unwrap();
     assert!(
-        file.contains("{\"type\":\"compaction\",\"before_tokens\":"),
+        file.contains("\"type\":\"compaction\",\"before_tokens\":"),
         "{file}"
     );
     // Without the record, the continued history would start again from
