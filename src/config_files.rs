@@ -16,3 +16,17 @@ pub fn user_config_path() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
     Some(base.join("bareagent").join("config.toml"))
 }
+
+/// The user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`):
+/// where bareagent keeps its record of sessions and their key.
+pub fn user_state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|home| home.join(".local").join("state"))
+        })
+}

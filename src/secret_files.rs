@@ -31,8 +31,10 @@ pub const HOME_SECRETS: &[&str] = &[
     ".vault-token",
     ".pgpass",
     ".my.cnf",
-    // The agent's own settings: its permissions and sandbox.
+    // The agent's own settings (its permissions and sandbox), and its
+    // record of sessions with the key that signs them.
     ".config/bareagent",
+    ".local/state/bareagent",
 ];
 
 /// What a shell, git or the desktop runs from `$HOME` later, outside any

@@ -100,6 +100,11 @@ impl EditorWorkspace {
     ) -> Result<(DocumentChangeOperation, Option<i32>), WorkspaceError> {
         let uri = State::uri_of(&file.path)
             .ok_or_else(|| self.refused(&file.path, "cannot make a file URI for it".into()))?;
+        // The editor writes in place: never through a hard link, as for
+        // every editor write (`EditorWorkspace::write_text`).
+        if file.text.is_some() {
+            self.paths().refuse_hard_links(&file.path)?;
+        }
         let now = self.read_text(&file.path).await?;
         if now.text != file.expected {
             return Err(self.refused(&file.path, "changed since the agent edited it".into()));

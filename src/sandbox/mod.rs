@@ -197,6 +197,16 @@ impl SandboxPolicy {
         {
             deny_read.push(config.to_path_buf());
         }
+        // The record of the user's sessions and the key that signs them: a
+        // command that read the key could forge a session's lines. Its
+        // default place is in the list of secrets; a `$XDG_STATE_HOME`
+        // elsewhere is added here, unless it lies in the workspace (as the
+        // tests isolate it: a deny there would split the workspace root).
+        if let Some(state) = crate::config_files::user_state_dir()
+            && !state.starts_with(workspace)
+        {
+            deny_read.push(state.join("bareagent"));
+        }
         SandboxPolicy {
             mode: settings.mode.unwrap_or_default(),
             workspace: workspace.to_path_buf(),

@@ -16,15 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// The user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`).
 pub(super) fn state_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .map(|home| home.join(".local").join("state"))
-        })
+    crate::config_files::user_state_dir()
 }
 
 /// The user's directory of session records.

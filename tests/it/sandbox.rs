@@ -120,6 +120,13 @@ fn cases(f: &Fixture, tcp_confined: bool) -> Vec<Case> {
             Some(KEY_TEXT),
         ),
         case(
+            "read the key that signs the sessions",
+            "cat \"$HOME/.local/state/bareagent/session-key\"".into(),
+            Refused(Some("reading it is refused")),
+            Succeeds,
+            Some("session-key-0451"),
+        ),
+        case(
             "read the agent's own config",
             "cat \"$HOME/.config/bareagent/config.toml\"".into(),
             Refused(Some("reading it is refused")),
@@ -391,6 +398,7 @@ fn fixture() -> Fixture {
         (".ssh/id_rsa", KEY_TEXT),
         ("notes.txt", "not a secret\n"),
         (".cache/pip/keep", ""),
+        (".local/state/bareagent/session-key", "session-key-0451"),
         (".cargo/env", "export PATH=\"$HOME/.cargo/bin:$PATH\"\n"),
         (".cargo/bin/keep", ""),
         (".cargo/registry/keep", ""),
