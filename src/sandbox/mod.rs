@@ -437,7 +437,7 @@ impl Sandbox {
         let filter = match self.status {
             SandboxStatus::Off => None,
             _ if self.policy.network => None,
-            _ => seccomp::network_filter().map(Arc::new),
+            _ => seccomp::network_filter(),
         };
         Ok(Confinement {
             ruleset,

@@ -13,6 +13,7 @@
 //! explicitly, as x32 shares x86-64's architecture value.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -22,7 +23,13 @@ use seccompiler::{
 /// The filter for a command that may not use the network, compiled for
 /// this machine's architecture; `None` on an architecture `seccompiler`
 /// does not know (the status says the network is not confined then).
-pub fn network_filter() -> Option<BpfProgram> {
+pub fn network_filter() -> Option<Arc<BpfProgram>> {
+    static FILTER: OnceLock<Option<Arc<BpfProgram>>> = OnceLock::new();
+    FILTER.get_or_init(|| compile().map(Arc::new)).clone()
+}
+
+/// Compiles the filter (once per process: it never changes).
+fn compile() -> Option<BpfProgram> {
     let arch = std::env::consts::ARCH.try_into().ok()?;
     let not_unix = SeccompRule::new(vec![
         SeccompCondition::new(

@@ -486,15 +486,16 @@ enum Launch {
     OnTerminal,
 }
 
-/// `inner` run by Python's `pty.spawn`, with its directory and environment.
-fn on_terminal(inner: &std::process::Command) -> std::process::Command {
-    let mut outer = std::process::Command::new("python3");
+/// `inner`'s arguments, directory and environment, given to `program`
+/// after `prefix`.
+fn relaunch(
+    inner: &std::process::Command,
+    program: &std::ffi::OsStr,
+    prefix: &[&std::ffi::OsStr],
+) -> std::process::Command {
+    let mut outer = std::process::Command::new(program);
     outer
-        .args([
-            "-c",
-            "import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)",
-        ])
-        .arg(inner.get_program())
+        .args(prefix)
         .args(inner.get_args())
         .stdin(std::process::Stdio::null());
     if let Some(dir) = inner.get_current_dir() {
@@ -534,16 +535,35 @@ fn run_in(
     script.push(Reply::text("done").into());
     let server = ModelServer::start(script);
     let mut command = crate::common::bareagent(dir);
-    if let Launch::AsUser(uid) = launch {
-        std::os::unix::process::CommandExt::uid(&mut command, uid);
-        std::os::unix::process::CommandExt::gid(&mut command, uid);
-    }
     crate::common::run_against_model(&mut command, &server)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .args(["--permission-mode", "bypass", "--idle-timeout", "10", "go"]);
-    if let Launch::OnTerminal = launch {
-        command = on_terminal(&command);
+    match launch {
+        Launch::Plain => {}
+        Launch::AsUser(uid) => {
+            // A copy the user can reach, wherever the build lies.
+            let copy = home.join("bareagent");
+            std::fs::copy(command.get_program(), &copy).expect("copy the binary");
+            let owner = std::process::Command::new("chown")
+                .arg(format!("{uid}:{uid}"))
+                .arg(&copy)
+                .status()
+                .expect("chown");
+            assert!(owner.success());
+            command = relaunch(&command, copy.as_os_str(), &[]);
+            std::os::unix::process::CommandExt::uid(&mut command, uid);
+            std::os::unix::process::CommandExt::gid(&mut command, uid);
+        }
+        Launch::OnTerminal => {
+            let script = "import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)";
+            let program = command.get_program().to_owned();
+            command = relaunch(
+                &command,
+                "python3".as_ref(),
+                &["-c".as_ref(), script.as_ref(), &program],
+            );
+        }
     }
     let out = command.output().expect("bareagent runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
