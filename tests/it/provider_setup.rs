@@ -368,15 +368,18 @@ fn malformed_custom_headers_are_a_startup_error_that_quotes_no_value() {
 
 /// The token and header values reach the server's headers and nothing
 /// else: not the most verbose log, not `--json`, not the recording, not the
-/// model (a command that prints the agent's environment is scrubbed), not
-/// the command's own environment.
+/// model (a command that prints them is scrubbed; the agent's own
+/// environment is closed to commands, root or not), not the command's own
+/// environment.
 #[test]
 fn gateway_secrets_appear_in_no_log_output_or_recording() {
-    let dir = workspace(&[]);
+    // A file holding them, as a command might find them anywhere.
+    let held = format!("{GATEWAY_TOKEN} {GATEWAY_KEY}\n");
+    let dir = workspace(&[("gateway.txt", held.as_str())]);
     let server = ModelServer::start(vec![
         Reply::tool(
             "bash",
-            json!({"command": "tr '\\0' '\\n' < /proc/$PPID/environ; echo; env; echo end-of-env"}),
+            json!({"command": "tr '\\0' '\\n' < /proc/$PPID/environ; cat gateway.txt; echo; env; echo end-of-env"}),
         )
         .into(),
         Fault::Overloaded.into(),
@@ -413,7 +416,7 @@ fn gateway_secrets_appear_in_no_log_output_or_recording() {
     assert!(
         bodies.contains("[redacted ANTHROPIC_AUTH_TOKEN]")
             && bodies.contains("[redacted ANTHROPIC_CUSTOM_HEADERS]"),
-        "the agent's environment was printed, scrubbed: {bodies}"
+        "the secrets were printed, scrubbed: {bodies}"
     );
     // The command's own environment holds neither variable.
     let result = &crate::common::sent_tool_results(&requests[1].body)[0].0;
