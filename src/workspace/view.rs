@@ -225,13 +225,6 @@ impl PinnedMount {
         const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
         const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
         const MOUNT_ATTR_RDONLY: u64 = 0x1;
-        const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-        #[repr(C)]
-        struct OpenHow {
-            flags: u64,
-            mode: u64,
-            resolve: u64,
-        }
         #[repr(C)]
         struct MountAttr {
             attr_set: u64,
@@ -243,37 +236,7 @@ impl PinnedMount {
         // SAFETY: syscalls with NUL-terminated strings and structs on our
         // stack that outlive the calls; descriptors closed on every path.
         unsafe {
-            let how = OpenHow {
-                flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-                mode: 0,
-                resolve: RESOLVE_NO_SYMLINKS,
-            };
-            let mut reopened = libc::syscall(
-                libc::SYS_openat2,
-                libc::AT_FDCWD,
-                self.path.as_ptr(),
-                &how,
-                std::mem::size_of::<OpenHow>(),
-            ) as libc::c_int;
-            if reopened < 0 && *libc::__errno_location() == libc::ENOSYS {
-                reopened = libc::open(
-                    self.path.as_ptr(),
-                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                );
-            }
-            if reopened < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let (mut was, mut now) = (std::mem::zeroed::<libc::stat>(), std::mem::zeroed());
-            let same = libc::fstat(std::os::fd::AsRawFd::as_raw_fd(&self.checked), &mut was) == 0
-                && libc::fstat(reopened, &mut now) == 0
-                && (was.st_dev, was.st_ino) == (now.st_dev, now.st_ino);
-            if !same {
-                libc::close(reopened);
-                return Err(io::Error::other(
-                    "a protected path changed between its check and its mount",
-                ));
-            }
+            let reopened = reopen_checked(&self.path, self.checked.as_raw_fd())?;
             let tree = libc::syscall(
                 libc::SYS_open_tree,
                 reopened,
@@ -397,23 +360,7 @@ impl ChildMounts {
                 return Err(io::Error::last_os_error());
             }
             for bind in &self.binds {
-                let reopened = libc::open(
-                    bind.path.as_ptr(),
-                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                );
-                if reopened < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                let (mut was, mut now) = (std::mem::zeroed::<libc::stat>(), std::mem::zeroed());
-                let same = libc::fstat(bind.checked, &mut was) == 0
-                    && libc::fstat(reopened, &mut now) == 0
-                    && (was.st_dev, was.st_ino) == (now.st_dev, now.st_ino);
-                if !same {
-                    libc::close(reopened);
-                    return Err(io::Error::other(
-                        "a file changed between its check and its mount",
-                    ));
-                }
+                let reopened = reopen_checked(&bind.path, bind.checked)?;
                 let placed = libc::dup3(reopened, bind.checked, libc::O_CLOEXEC);
                 libc::close(reopened);
                 if placed < 0
@@ -435,6 +382,57 @@ impl ChildMounts {
             }
         }
         Ok(())
+    }
+}
+
+/// Opens `path` again (an `O_PATH` descriptor, no link followed anywhere
+/// on it where the kernel has `openat2`, else none at its end) and checks
+/// it is the file `checked` holds, by device and inode: the one way a
+/// child finds, in its own mount namespace, what the agent checked in its.
+/// Only syscalls.
+fn reopen_checked(path: &std::ffi::CStr, checked: libc::c_int) -> io::Result<libc::c_int> {
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: syscalls with a NUL-terminated path and structs on our stack
+    // that outlive the calls; the descriptor is closed on every failure.
+    unsafe {
+        let mut reopened = libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &how,
+            std::mem::size_of::<OpenHow>(),
+        ) as libc::c_int;
+        if reopened < 0 && *libc::__errno_location() == libc::ENOSYS {
+            reopened = libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            );
+        }
+        if reopened < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let (mut was, mut now) = (std::mem::zeroed::<libc::stat>(), std::mem::zeroed());
+        let same = libc::fstat(checked, &mut was) == 0
+            && libc::fstat(reopened, &mut now) == 0
+            && (was.st_dev, was.st_ino) == (now.st_dev, now.st_ino);
+        if !same {
+            libc::close(reopened);
+            return Err(io::Error::other(
+                "a file changed between its check and its mount",
+            ));
+        }
+        Ok(reopened)
     }
 }
 

@@ -576,11 +576,33 @@ fn run_in(
 }
 
 impl Case {
+    /// A case that must succeed with the sandbox off and give `on` with it on.
+    fn new(name: &'static str, command: &str, on: Expect) -> Case {
+        Case {
+            name,
+            command: command.into(),
+            on,
+            off: Expect::Succeeds,
+            secret: None,
+        }
+    }
+
     /// Not checked with the sandbox off (an earlier row changed the files).
     fn off_any(mut self) -> Case {
         self.off = Expect::Any;
         self
     }
+}
+
+/// Judges every row with the sandbox on before asserting, so a run shows
+/// every hole at once.
+fn assert_all_hold(cases: &[Case], results: &[(String, bool)], mode: &str, context: &str) {
+    let failures: Vec<String> = cases
+        .iter()
+        .zip(results)
+        .filter_map(|(case, result)| verdict(case, case.on, result, mode).err())
+        .collect();
+    assert!(failures.is_empty(), "{}\n{context}", failures.join("\n"));
 }
 
 fn check(case: &Case, expect: Expect, result: &(String, bool), mode: &str) {
@@ -646,13 +668,7 @@ fn the_sandbox_refuses_what_it_must_and_says_why_and_off_lets_it_through() {
 
     let (on, stderr) = run_all(&f, &cases, "workspace-write");
     assert!(!stderr.contains("sandbox off"), "{stderr}");
-    // Every row is judged before any assertion, so a run shows every hole.
-    let failures: Vec<String> = cases
-        .iter()
-        .zip(&on)
-        .filter_map(|(case, result)| verdict(case, case.on, result, "on").err())
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_all_hold(&cases, &on, "on", "");
     // Loopback UDP is queued at `sendto`: had one datagram left, it is here.
     let mut buffer = [0u8; 16];
     assert!(
@@ -708,11 +724,8 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
     ]);
     let home = home.path();
     let case = |name, command: &str, on| Case {
-        name,
-        command: command.into(),
-        on,
-        off: Expect::Succeeds,
         secret: Some("tok3n"),
+        ..Case::new(name, command, on)
     };
     let cases = [
         case(
@@ -777,12 +790,7 @@ fn a_workspace_at_home_keeps_its_secrets_and_startup_files() {
         ),
     ];
     let (results, _) = run_in(home, home, &cases, "workspace-write", "", Launch::Plain);
-    let failures: Vec<String> = cases
-        .iter()
-        .zip(&results)
-        .filter_map(|(case, result)| verdict(case, case.on, result, "on").err())
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_all_hold(&cases, &results, "on", "");
     let keys = std::fs::read_to_string(home.join(".ssh/authorized_keys")).expect("keys");
     assert!(!keys.contains("attacker"), "{keys}");
 }
@@ -798,13 +806,11 @@ fn a_link_at_a_protected_name_stops_commands_rather_than_moving_the_pin() {
     std::fs::remove_dir_all(&hooks).expect("hooks");
     std::fs::create_dir(f.dir.path().join("githooks")).expect("githooks");
     std::os::unix::fs::symlink("../githooks", &hooks).expect("link");
-    let case = Case {
-        name: "replace a linked .git/hooks with a folder of hooks",
-        command: "rm .git/hooks && mkdir .git/hooks && echo evil > .git/hooks/pre-commit".into(),
-        on: Expect::Refused(None),
-        off: Expect::Succeeds,
-        secret: None,
-    };
+    let case = Case::new(
+        "replace a linked .git/hooks with a folder of hooks",
+        "rm .git/hooks && mkdir .git/hooks && echo evil > .git/hooks/pre-commit",
+        Expect::Refused(None),
+    );
     let (results, _) = run_with(&f, std::slice::from_ref(&case), "workspace-write", "");
     check(&case, case.on, &results[0], "on");
     assert!(results[0].0.contains("symbolic link"), "{}", results[0].0);
@@ -833,13 +839,7 @@ fn an_agent_run_by_an_ordinary_user_protects_the_same() {
             .expect("chown");
         assert!(chown.success());
     }
-    let case = |name, command: &str, on| Case {
-        name,
-        command: command.into(),
-        on,
-        off: Expect::Succeeds,
-        secret: None,
-    };
+    let case = Case::new;
     let cases = [
         case(
             "make a file at the top and commit",
@@ -860,12 +860,7 @@ fn an_agent_run_by_an_ordinary_user_protects_the_same() {
         "",
         Launch::AsUser(nobody),
     );
-    let failures: Vec<String> = cases
-        .iter()
-        .zip(&results)
-        .filter_map(|(case, result)| verdict(case, case.on, result, "nobody").err())
-        .collect();
-    assert!(failures.is_empty(), "{}\n{stderr}", failures.join("\n"));
+    assert_all_hold(&cases, &results, "nobody", &stderr);
 }
 
 /// On the user's terminal, a command has none: it cannot open it, so it
@@ -876,11 +871,8 @@ fn a_command_has_no_terminal_to_type_into() {
     let Some(_) = landlock_abi() else { return };
     let f = fixture();
     let case = |name, command: &str, on| Case {
-        name,
-        command: command.into(),
-        on,
         off: on,
-        secret: None,
+        ..Case::new(name, command, on)
     };
     let cases = [
         // The harness is real: the agent has a controlling terminal.
@@ -921,13 +913,11 @@ fn a_workspace_inside_a_writable_folder_cannot_be_replaced() {
         .expect("name")
         .to_string_lossy()
         .into_owned();
-    let case = Case {
-        name: "rename the workspace away from its parent and plant another",
-        command: format!("cd .. && mv {name} {name}.old && mkdir -p {name}/.git/hooks"),
-        on: Expect::Refused(None),
-        off: Expect::Succeeds,
-        secret: None,
-    };
+    let case = Case::new(
+        "rename the workspace away from its parent and plant another",
+        &format!("cd .. && mv {name} {name}.old && mkdir -p {name}/.git/hooks"),
+        Expect::Refused(None),
+    );
     let mode = format!("workspace-write\"\nwritable = [{parent:?}]\n#\"");
     let (results, _) = run_with(&f, std::slice::from_ref(&case), &mode, "");
     check(&case, case.on, &results[0], "on");
@@ -956,13 +946,11 @@ fn a_trusted_project_cannot_loosen_the_sandbox() {
         "[projects.{:?}]\ntrusted = true\n",
         root.display().to_string()
     );
-    let case = Case {
-        name: "write outside under a trusted project's sandbox.mode = off",
-        command: format!("echo x > {}", f.outside.display()),
-        on: Expect::Refused(Some("writing it is refused")),
-        off: Expect::Succeeds,
-        secret: None,
-    };
+    let case = Case::new(
+        "write outside under a trusted project's sandbox.mode = off",
+        &format!("echo x > {}", f.outside.display()),
+        Expect::Refused(Some("writing it is refused")),
+    );
     let (results, stderr) = run_with(&f, std::slice::from_ref(&case), "workspace-write", &trusted);
     check(&case, case.on, &results[0], "trusted project");
     assert!(!f.outside.exists(), "the project turned the sandbox off");
@@ -1025,13 +1013,7 @@ fn a_read_deny_rule_is_enforced_by_the_kernel() {
     let Some(_) = landlock_abi() else { return };
     let f = fixture();
     std::fs::write(f.dir.path().join("beside.txt"), "readable\n").expect("write");
-    let case = |name, command: &str, on| Case {
-        name,
-        command: command.into(),
-        on,
-        off: Expect::Succeeds,
-        secret: None,
-    };
+    let case = Case::new;
     let cases = [
         case(
             "read what the rule denies, past the gate",
