@@ -67,6 +67,11 @@ pub enum AgentEvent {
     CompactionFailed {
         reason: String,
     },
+    /// A line for the user between the turn's events: a model call tried
+    /// again, the sandbox not enforced, an instruction file not read.
+    Notice {
+        text: String,
+    },
 }
 
 /// How a compaction made room: old tool results shrunk to one-line stubs,

@@ -36,16 +36,29 @@ type Peer = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Clien
 /// the environment, as for `bareagent run`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct AcpArgs {
-    /// Model calls per prompt before the turn ends with `max_turn_requests`.
-    #[arg(long, default_value_t = 200, value_name = "N")]
-    pub max_iterations: usize,
+    /// Model calls per prompt before the turn ends with `max_turn_requests`
+    /// [default: 200].
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<usize>,
 
     /// API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the
     /// public endpoint).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Seconds without data from the model before a call fails.
-    #[arg(long, default_value_t = 120, value_name = "SECS")]
-    pub idle_timeout: u64,
+    /// Seconds without data from the model before a call fails [default: 120].
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
+}
+
+impl AcpArgs {
+    /// The command line's layer of the sessions' settings.
+    pub fn layer(&self) -> crate::session::Layer {
+        crate::session::Layer {
+            base_url: self.base_url.clone(),
+            max_iterations: self.max_iterations,
+            idle_timeout: self.idle_timeout.map(std::time::Duration::from_secs),
+            ..crate::session::Layer::default()
+        }
+    }
 }

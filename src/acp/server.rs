@@ -127,7 +127,7 @@ pub async fn serve(args: AcpArgs) -> bool {
         .values()
     {
         session.cancel();
-        session.background.kill_all();
+        session.core.background().kill_all();
     }
     match served {
         Ok(()) => true,
@@ -318,7 +318,7 @@ impl Server {
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let root = root_of(&request.cwd).map_err(invalid)?;
         let (servers, notice) = client_servers(&request.mcp_servers);
-        let session = Session::open(&root, None, servers).map_err(invalid)?;
+        let session = Session::open(&root, None, servers, self.args.layer()).map_err(invalid)?;
         if let Some(notice) = notice {
             session.tell(notice);
         }
@@ -355,8 +355,13 @@ impl Server {
         let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
             .map_err(|error| Error::new(ErrorCode::INVALID_PARAMS, error.to_string()))?;
         let (servers, notice) = client_servers(&request.mcp_servers);
-        let session =
-            Session::open(&root, Some((file, loaded.messages)), servers).map_err(invalid)?;
+        let session = Session::open(
+            &root,
+            Some((file, loaded.messages)),
+            servers,
+            self.args.layer(),
+        )
+        .map_err(invalid)?;
         if let Some(notice) = notice {
             session.tell(notice);
         }
@@ -377,12 +382,7 @@ impl Server {
             root: session.paths.root().to_path_buf(),
             calls: Arc::new(Calls::default()),
         };
-        let messages = session
-            .messages
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        replay(&sink, session.paths.root(), &messages);
+        replay(&sink, session.paths.root(), &session.core.history());
     }
 
     fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
@@ -399,7 +399,7 @@ impl Server {
                     request.mode_id.0
                 ))
             })?;
-        session.set_mode(mode);
+        session.set_mode(mode).map_err(invalid)?;
         Ok(SetSessionModeResponse::new())
     }
 
@@ -426,7 +426,6 @@ impl Server {
             session: session.clone(),
             peer,
             can: *self.can.lock().unwrap_or_else(|p| p.into_inner()),
-            args: self.args.clone(),
             message,
             cancel,
         };

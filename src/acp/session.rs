@@ -8,37 +8,26 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Inbox, Message};
+use crate::agent::Message;
 use crate::config::Config;
-use crate::permission::{DenyAll, PermissionGate, PermissionMode};
+use crate::permission::PermissionMode;
+use crate::session::{Layer, Layers, Surface};
 use crate::sessions::SessionFile;
-use crate::tools::{BackgroundTasks, ReadLedger};
+use crate::sync::lock;
 use crate::workspace::PathResolver;
 
 pub struct Session {
     pub id: String,
     pub paths: PathResolver,
-    pub settings: Config,
-    pub file: Arc<SessionFile>,
-    /// The history; a turn takes it while it runs and puts it back.
-    pub messages: Mutex<Vec<Message>>,
-    /// The settings' rules and the answers given so far, in the session's
-    /// mode; each turn asks through its own approver.
-    gate: Mutex<PermissionGate>,
+    /// The conversation: its history, file, gate, provider, sandbox, tools.
+    pub core: crate::session::Session,
     /// Rules the user answered "reject always" to: refused without asking.
     pub rejected: Arc<Mutex<HashSet<String>>>,
     /// The running turn's cancellation, while one runs.
     running: Mutex<Option<CancellationToken>>,
-    pub reads: Arc<ReadLedger>,
-    pub inbox: Inbox,
-    pub background: Arc<BackgroundTasks>,
-    pub started: std::time::SystemTime,
-    /// Said to the user at the start of the next turn (ignored settings,
-    /// MCP servers not taken or failing), then forgotten.
+    /// Said to the user at the start of the next turn (MCP servers not
+    /// taken or failing), then forgotten.
     pub notice: Arc<Mutex<Vec<String>>>,
-    /// The MCP servers of the settings and of the client, started with the
-    /// session, stopped (process groups and all) when it is dropped.
-    pub mcp: crate::mcp::McpServers,
 }
 
 /// The workspace root a client names: absolute, existing, a directory.
@@ -60,87 +49,77 @@ impl Session {
     /// A session in `root`: settings read as for `bareagent run` (the
     /// project's only as far as it is trusted), history `messages`.
     /// `client_servers`: the MCP servers the client passed, with those of
-    /// the settings.
+    /// the settings. `command_line`: `bareagent acp`'s flags.
     pub fn open(
         root: &Path,
         file: Option<(SessionFile, Vec<Message>)>,
         client_servers: Vec<(String, crate::mcp::ServerConfig)>,
+        command_line: Layer,
     ) -> Result<Session, String> {
         let paths = PathResolver::new(root)
             .map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
-        let settings = Config::load(paths.root()).map_err(|e| e.to_string())?;
-        let mode = settings.permissions.mode.unwrap_or_default();
-        let nobody = DenyAll("nobody can be asked outside a prompt".into());
-        let gate = settings
-            .gate(mode, Box::new(nobody), paths.root())
-            .map_err(|e| e.to_string())?;
-        let mut notice = Vec::new();
+        let mut settings = Config::load(paths.root()).map_err(|e| e.to_string())?;
+        let notice = Arc::new(Mutex::new(Vec::new()));
         if let Some(ignored) = settings.ignored_notice(paths.root()) {
-            notice.push(ignored);
+            lock(&notice).push(ignored);
         }
+        settings.mcp.servers.extend(client_servers);
+        let told = notice.clone();
+        let mcp = Arc::new(crate::mcp::McpServers::new(
+            &settings.mcp,
+            paths.root(),
+            Arc::new(move |said: crate::mcp::Notice| lock(&told).push(said.message)),
+        ));
+        mcp.start_in_background();
+        let layers = Layers {
+            command_line,
+            environment: Layer::from_environment().map_err(|e| e.to_string())?,
+            files: settings,
+            ..Layers::default()
+        };
+        let core = crate::session::Session::open(
+            paths.root().to_path_buf(),
+            Surface::Terminal,
+            layers,
+            mcp,
+        )
+        .map_err(|e| e.to_string())?;
         let (file, messages) = match file {
             Some((file, messages)) => (file, messages),
             None => (SessionFile::create(&paths), Vec::new()),
         };
-        let notice = Arc::new(Mutex::new(notice));
-        let mut mcp_settings = settings.mcp.clone();
-        mcp_settings.servers.extend(client_servers);
-        let told = notice.clone();
-        let mcp = crate::mcp::McpServers::new(
-            &mcp_settings,
-            paths.root(),
-            Arc::new(move |said: crate::mcp::Notice| {
-                told.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(said.message);
-            }),
-        );
-        mcp.start_in_background();
-        let inbox = Inbox::new();
+        let id = file.id().to_string();
+        core.start_conversation(Some(Arc::new(file)), messages);
         Ok(Session {
-            id: file.id().to_string(),
+            id,
             paths,
-            settings,
-            file: Arc::new(file),
-            messages: Mutex::new(messages),
-            gate: Mutex::new(gate),
+            core,
             rejected: Arc::default(),
             running: Mutex::new(None),
-            reads: Arc::default(),
-            background: Arc::new(BackgroundTasks::new(inbox.clone())),
-            inbox,
-            started: std::time::SystemTime::now(),
             notice,
-            mcp,
         })
     }
 
     /// Says `notice` at the start of the next turn.
     pub fn tell(&self, notice: String) {
-        self.notice
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(notice);
-    }
-
-    pub fn gate(&self) -> PermissionGate {
-        self.gate.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        lock(&self.notice).push(notice);
     }
 
     pub fn mode(&self) -> PermissionMode {
-        self.gate().mode()
+        self.core.mode()
     }
 
     /// The user's `session/set_mode`: prompts from now on run in `mode`
     /// (a running turn keeps the mode it started in).
-    pub fn set_mode(&self, mode: PermissionMode) {
-        let mut gate = self.gate.lock().unwrap_or_else(|p| p.into_inner());
-        *gate = gate.with_mode(mode);
+    pub fn set_mode(&self, mode: PermissionMode) -> Result<(), String> {
+        self.core
+            .reconfigure(|layers| layers.session.mode = Some(mode))
+            .map_err(|e| e.to_string())
     }
 
     /// Marks a turn as running; `None` when one already runs.
     pub fn begin_turn(&self) -> Option<CancellationToken> {
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let mut running = lock(&self.running);
         if running.is_some() {
             return None;
         }
@@ -150,17 +129,17 @@ impl Session {
     }
 
     pub fn end_turn(&self) {
-        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&self.running) = None;
     }
 
     /// `session/cancel`: stops the running turn, if any.
     pub fn cancel(&self) {
-        if let Some(cancel) = &*self.running.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(cancel) = &*lock(&self.running) {
             cancel.cancel();
         }
     }
 
     pub fn take_notices(&self) -> Vec<String> {
-        std::mem::take(&mut *self.notice.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *lock(&self.notice))
     }
 }

@@ -185,6 +185,13 @@ impl EventSink for ClientSink {
                     "\n({line})\n"
                 ))));
             }
+            // As the client shows the agent's own words, set apart.
+            AgentEvent::Notice { text } => {
+                let text = text.strip_prefix("bareagent: ").unwrap_or(&text);
+                self.send(SessionUpdate::AgentMessageChunk(text_chunk(format!(
+                    "_{text}_\n\n"
+                ))));
+            }
             AgentEvent::CompactionFailed { .. } | AgentEvent::StreamFallback { .. } => {}
         }
     }

@@ -183,6 +183,10 @@ impl EventSink for TerminalSink {
                     how.describe(before_tokens, after_tokens)
                 ));
             }
+            AgentEvent::Notice { text } => {
+                drop(state);
+                self.notice(&text);
+            }
             AgentEvent::CompactionFailed { reason } => {
                 drop(state);
                 self.notice(&format!(
@@ -315,6 +319,11 @@ impl EventSink for JsonSink {
     fn emit(&self, event: AgentEvent) {
         if let AgentEvent::Usage { spend, .. } = &event {
             *self.spend.lock().unwrap_or_else(|p| p.into_inner()) = *spend;
+        }
+        // On stderr, as notices are: stdout holds the turn's events.
+        if let AgentEvent::Notice { text } = &event {
+            self.notice(text);
+            return;
         }
         print_json_line(&json!(event));
     }

@@ -100,20 +100,7 @@ impl McpServers {
     /// come with a later turn. Past `max_tools` tools, `mcp_search` and
     /// `mcp_call` stand for them all.
     pub async fn tools(&self) -> Vec<Box<dyn AnyTool>> {
-        let mut first_starts = Vec::new();
-        for server in &self.servers {
-            match server.status() {
-                Status::NotStarted | Status::Starting => first_starts.push(server.clone()),
-                Status::Failed { .. } => {
-                    let server = server.clone();
-                    tokio::spawn(async move {
-                        let _ = server.ensure_started().await;
-                    });
-                }
-                Status::Running { .. } | Status::Stopped => {}
-            }
-        }
-        futures_util::future::join_all(first_starts.iter().map(|s| s.ensure_started())).await;
+        self.wait_started().await;
         let tools = self.mcp_tools();
         if tools.len() <= self.max_tools {
             return tools
@@ -128,6 +115,26 @@ impl McpServers {
             }),
             Box::new(McpCall { tools }),
         ]
+    }
+
+    /// Waits for servers on their first start (each up to its start
+    /// timeout); a server that failed is tried again in the background
+    /// once its backoff has passed.
+    pub async fn wait_started(&self) {
+        let mut first_starts = Vec::new();
+        for server in &self.servers {
+            match server.status() {
+                Status::NotStarted | Status::Starting => first_starts.push(server.clone()),
+                Status::Failed { .. } => {
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        let _ = server.ensure_started().await;
+                    });
+                }
+                Status::Running { .. } | Status::Stopped => {}
+            }
+        }
+        futures_util::future::join_all(first_starts.iter().map(|s| s.ensure_started())).await;
     }
 
     /// Adds [`tools`](Self::tools) to `registry`.

@@ -1,0 +1,662 @@
+//! One conversation with the agent, whatever front end holds it: the parts
+//! a turn is made of, owned for the session's whole life, and
+//! [`Session::run_turn`], the one way a turn runs — for `bareagent run` and
+//! `chat`, the language server, `bareagent acp` and the integration tests.
+//!
+//! A front end keeps only its transport: it gives each turn a [`TurnIo`]
+//! (its workspace, its way of asking the user, its sink for events, its
+//! cancellation) and maps the [`TurnEnd`] to an exit code, a chat footer or
+//! an ACP stop reason. Everything built the same way for every front end —
+//! the provider (so one HTTP client and its connections for the session),
+//! the compaction, the gate, the sandbox (one temp folder), the tools with
+//! the MCP servers', the system prompt and instructions — is built here,
+//! once, from the [`SessionSettings`].
+
+mod settings;
+mod tally;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use settings::{
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ITERATIONS, Layer, Layers, ProviderSettings, SessionSettings,
+    Surface,
+};
+pub use tally::{Counted, LineCounts, line_counts};
+
+use crate::agent::{
+    Agent, AgentParts, CompactError, CompactRequest, Compacted, Compaction, CompactionSettings,
+    Inbox, InstructionFile, LoopConfig, LoopError, Message, TurnOutcome, load_instructions,
+    paths_in, run_loop, system_prompt, system_prompt_in_editor, user_instructions_path,
+};
+use crate::events::{AgentEvent, EventSink, Spend};
+use crate::mcp::McpServers;
+use crate::permission::{Approver, DenyAll, PermissionGate, PermissionMode};
+use crate::provider::openai::session_cache_key;
+use crate::provider::retry::RetryObserver;
+use crate::provider::{Price, Provider, ProviderChoice, Usage, context_window};
+use crate::sandbox::{Sandbox, SandboxStatus};
+use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
+use crate::sync::lock;
+use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
+use crate::workspace::Workspace;
+use tally::Tally;
+
+/// Why a session could not be opened or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Provider(#[from] crate::provider::ProviderError),
+    #[error(transparent)]
+    Settings(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Rules(#[from] crate::permission::RuleError),
+    #[error("cannot set up the sandbox: {0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+}
+
+/// What one turn is given by its front end.
+pub struct TurnIo<'a> {
+    pub workspace: &'a dyn Workspace,
+    /// Asked when the gate asks; the session's rules and its "allow for
+    /// this session" answers are the session's, whoever asks.
+    pub approver: Box<dyn Approver>,
+    pub sink: &'a dyn EventSink,
+    pub cancel: CancellationToken,
+    /// Files the turn is about besides those its prompt names (those open
+    /// in an editor): the instructions near them are read.
+    pub near: Vec<PathBuf>,
+}
+
+/// How a turn ended, and what it did.
+#[derive(Debug)]
+pub struct TurnEnd {
+    pub result: Result<TurnOutcome, LoopError>,
+    /// The turn's model calls, their usage and the files they changed.
+    pub counted: Counted,
+}
+
+/// The parts that follow from the model's name.
+struct Model {
+    provider: Arc<dyn Provider>,
+    /// `None`: the provider's default could not be named (a replay).
+    name: Option<String>,
+    compaction: Compaction,
+}
+
+/// Parts given rather than built from the settings: the integration
+/// tests' scripted providers, their sandbox and compaction.
+#[derive(Clone, Default)]
+pub struct Given {
+    pub provider: Option<Arc<dyn Provider>>,
+    pub sandbox: Option<Arc<Sandbox>>,
+    pub compaction: Option<CompactionSettings>,
+}
+
+/// A front end's own handle on a session's parts it may not build itself.
+pub struct Session {
+    settings: Mutex<Arc<SessionSettings>>,
+    layers: Mutex<Layers>,
+    /// Built at the first turn (or [`Session::connect`]), then kept.
+    model: Mutex<Option<Arc<Model>>>,
+    /// The rules, the mode and every "allow for this session" answer;
+    /// each turn asks through its own approver (outside a turn, nobody).
+    gate: Mutex<PermissionGate>,
+    sandbox: Mutex<Arc<Sandbox>>,
+    mcp: Arc<McpServers>,
+    reads: Mutex<Arc<ReadLedger>>,
+    inbox: Inbox,
+    background: Arc<BackgroundTasks>,
+    history: Mutex<Vec<Message>>,
+    file: Mutex<Option<Arc<SessionFile>>>,
+    /// The usage and spend of the session's turns so far.
+    totals: Mutex<(Usage, Spend)>,
+    compact: CompactRequest,
+    /// With the root, the session's `prompt_cache_key`.
+    started: std::time::SystemTime,
+    /// The provider's retries, told to the turn that is running.
+    retries: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    retry_sender: mpsc::UnboundedSender<String>,
+    /// Said at the start of the next turn, then forgotten.
+    notices: Mutex<Vec<String>>,
+    /// The instruction files the last turn read; those refused are said once.
+    instructions: Mutex<Vec<InstructionFile>>,
+    refused: Mutex<Vec<String>>,
+    /// One turn at a time.
+    turn: tokio::sync::Mutex<()>,
+    given: Given,
+}
+
+impl Session {
+    /// A session from its layers: the provider, the gate and the sandbox
+    /// built now, once. `mcp`: its servers (the front end says where their
+    /// notices go).
+    pub fn open(
+        root: PathBuf,
+        surface: Surface,
+        layers: Layers,
+        mcp: Arc<McpServers>,
+    ) -> Result<Session, SessionError> {
+        Session::open_with(root, surface, layers, mcp, Given::default())
+    }
+
+    /// [`Session::open`], with some parts given.
+    pub fn open_with(
+        root: PathBuf,
+        surface: Surface,
+        layers: Layers,
+        mcp: Arc<McpServers>,
+        given: Given,
+    ) -> Result<Session, SessionError> {
+        let settings = SessionSettings::resolve(root, surface, layers.clone());
+        let (retry_sender, retries) = mpsc::unbounded_channel();
+        let started = std::time::SystemTime::now();
+        let compact = CompactRequest::default();
+        let builder = Builder {
+            retries: &retry_sender,
+            started,
+            compact: &compact,
+            given: &given,
+        };
+        let gate = build_gate(&settings)?;
+        let sandbox = builder.sandbox(&settings, &gate)?;
+        let mut notices = Vec::new();
+        if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {
+            notices.push(format!("bareagent: {}", sandbox.status()));
+        }
+        let inbox = Inbox::new();
+        Ok(Session {
+            settings: Mutex::new(Arc::new(settings)),
+            layers: Mutex::new(layers),
+            model: Mutex::default(),
+            gate: Mutex::new(gate),
+            sandbox: Mutex::new(sandbox),
+            mcp,
+            reads: Mutex::default(),
+            background: Arc::new(BackgroundTasks::new(inbox.clone())),
+            inbox,
+            history: Mutex::default(),
+            file: Mutex::default(),
+            totals: Mutex::default(),
+            compact,
+            started,
+            retries: tokio::sync::Mutex::new(retries),
+            retry_sender,
+            notices: Mutex::new(notices),
+            instructions: Mutex::default(),
+            refused: Mutex::default(),
+            turn: tokio::sync::Mutex::new(()),
+            given,
+        })
+    }
+
+    /// Runs one turn on `prompt`: the history grows by the prompt and
+    /// what the loop appends, whatever the end (a failed or cancelled turn
+    /// leaves a valid history), and the session file records the turn's end.
+    pub async fn run_turn(&self, prompt: Message, io: TurnIo<'_>) -> TurnEnd {
+        let _one_at_a_time = self.turn.lock().await;
+        let tally = Tally::new(io.sink);
+        for notice in std::mem::take(&mut *lock(&self.notices)) {
+            tally.emit(AgentEvent::Notice { text: notice });
+        }
+        let mut retries = self.retries.lock().await;
+        // Retries of an idle compaction are over: not this turn's.
+        while retries.try_recv().is_ok() {}
+
+        let settings = self.settings();
+        let model = match self.connect() {
+            Ok(model) => model,
+            Err(error) => {
+                return TurnEnd {
+                    result: Err(LoopError::Provider(error)),
+                    counted: tally.counted(),
+                };
+            }
+        };
+        let gate = lock(&self.gate).with_approver(io.approver);
+        let sandbox = lock(&self.sandbox).clone();
+        let reads = lock(&self.reads).clone();
+        let file = lock(&self.file).clone();
+        let transcript: &dyn Transcript = match &file {
+            Some(file) => file.as_ref(),
+            None => &NoTranscript,
+        };
+        let mut near = paths_in(&prompt.text());
+        near.extend(io.near);
+        let system = self
+            .system_prompt(&settings, io.workspace, &gate, near, &tally)
+            .await;
+        let tools = self.tools(&settings).await;
+        let config = loop_config(&settings, &model, system);
+
+        let mut messages = std::mem::take(&mut *lock(&self.history));
+        crate::sessions::append(&mut messages, prompt, transcript);
+        let result = {
+            let agent = Agent::new(AgentParts {
+                provider: model.provider.as_ref(),
+                tools: &tools,
+                gate: &gate,
+                workspace: io.workspace,
+                sandbox: &sandbox,
+                sink: &tally,
+                config: &config,
+            })
+            .with_inbox(&self.inbox)
+            .with_background(&*self.background)
+            .with_reads(reads)
+            .with_compactor(&model.compaction)
+            .with_cancel(io.cancel)
+            .with_transcript(transcript);
+            let run = run_loop(&agent, &mut messages);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    result = &mut run => break result,
+                    Some(retrying) = retries.recv() => {
+                        tally.emit(AgentEvent::Notice { text: retrying });
+                    }
+                }
+            }
+        };
+        *lock(&self.history) = messages;
+        if let Some(file) = file.clone() {
+            // The sync waits for the disk: off the runtime's thread.
+            let synced = tokio::task::spawn_blocking(move || file.record(Entry::TurnEnd)).await;
+            if let Err(error) = synced {
+                tracing::warn!(%error, "cannot sync the session file");
+            }
+        }
+        let counted = tally.counted();
+        {
+            let mut totals = lock(&self.totals);
+            totals.0 += counted.usage;
+            totals.1 = totals.1.then(&counted.spend);
+        }
+        TurnEnd { result, counted }
+    }
+
+    /// The system prompt for a turn: the surface's, with the instructions
+    /// of the root and of the places the turn is about (read again each
+    /// turn; a file refused is said once).
+    async fn system_prompt(
+        &self,
+        settings: &SessionSettings,
+        workspace: &dyn Workspace,
+        gate: &PermissionGate,
+        near: Vec<PathBuf>,
+        sink: &dyn EventSink,
+    ) -> String {
+        let paths = workspace.paths().clone();
+        let reader = gate.clone();
+        let instructions = tokio::task::spawn_blocking(move || {
+            load_instructions(&paths, &reader, user_instructions_path().as_deref(), &near)
+        })
+        .await
+        .unwrap_or_default();
+        {
+            let mut refused = lock(&self.refused);
+            for file in &instructions.files {
+                if let Some(why) = &file.refused
+                    && !refused.contains(&file.path)
+                {
+                    sink.emit(AgentEvent::Notice {
+                        text: format!("bareagent: not reading {}: {why}", file.path),
+                    });
+                    refused.push(file.path.clone());
+                }
+            }
+        }
+        *lock(&self.instructions) = instructions.files;
+        let base = match settings.surface {
+            Surface::Terminal => system_prompt(&settings.root),
+            Surface::Editor => system_prompt_in_editor(&settings.root),
+        };
+        base + &instructions.prompt
+    }
+
+    /// Ours and the MCP servers' tools as they list them now (a server's
+    /// list may change; one that failed is left out). Waits for servers
+    /// still on their first start.
+    async fn tools(&self, settings: &SessionSettings) -> ToolRegistry {
+        let mut tools = match settings.surface {
+            Surface::Terminal => ToolRegistry::standard(),
+            Surface::Editor => ToolRegistry::in_editor(),
+        };
+        self.mcp.add_to(&mut tools).await;
+        tools
+    }
+
+    /// Compacts the history now, between turns (`/compact`, an editor's
+    /// `bareagent.compact` on an idle session), with the system prompt and
+    /// the tools a turn would send. The summary call's events go to `sink`.
+    /// On an error the history is as it was.
+    pub async fn compact_now(
+        &self,
+        workspace: &dyn Workspace,
+        sink: &dyn EventSink,
+    ) -> Result<Option<Compacted>, CompactError> {
+        let _one_at_a_time = self.turn.lock().await;
+        let settings = self.settings();
+        let model = self.connect().map_err(CompactError::from)?;
+        let gate = lock(&self.gate).clone();
+        let system = self
+            .system_prompt(&settings, workspace, &gate, Vec::new(), sink)
+            .await;
+        let tools = self.tools(&settings).await;
+        let mut messages = lock(&self.history).clone();
+        let done = model
+            .compaction
+            .compact_idle(
+                model.provider.as_ref(),
+                &system,
+                tools.specs(),
+                LoopConfig::default().max_tokens,
+                sink,
+                &mut messages,
+            )
+            .await?;
+        if done.is_some() {
+            *lock(&self.history) = messages;
+        }
+        Ok(done)
+    }
+
+    /// New layers (the editor's settings changed, `/model`, `/mode`,
+    /// `session/set_mode`): each part whose settings changed is rebuilt,
+    /// the others kept — the provider and its connections above all. A
+    /// change of mode alone keeps the session's answers; a change of rules
+    /// starts from the new ones. On an error nothing changes.
+    pub fn reconfigure(&self, change: impl FnOnce(&mut Layers)) -> Result<(), SessionError> {
+        let mut layers = lock(&self.layers).clone();
+        change(&mut layers);
+        let old = self.settings();
+        let new = SessionSettings::resolve(old.root.clone(), old.surface, layers.clone());
+        let builder = Builder {
+            retries: &self.retry_sender,
+            started: self.started,
+            compact: &self.compact,
+            given: &self.given,
+        };
+        // Built now where one was, so a bad model is said now.
+        let built = lock(&self.model).is_some();
+        let model = if new.provider != old.provider || context_changed(&old, &new) {
+            Some(if built {
+                Some(Arc::new(builder.model(&new)?))
+            } else {
+                None
+            })
+        } else {
+            None
+        };
+        let gate = if new.files.permissions.rules != old.files.permissions.rules {
+            Some(build_gate(&new)?)
+        } else {
+            None
+        };
+        let sandbox = if gate.is_some() || new.files.sandbox != old.files.sandbox {
+            let basis = gate.clone().unwrap_or_else(|| lock(&self.gate).clone());
+            Some(builder.sandbox(&new, &basis)?)
+        } else {
+            None
+        };
+        if let Some(model) = model {
+            *lock(&self.model) = model;
+        }
+        match gate {
+            Some(gate) => *lock(&self.gate) = gate,
+            None if new.mode != old.mode => {
+                let mut current = lock(&self.gate);
+                *current = current.with_mode(new.mode);
+            }
+            None => {}
+        }
+        if let Some(sandbox) = sandbox {
+            *lock(&self.sandbox) = sandbox;
+        }
+        *lock(&self.layers) = layers;
+        *lock(&self.settings) = Arc::new(new);
+        Ok(())
+    }
+
+    pub fn settings(&self) -> Arc<SessionSettings> {
+        lock(&self.settings).clone()
+    }
+
+    pub fn layers(&self) -> Layers {
+        lock(&self.layers).clone()
+    }
+
+    pub fn mode(&self) -> PermissionMode {
+        lock(&self.gate).mode()
+    }
+
+    /// The provider, built once for the session: one HTTP client, so its
+    /// connections are kept from turn to turn.
+    fn connect(&self) -> Result<Arc<Model>, crate::provider::ProviderError> {
+        let mut model = lock(&self.model);
+        if let Some(model) = &*model {
+            return Ok(model.clone());
+        }
+        let builder = Builder {
+            retries: &self.retry_sender,
+            started: self.started,
+            compact: &self.compact,
+            given: &self.given,
+        };
+        let built = Arc::new(builder.model(&self.settings())?);
+        *model = Some(built.clone());
+        Ok(built)
+    }
+
+    /// Builds the provider now, to say a configuration error before the
+    /// first turn (`bareagent run`, `chat`).
+    pub fn check_provider(&self) -> Result<(), crate::provider::ProviderError> {
+        self.connect().map(|_| ())
+    }
+
+    /// The model asked, if it has a name.
+    pub fn model(&self) -> Option<String> {
+        self.connect().ok()?.name.clone()
+    }
+
+    /// The model's price, if known.
+    pub fn price(&self) -> Option<Price> {
+        let name = self.model()?;
+        self.settings().files.price(&name)
+    }
+
+    /// The model's context window, if known.
+    pub fn context_window(&self) -> Option<u64> {
+        self.model().as_deref().and_then(context_window)
+    }
+
+    pub fn sandbox_status(&self) -> SandboxStatus {
+        lock(&self.sandbox).status().clone()
+    }
+
+    /// Says `notice` at the start of the next turn.
+    pub fn tell(&self, notice: String) {
+        lock(&self.notices).push(notice);
+    }
+
+    pub fn history(&self) -> Vec<Message> {
+        lock(&self.history).clone()
+    }
+
+    /// A message for the history without a turn (prompts a cancelled turn
+    /// did not take), recorded in the session file.
+    pub fn append(&self, message: Message) {
+        let file = lock(&self.file).clone();
+        let transcript: &dyn Transcript = match &file {
+            Some(file) => file.as_ref(),
+            None => &NoTranscript,
+        };
+        crate::sessions::append(&mut lock(&self.history), message, transcript);
+    }
+
+    /// Where the conversation is kept from now on, and the history it
+    /// continues (a resumed session's, or none): the model has seen no
+    /// file yet, and what the old conversation left running in the
+    /// background is stopped (its results would reach the new one).
+    pub fn start_conversation(&self, file: Option<Arc<SessionFile>>, history: Vec<Message>) {
+        self.background.kill_all();
+        self.inbox.drain();
+        *lock(&self.reads) = Arc::default();
+        *lock(&self.history) = history;
+        *lock(&self.file) = file;
+        *lock(&self.totals) = Default::default();
+    }
+
+    /// The history as a rewind left it.
+    pub fn set_history(&self, history: Vec<Message>) {
+        *lock(&self.history) = history;
+    }
+
+    pub fn file(&self) -> Option<Arc<SessionFile>> {
+        lock(&self.file).clone()
+    }
+
+    /// The session's usage and spend so far.
+    pub fn totals(&self) -> (Usage, Spend) {
+        *lock(&self.totals)
+    }
+
+    /// Adds a compaction's usage and cost to the session's.
+    pub fn add_spend(&self, usage: Usage, spend: Spend) {
+        let mut totals = lock(&self.totals);
+        totals.0 += usage;
+        totals.1 = totals.1.then(&spend);
+    }
+
+    pub fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    pub fn background(&self) -> &Arc<BackgroundTasks> {
+        &self.background
+    }
+
+    pub fn mcp(&self) -> &Arc<McpServers> {
+        &self.mcp
+    }
+
+    /// The running turn compacts at its next step.
+    pub fn compact_at_next_step(&self) {
+        self.compact.ask();
+    }
+
+    /// The instruction files the last turn read.
+    pub fn instructions(&self) -> Vec<InstructionFile> {
+        lock(&self.instructions).clone()
+    }
+
+    /// The gate a rewind goes through: the deny rules alone (the user
+    /// asked for it, so nobody is asked).
+    pub fn undo_gate(&self) -> Result<PermissionGate, SessionError> {
+        let settings = self.settings();
+        Ok(settings.files.deny_rules_only(&settings.root)?)
+    }
+
+    /// Stops what the session runs: background commands, MCP servers.
+    pub async fn close(&self) {
+        self.background.kill_all();
+        self.mcp.stop().await;
+    }
+}
+
+/// The loop's settings for a turn.
+fn loop_config(settings: &SessionSettings, model: &Model, system: String) -> LoopConfig {
+    LoopConfig {
+        system,
+        max_iterations: settings.max_iterations,
+        stream: settings.stream,
+        price: model
+            .name
+            .as_deref()
+            .and_then(|name| settings.files.price(name)),
+        context_window: model.name.as_deref().and_then(context_window),
+        ..LoopConfig::default()
+    }
+}
+
+fn context_changed(old: &SessionSettings, new: &SessionSettings) -> bool {
+    old.context_window != new.context_window || old.compact_at != new.compact_at
+}
+
+/// Builds the parts that follow from the settings, unless given.
+struct Builder<'a> {
+    /// Where the provider tells its retries.
+    retries: &'a mpsc::UnboundedSender<String>,
+    started: std::time::SystemTime,
+    /// The user's "compact now", taken at the loop's next step.
+    compact: &'a CompactRequest,
+    given: &'a Given,
+}
+
+impl Builder<'_> {
+    /// The provider for the settings' model and the compaction fitted to
+    /// its context window.
+    fn model(&self, settings: &SessionSettings) -> Result<Model, crate::provider::ProviderError> {
+        let sender = self.retries.clone();
+        let on_retry = RetryObserver::new(move |retrying| {
+            let _ = sender.send(retrying.to_string());
+        });
+        let wanted = &settings.provider;
+        let choice = ProviderChoice {
+            kind: wanted.kind,
+            model: wanted.model.clone(),
+            base_url: wanted.base_url.clone(),
+            replay: wanted.replay.clone(),
+            record: wanted.record.clone(),
+            http: wanted.http(Some(on_retry)),
+            cache_key: Some(session_cache_key(&settings.root, self.started)),
+            send_cache_key: wanted.send_cache_key,
+        };
+        let (provider, name) = match &self.given.provider {
+            Some(provider) => (provider.clone(), wanted.model.clone()),
+            None => (
+                Arc::from(choice.build()?),
+                choice.resolved_model().ok().flatten(),
+            ),
+        };
+        let compaction = self.given.compaction.clone().unwrap_or_else(|| {
+            CompactionSettings::for_model(
+                name.as_deref().unwrap_or_default(),
+                settings.context_window,
+                settings.compact_at,
+            )
+        });
+        Ok(Model {
+            provider,
+            name,
+            compaction: Compaction::new(compaction).with_request(self.compact.clone()),
+        })
+    }
+
+    fn sandbox(
+        &self,
+        settings: &SessionSettings,
+        gate: &PermissionGate,
+    ) -> Result<Arc<Sandbox>, SessionError> {
+        if let Some(sandbox) = &self.given.sandbox {
+            return Ok(sandbox.clone());
+        }
+        Ok(Arc::new(Sandbox::for_commands(
+            &settings.files.sandbox,
+            &settings.root,
+            gate.denied_read_prefixes(),
+        )?))
+    }
+}
+
+/// The gate of the settings' rules and mode; nobody is asked until a turn
+/// gives it its approver.
+fn build_gate(settings: &SessionSettings) -> Result<PermissionGate, SessionError> {
+    let nobody = DenyAll("nobody can be asked outside a turn".into());
+    Ok(settings
+        .files
+        .gate(settings.mode, Box::new(nobody), &settings.root)?)
+}
