@@ -14,6 +14,7 @@
 use std::future::Future;
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
@@ -27,9 +28,9 @@ use super::sessions::{Which, open_which, print_list};
 use super::slash::{Input, Slash, help, parse};
 use super::terminal_agent::TerminalAgent;
 use super::{ChatArgs, PermissionModeArg};
-use crate::agent::{LoopError, Message, Role, run_loop};
+use crate::agent::{LoopError, Message, Role};
 use crate::permission::PermissionMode;
-use crate::sessions::{Entry, SessionFile, Transcript};
+use crate::sessions::SessionFile;
 use crate::workspace::Workspace;
 
 pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
@@ -38,15 +39,16 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
             "bareagent chat needs a terminal to read prompts from; for one turn without one, use `bareagent run \"…\"`"
         );
     }
-    let agent = TerminalAgent::assemble(&args.agent, false, "").await?;
+    let agent = TerminalAgent::assemble(&args.agent, false).await?;
     let opened = open_which(agent.workspace.paths(), &Which::of(&args.agent))?;
     let spend = SessionSpend::new(agent.sink.clone());
     spend.start(opened.usage, opened.cost_usd);
+    agent
+        .session
+        .start_conversation(Some(Arc::new(opened.file)), opened.messages);
     let mut chat = Chat {
         agent,
         spend,
-        session: opened.file,
-        messages: opened.messages,
         interrupts: Interrupts {
             signal: signal(SignalKind::interrupt())?,
             cancelled_at: None,
@@ -55,10 +57,11 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "bareagent chat · model {} · permission mode {} · session {} · /help for the commands, Ctrl-D to quit",
         chat.agent
+            .session
             .model()
-            .unwrap_or("from the recording (--replay)"),
-        mode_name(chat.agent.mode()),
-        chat.session.id(),
+            .unwrap_or_else(|| "from the recording (--replay)".into()),
+        mode_name(chat.agent.session.mode()),
+        chat.session_id(),
     );
     // The terminal as the shell left it, to leave it so if the chat quits
     // while the prompt has it in raw mode.
@@ -100,7 +103,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
             Err(error) => eprintln!("bareagent: {error}"),
         }
     }
-    chat.agent.background.kill_all();
+    chat.agent.session.close().await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -109,8 +112,6 @@ struct Chat {
     agent: TerminalAgent,
     /// What the session has spent; every turn's events pass it.
     spend: SessionSpend,
-    session: SessionFile,
-    messages: Vec<Message>,
     interrupts: Interrupts,
 }
 
@@ -118,30 +119,28 @@ impl Chat {
     /// Ctrl-C twice: the chat ends with 130.
     fn quit_interrupted(&self) -> ExitCode {
         self.agent.sink.failed("interrupted");
-        self.agent.background.kill_all();
+        self.agent.session.background().kill_all();
         ExitCode::from(130)
+    }
+
+    /// The session file's id: a chat always has one.
+    fn session_id(&self) -> String {
+        self.agent
+            .session
+            .file()
+            .map(|file| file.id().to_string())
+            .unwrap_or_default()
     }
 
     /// One turn for `prompt`, on the history so far.
     async fn turn(&mut self, prompt: String) {
-        self.agent.read_instructions(&prompt);
-        self.agent.refresh_tools().await;
         let cancel = CancellationToken::new();
-        let agent = self.agent.agent(cancel.clone(), &self.session, &self.spend);
-        crate::sessions::append(
-            &mut self.messages,
-            Message::user_text(prompt),
-            &self.session,
-        );
-        let sink = self.agent.sink.as_ref();
+        let sink = self.agent.sink.clone();
         sink.started();
-        let outcome = self
-            .interrupts
-            .during(run_loop(&agent, &mut self.messages), &cancel, sink)
-            .await;
-        self.session.record(Entry::TurnEnd);
+        let turn = self.agent.turn(prompt, &self.spend, cancel.clone());
+        let end = self.interrupts.during(turn, &cancel, sink.as_ref()).await;
         self.spend.end_turn();
-        match outcome {
+        match end.result {
             Ok(outcome) => sink.finished(&outcome),
             Err(LoopError::Cancelled) => {
                 sink.failed("cancelled; the history is kept: go on, or /rewind the turn")
@@ -153,7 +152,7 @@ impl Chat {
     async fn command(&mut self, command: Slash) {
         match command {
             Slash::Help => eprint!("{}", help()),
-            Slash::Cost => eprintln!("session {}: {}", self.session.id(), self.spend.line()),
+            Slash::Cost => eprintln!("session {}: {}", self.session_id(), self.spend.line()),
             Slash::Sessions => {
                 if let Err(error) = print_list(self.agent.workspace.paths()) {
                     eprintln!("bareagent: {error:#}");
@@ -168,7 +167,7 @@ impl Chat {
             },
             Slash::Mode(None) => eprintln!(
                 "permission mode {} (the modes: {})",
-                mode_name(self.agent.mode()),
+                mode_name(self.agent.session.mode()),
                 mode_names()
             ),
             Slash::Mode(Some(name)) => self.set_mode(&name),
@@ -183,10 +182,10 @@ impl Chat {
 
     /// `model NAME · $3 / $15 per million tokens in / out · context window 200k`.
     fn model_line(&self) -> String {
-        let Some(name) = self.agent.model() else {
+        let Some(name) = self.agent.session.model() else {
             return "no model: the answers come from the recording (--replay)".to_string();
         };
-        let price = match self.agent.price() {
+        let price = match self.agent.session.price() {
             Some(price) => format!(
                 "${} / ${} per million tokens in / out",
                 price.input, price.output
@@ -195,7 +194,7 @@ impl Chat {
                 "no price known (costs show as unknown; add [prices.\"{name}\"] to config.toml)"
             ),
         };
-        let window = match self.agent.context_window() {
+        let window = match self.agent.session.context_window() {
             Some(window) => format!("context window {}k", window / 1000),
             None => "context window unknown".to_string(),
         };
@@ -213,7 +212,7 @@ impl Chat {
         match self.agent.set_mode(PermissionMode::from(mode)) {
             Ok(()) => eprintln!(
                 "permission mode {} from now on",
-                mode_name(self.agent.mode())
+                mode_name(self.agent.session.mode())
             ),
             Err(error) => eprintln!("bareagent: the mode is unchanged: {error:#}"),
         }
@@ -222,14 +221,12 @@ impl Chat {
     /// `/resume [ID]`: the session named, else the latest other than this one.
     fn resume(&mut self, id: Option<String>) {
         let paths = self.agent.workspace.paths();
+        let current = self.session_id();
         let which = match id {
             Some(id) => Which::Id(id),
             None => {
-                let other = crate::sessions::list(paths).map(|list| {
-                    list.into_iter()
-                        .map(|s| s.id)
-                        .find(|id| id != self.session.id())
-                });
+                let other = crate::sessions::list(paths)
+                    .map(|list| list.into_iter().map(|s| s.id).find(|id| *id != current));
                 match other {
                     Ok(Some(id)) => Which::Id(id),
                     Ok(None) => {
@@ -247,81 +244,63 @@ impl Chat {
         };
         match open_which(paths, &which) {
             Ok(opened) => {
-                self.agent.forget();
-                self.session = opened.file;
-                self.messages = opened.messages;
+                let last = last_prompt(&opened.messages);
+                self.agent
+                    .session
+                    .start_conversation(Some(Arc::new(opened.file)), opened.messages);
                 self.spend.start(opened.usage, opened.cost_usd);
-                if let Some(prompt) = last_prompt(&self.messages) {
+                if let Some(prompt) = last {
                     eprintln!("  its last prompt: {prompt}");
                 }
             }
-            Err(error) => eprintln!(
-                "bareagent: {error:#}; still in session {}",
-                self.session.id()
-            ),
+            Err(error) => eprintln!("bareagent: {error:#}; still in session {current}"),
         }
     }
 
     /// `/clear`: a new session, an empty history.
     fn clear(&mut self) {
-        self.agent.forget();
-        let old = std::mem::replace(
-            &mut self.session,
-            SessionFile::create(self.agent.workspace.paths()),
-        );
-        let had_history = !self.messages.is_empty();
-        self.messages.clear();
+        let old = self.session_id();
+        let had_history = !self.agent.session.history().is_empty();
+        let file = SessionFile::create(self.agent.workspace.paths());
+        self.agent
+            .session
+            .start_conversation(Some(Arc::new(file)), Vec::new());
         self.spend.start(Default::default(), Some(0.0));
+        let new = self.session_id();
         if had_history {
-            eprintln!(
-                "New session {}; the previous one is saved (/resume {} to go back).",
-                self.session.id(),
-                old.id()
-            );
+            eprintln!("New session {new}; the previous one is saved (/resume {old} to go back).");
         } else {
-            eprintln!("New session {}.", self.session.id());
+            eprintln!("New session {new}.");
         }
     }
 
     /// `/compact`: now, between turns; Ctrl-C gives up on it.
     async fn compact(&mut self) {
-        if self.messages.is_empty() {
+        if self.agent.session.history().is_empty() {
             eprintln!("Nothing to compact yet.");
             return;
         }
         let Chat {
             agent,
             spend,
-            messages,
             interrupts,
-            ..
         } = self;
         let cancel = CancellationToken::new();
         let usage = CallsOutsideTurns {
             spend,
-            price: agent.price(),
+            price: agent.session.price(),
         };
         let work = async {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
-                done = agent.compact(&usage, messages) => Some(done),
+                done = agent.session.compact_now(&agent.workspace, &usage) => Some(done),
             }
         };
         let outcome = interrupts.during(work, &cancel, agent.sink.as_ref()).await;
         match outcome {
             None => eprintln!("Compaction cancelled; the history is kept as it was."),
             Some(Ok(Some(done))) => {
-                // As the language server records an idle compaction.
-                self.session.record(Entry::Usage {
-                    usage: done.usage,
-                    cost_usd: self.agent.price().map(|price| price.cost(&done.usage)),
-                });
-                self.session.record(Entry::Compaction {
-                    before_tokens: done.before_tokens,
-                    after_tokens: done.after_tokens,
-                    messages: &self.messages,
-                });
                 eprintln!(
                     "{}.",
                     capitalised(&done.how.describe(done.before_tokens, done.after_tokens))
@@ -338,13 +317,16 @@ impl Chat {
 /// `/rewind`: undoes the last turn's edits and drops the turn from the
 /// history (see `crate::rewind`). Returns what to tell the user.
 async fn rewind_last_turn(chat: &mut Chat) -> String {
-    let gate = match chat.agent.undo_gate() {
+    let gate = match chat.agent.session.undo_gate() {
         Ok(gate) => gate,
         Err(error) => return format!("bareagent: cannot rewind: {error:#}"),
     };
-    match crate::rewind::rewind(&chat.agent.workspace, &chat.session, &gate).await {
+    let Some(file) = chat.agent.session.file() else {
+        return "bareagent: cannot rewind: the chat has no session file".to_string();
+    };
+    match crate::rewind::rewind(&chat.agent.workspace, &file, &gate).await {
         Ok(rewound) => {
-            chat.messages = rewound.messages.clone();
+            chat.agent.session.set_history(rewound.messages.clone());
             format!("bareagent: {}.", rewound.describe())
         }
         Err(error) => format!("bareagent: {error}"),

@@ -153,18 +153,17 @@ pub struct AgentArgs {
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
 
-    /// Model API to use. Default: anthropic if ANTHROPIC_API_KEY or
+    /// Model API to use (over BAREAGENT_PROVIDER). Default: anthropic if ANTHROPIC_API_KEY or
     /// ANTHROPIC_AUTH_TOKEN is set, else openai if OPENAI_API_KEY or
     /// OPENAI_BASE_URL is set.
     #[arg(
         long,
-        env = crate::provider::PROVIDER_ENV,
         value_parser = EnumValueParser::<ProviderArg>::new().map(ProviderKind::from),
     )]
     pub provider: Option<ProviderKind>,
 
-    /// Model name (default: claude-sonnet-4-5 / gpt-4.1).
-    #[arg(long, env = crate::provider::MODEL_ENV)]
+    /// Model name, over BAREAGENT_MODEL (default: claude-sonnet-4-5 / gpt-4.1).
+    #[arg(long)]
     pub model: Option<String>,
 
     /// API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the
@@ -181,9 +180,9 @@ pub struct AgentArgs {
     )]
     pub permission_mode: Option<PermissionMode>,
 
-    /// Model calls per turn before giving up.
-    #[arg(long, default_value_t = 200, value_name = "N")]
-    pub max_iterations: usize,
+    /// Model calls per turn before giving up [default: 200].
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<usize>,
 
     /// Write every model request and response to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
@@ -202,13 +201,14 @@ pub struct AgentArgs {
     #[arg(long)]
     pub no_stream: bool,
 
-    /// Seconds without data from the model before a call fails.
-    #[arg(long, default_value_t = 120, value_name = "SECS")]
-    pub idle_timeout: u64,
+    /// Seconds without data from the model before a call fails [default: 120].
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
 
-    /// Attempts per model call, retries on rate limits and server errors included.
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    pub max_attempts: u32,
+    /// Attempts per model call, retries on rate limits and server errors
+    /// included [default: 4].
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
 }
 
 /// `--provider`'s values: the command line's names for [`ProviderKind`],

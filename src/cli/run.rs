@@ -10,8 +10,7 @@ use super::output::TurnSink;
 use super::terminal_agent::TerminalAgent;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{LoopError, Message, run_loop};
-use crate::sessions::{Entry, Transcript};
+use crate::agent::LoopError;
 use crate::workspace::{DiskWorkspace, Workspace};
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -21,19 +20,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return super::sessions::rewind(&workspace, &args).await;
     }
     let prompt = args.prompt.join(" ");
-    let parts = TerminalAgent::assemble(&args.agent, args.json, &prompt).await?;
-    let sink = parts.sink.clone();
+    let agent = TerminalAgent::assemble(&args.agent, args.json).await?;
+    let sink = agent.sink.clone();
     let cancel = CancellationToken::new();
     tokio::spawn(cancel_on_ctrl_c(cancel.clone(), sink.clone()));
-    let (session, mut messages) = super::sessions::open(parts.workspace.paths(), &args.agent)?;
-    let agent = parts.agent(cancel, &session, sink.as_event_sink());
-    crate::sessions::append(&mut messages, Message::user_text(prompt), &session);
+    let (file, messages) = super::sessions::open(agent.workspace.paths(), &args.agent)?;
+    agent
+        .session
+        .start_conversation(Some(Arc::new(file)), messages);
     sink.started();
-    let outcome = run_loop(&agent, &mut messages).await;
-    session.record(Entry::TurnEnd);
-    parts.background.kill_all();
-    parts.mcp.stop().await;
-    match outcome {
+    let end = agent.turn(prompt, sink.as_event_sink(), cancel).await;
+    agent.session.close().await;
+    match end.result {
         Ok(outcome) => {
             sink.finished(&outcome);
             Ok(ExitCode::SUCCESS)

@@ -358,7 +358,28 @@ impl Session {
                 &mut messages,
             )
             .await?;
-        if done.is_some() {
+        if let Some(done) = &done {
+            let cost_usd = model
+                .name
+                .as_deref()
+                .and_then(|name| settings.files.price(name))
+                .map(|price| price.cost(&done.usage));
+            if let Some(file) = self.file() {
+                file.record(Entry::Usage {
+                    usage: done.usage,
+                    cost_usd,
+                });
+                file.record(Entry::Compaction {
+                    before_tokens: done.before_tokens,
+                    after_tokens: done.after_tokens,
+                    messages: &messages,
+                });
+            }
+            let spend = Spend {
+                cost_usd,
+                ..Spend::default()
+            };
+            self.add_spend(done.usage, spend);
             *lock(&self.history) = messages;
         }
         Ok(done)
@@ -475,6 +496,11 @@ impl Session {
 
     pub fn sandbox_status(&self) -> SandboxStatus {
         lock(&self.sandbox).status().clone()
+    }
+
+    /// What the next turn would say first, said now instead.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.notices))
     }
 
     /// Says `notice` at the start of the next turn.
@@ -622,7 +648,7 @@ impl Builder<'_> {
                 choice.resolved_model().ok().flatten(),
             ),
         };
-        let compaction = self.given.compaction.clone().unwrap_or_else(|| {
+        let compaction = self.given.compaction.unwrap_or_else(|| {
             CompactionSettings::for_model(
                 name.as_deref().unwrap_or_default(),
                 settings.context_window,

@@ -164,13 +164,7 @@ impl SessionSettings {
                 kind: first!(provider),
                 model: first!(model),
                 base_url: first!(base_url),
-                replay: first!(replay).map(|path| {
-                    if path.is_relative() {
-                        root.join(path)
-                    } else {
-                        path
-                    }
-                }),
+                replay: first!(replay),
                 record: first!(record),
                 idle_timeout: first!(idle_timeout)
                     .unwrap_or(DEFAULT_IDLE_TIMEOUT)

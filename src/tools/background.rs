@@ -37,8 +37,9 @@ pub struct BackgroundTasks {
     tasks: Mutex<BTreeMap<String, Task>>,
     next_id: Mutex<u64>,
     inbox: Inbox,
-    /// Cancelled when the session ends: every command is killed.
-    session: CancellationToken,
+    /// Cancelled by [`BackgroundTasks::kill_all`] (then replaced, so later
+    /// commands run) and when the session ends: every command is killed.
+    session: Mutex<CancellationToken>,
 }
 
 impl BackgroundTasks {
@@ -47,7 +48,7 @@ impl BackgroundTasks {
             tasks: Mutex::default(),
             next_id: Mutex::new(1),
             inbox,
-            session: CancellationToken::new(),
+            session: Mutex::default(),
         }
     }
 
@@ -80,7 +81,7 @@ impl BackgroundTasks {
             *next += 1;
             format!("bash_{}", *next - 1)
         };
-        let stop = self.session.child_token();
+        let stop = crate::sync::lock(&self.session).child_token();
         let task = Task {
             command: command.to_string(),
             output: process.output.clone(),
@@ -162,9 +163,10 @@ impl BackgroundTasks {
         ))
     }
 
-    /// Kills every command still running (the session is ending).
+    /// Kills every command still running (the session is ending, or a new
+    /// conversation starts); commands started later run as usual.
     pub fn kill_all(&self) {
-        self.session.cancel();
+        std::mem::take(&mut *crate::sync::lock(&self.session)).cancel();
     }
 }
 
