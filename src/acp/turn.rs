@@ -49,7 +49,9 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         calls: calls.clone(),
     };
     // The MCP servers' news first: the turn waits for those still starting.
-    session.core.mcp().wait_started().await;
+    if let Some(mcp) = session.core.mcp() {
+        mcp.wait_started().await;
+    }
     for notice in session.take_notices() {
         session.core.tell(notice);
     }

@@ -30,36 +30,31 @@ pub async fn at_start(state: &Arc<State>) {
         &state.init().root,
         notify(Arc::downgrade(state)),
     ));
-    let mut sessions = state.lock_sessions();
-    let session = sessions
+    let core = state
+        .lock_sessions()
         .entry(super::state::MAIN_SESSION.to_string())
-        .or_default();
-    if session.mcp.is_none() {
+        .or_insert_with(|| super::session::Session::new(&state.init().root))
+        .core
+        .clone();
+    if core.mcp().is_none() {
         servers.start_in_background();
-        session.mcp = Some(servers);
+        core.set_mcp(servers);
     }
 }
 
-/// The servers of the session running turn `turn`, made (and started in
-/// the background) if it has none yet.
-pub fn for_turn(state: &Arc<State>, turn: u64, settings: &McpSettings) -> Arc<McpServers> {
-    let mut sessions = state.lock_sessions();
-    let session = sessions
-        .values_mut()
-        .find(|s| s.running.as_ref().is_some_and(|r| r.id == turn));
-    if let Some(Some(servers)) = session.as_ref().map(|s| s.mcp.clone()) {
-        return servers;
+/// Gives `core` its servers (started in the background) if it has none yet.
+pub fn for_session(state: &Arc<State>, core: &crate::session::Session, settings: &McpSettings) {
+    if core.mcp().is_some() {
+        return;
     }
     let servers = Arc::new(McpServers::new(
         settings,
         &state.init().root,
         notify(Arc::downgrade(state)),
     ));
-    servers.start_in_background();
-    if let Some(session) = session {
-        session.mcp = Some(servers.clone());
+    if Arc::ptr_eq(&core.set_mcp(servers.clone()), &servers) {
+        servers.start_in_background();
     }
-    servers
 }
 
 /// Notices to the editor. Weak: the state owns the sessions that own the

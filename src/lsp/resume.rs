@@ -50,7 +50,7 @@ pub fn at_start(state: &Arc<State>) {
             let mut sessions = state.lock_sessions();
             sessions
                 .entry(MAIN_SESSION.to_string())
-                .or_default()
+                .or_insert_with(|| Session::new(&state.init().root))
                 .chat_notice = Some(notice);
             return;
         }
@@ -82,7 +82,7 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
         let current = state
             .lock_sessions()
             .get(MAIN_SESSION)
-            .and_then(|s| s.file.as_ref().map(|f| f.id().to_string()));
+            .and_then(|s| s.core.file().map(|f| f.id().to_string()));
         return Ok(json!({"sessions": list, "current": current}));
     };
     if state
@@ -98,7 +98,7 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
     let current = state
         .lock_sessions()
         .get(MAIN_SESSION)
-        .and_then(|s| s.file.as_ref().map(|f| f.id() == id));
+        .and_then(|s| s.core.file().map(|f| f.id() == id));
     if current == Some(true) {
         return Ok(json!({"resumed": id, "message": "already the current conversation"}));
     }
@@ -126,12 +126,13 @@ fn install(state: &State, loaded: Loaded, file: SessionFile) -> Result<String, S
         loaded.messages.len(),
         loaded.header.created
     );
-    let session = Session {
-        messages: loaded.messages,
-        usage: loaded.usage,
-        file: Some(Arc::new(file)),
-        ..Session::default()
-    };
+    let session = Session::new(&state.init().root);
+    session
+        .core
+        .start_conversation(Some(Arc::new(file)), loaded.messages);
+    session
+        .core
+        .add_spend(loaded.usage, crate::events::Spend::default());
     let mut sessions = state.lock_sessions();
     // Checked again under the lock: a turn may have started while loading.
     if sessions
@@ -141,7 +142,7 @@ fn install(state: &State, loaded: Loaded, file: SessionFile) -> Result<String, S
         return Err(BUSY.into());
     }
     if let Some(old) = sessions.insert(MAIN_SESSION.to_string(), session) {
-        old.background.kill_all();
+        old.core.background().kill_all();
     }
     Ok(notice)
 }

@@ -22,7 +22,7 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
     let (id, file) = {
         let mut sessions = state.lock_sessions();
         let session = sessions.get_mut(MAIN_SESSION);
-        let Some(session) = session.filter(|s| s.file.is_some()) else {
+        let Some(session) = session.filter(|s| s.core.file().is_some()) else {
             return Err("nothing to rewind: the conversation has no turn yet".into());
         };
         if session.running.is_some() {
@@ -34,7 +34,7 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
             cancel: CancellationToken::new(),
             progress_token: format!("bareagent/rewind/{id}"),
         });
-        (id, session.file.clone())
+        (id, session.core.file())
     };
     // In a task of its own: a panic in it must not leave the session
     // marked busy for ever.
@@ -62,11 +62,11 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
         {
             session.running = None;
             if let Ok((file, rewound)) = &outcome
-                && session.file.as_ref().is_some_and(|f| Arc::ptr_eq(f, file))
+                && session.core.file().is_some_and(|f| Arc::ptr_eq(&f, file))
             {
-                session.messages = rewound.messages.clone();
+                session.core.set_history(rewound.messages.clone());
             }
-            let queued = session.inbox.take_user_messages();
+            let queued = session.core.inbox().take_user_messages();
             if !queued.is_empty() {
                 let ask = Ask {
                     session: MAIN_SESSION.to_string(),

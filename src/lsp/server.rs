@@ -412,10 +412,7 @@ impl Backend {
             .editor_settings
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = settings;
-        // Gates hold the old rules: the next turn builds a new one.
-        for session in self.state.lock_sessions().values_mut() {
-            session.policy = None;
-        }
+        // Each session's next turn brings it up to the new settings.
     }
 
     /// Asks the editor for the `bareagent` section, where it can.
@@ -674,12 +671,14 @@ pub fn status(state: &State) -> Value {
     let sessions: Vec<Value> = sessions
         .iter()
         .map(|(name, session)| {
+            let core = &session.core;
+            let (usage, spend) = core.totals();
             json!({
                 "name": name, "running": session.running.as_ref().map(|r| r.id),
-                "messages": session.messages.len(), "usage": session.usage,
-                "spend": session.spend, "instructions": session.instructions,
-                "sessionId": session.file.as_ref().map(|f| f.id()),
-                "mcp": session.mcp.as_ref().map(|m| m.report()),
+                "messages": core.history().len(), "usage": usage,
+                "spend": spend, "instructions": core.instructions(),
+                "sessionId": core.file().map(|f| f.id().to_string()),
+                "mcp": core.mcp().map(|m| m.report()),
             })
         })
         .collect();

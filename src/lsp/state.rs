@@ -145,6 +145,24 @@ impl EditorSettings {
         settings
     }
 
+    /// The settings this layer chooses (its rules and servers are added
+    /// to the files' by [`EditorSettings::over`]). A relative replay is
+    /// the workspace's.
+    pub fn layer(&self, root: &Path) -> crate::session::Layer {
+        crate::session::Layer {
+            provider: self.provider,
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            replay: self.replay.as_ref().map(|path| root.join(path)),
+            mode: self.permission_mode,
+            max_iterations: self.max_iterations,
+            idle_timeout: self.idle_timeout_secs.map(std::time::Duration::from_secs),
+            context_window: self.context_window,
+            compact_at: self.compact_at,
+            ..crate::session::Layer::default()
+        }
+    }
+
     /// The editor's settings over the files' settings.
     pub fn over(&self, files: &Config) -> Config {
         let mut merged = files.clone();
@@ -322,6 +340,25 @@ impl State {
             .map_err(|error| format!("cannot read the settings: {error}"))?
     }
 
+    /// Every layer of a session's settings as they are now: what
+    /// `bareagent.setModel` chose, the editor's, the environment's and the
+    /// files' (with the editor's rules and servers added).
+    pub async fn layers(self: &std::sync::Arc<Self>) -> Result<crate::session::Layers, String> {
+        let files = self.load_settings().await?;
+        let chosen = self.model_override.get();
+        Ok(crate::session::Layers {
+            session: crate::session::Layer {
+                provider: chosen.kind,
+                model: chosen.model,
+                ..crate::session::Layer::default()
+            },
+            command_line: crate::session::Layer::default(),
+            editor: self.editor_settings().layer(&self.init().root),
+            environment: crate::session::Layer::from_environment().map_err(|e| e.to_string())?,
+            files,
+        })
+    }
+
     pub fn editor_settings(&self) -> EditorSettings {
         self.editor_settings
             .lock()
@@ -336,8 +373,8 @@ impl State {
             if let Some(running) = &session.running {
                 running.cancel.cancel();
             }
-            session.background.kill_all();
-            if let Some(mcp) = &session.mcp {
+            session.core.background().kill_all();
+            if let Some(mcp) = session.core.mcp() {
                 mcp.stop_now();
             }
         }

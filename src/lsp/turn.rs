@@ -3,8 +3,7 @@
 //! goes: `bareagent/event` notifications, the chat file, `$/progress`, and a
 //! one-line `window/showMessage` at the end.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,19 +15,13 @@ use tower_lsp_server::{Cancellable, OngoingProgress, Unbounded};
 use super::approvals::EditorApprover;
 use super::chat::{self, ChatWriter};
 use super::editor::EditorWorkspace;
-use super::session::{Running, SessionPolicy};
+use super::session::Running;
 use super::state::{MAIN_SESSION, State};
-use crate::agent::{
-    Agent, AgentParts, CompactRequest, Compaction, CompactionSettings, LoopConfig, LoopError,
-    Message, TurnOutcome, load_instructions, paths_in, run_loop, system_prompt_in_editor,
-    user_instructions_path,
-};
+use crate::agent::{LoopError, Message, TurnOutcome};
 use crate::events::{AgentEvent, EventSink, Spend, usage_line};
-use crate::provider::openai::session_cache_key;
-use crate::provider::{HttpSettings, ProviderChoice, Usage, context_window};
-use crate::sandbox::Sandbox;
-use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
-use crate::tools::{ReadLedger, ToolRegistry};
+use crate::provider::Usage;
+use crate::session::{Counted, TurnIo};
+use crate::sessions::SessionFile;
 
 pub struct Ask {
     pub session: String,
@@ -51,9 +44,11 @@ pub(super) fn start_locked(
     sessions: &mut std::collections::HashMap<String, super::session::Session>,
     ask: Ask,
 ) -> Value {
-    let session = sessions.entry(ask.session.clone()).or_default();
+    let session = sessions
+        .entry(ask.session.clone())
+        .or_insert_with(|| super::session::Session::new(&state.init().root));
     if let Some(running) = &session.running {
-        session.inbox.push_user(ask.prompt);
+        session.core.inbox().push_user(ask.prompt);
         return json!({
             "turn": running.id, "queued": true,
             "message": "queued: the running turn reads it at its next step",
@@ -67,31 +62,20 @@ pub(super) fn start_locked(
         cancel: cancel.clone(),
         progress_token: progress_token.clone(),
     });
-    if ask.session == MAIN_SESSION && session.file.is_none() {
-        session.file = Some(Arc::new(SessionFile::create(&state.init().paths)));
+    if ask.session == MAIN_SESSION && session.core.file().is_none() {
+        let file = SessionFile::create(&state.init().paths);
+        session.core.set_file(Arc::new(file));
     }
-    let mut messages = std::mem::take(&mut session.messages);
-    crate::sessions::append(
-        &mut messages,
-        Message::user_text(ask.prompt.clone()),
-        transcript_of(&session.file),
-    );
     let turn = Turn {
         state: state.clone(),
         id,
         session: ask.session.clone(),
         cancel,
         progress_token,
-        policy: session.policy.clone(),
-        background: session.background.clone(),
-        inbox: session.inbox.clone(),
-        reads: session.reads.clone(),
-        file: session.file.clone(),
-        compact: session.compact.clone(),
-        started: session.started,
-        before: (session.usage, session.spend),
+        core: session.core.clone(),
+        before: session.core.totals(),
     };
-    tokio::spawn(turn.run(messages, ask));
+    tokio::spawn(turn.run(ask));
     json!({"turn": id, "queued": false})
 }
 
@@ -129,30 +113,14 @@ struct Turn {
     session: String,
     cancel: CancellationToken,
     progress_token: String,
-    policy: Option<SessionPolicy>,
-    background: Arc<crate::tools::BackgroundTasks>,
-    inbox: crate::agent::Inbox,
-    reads: Arc<ReadLedger>,
-    compact: CompactRequest,
-    /// When the session started (its `prompt_cache_key`).
-    started: std::time::SystemTime,
+    core: Arc<crate::session::Session>,
     /// The session's usage and spend before this turn.
     before: (Usage, Spend),
-    file: Option<Arc<SessionFile>>,
-}
-
-/// The session's file as a transcript, or none.
-fn transcript_of(file: &Option<Arc<SessionFile>>) -> &dyn Transcript {
-    match file {
-        Some(file) => file.as_ref(),
-        None => &NoTranscript,
-    }
 }
 
 impl Turn {
-    async fn run(self, messages: Vec<Message>, ask: Ask) {
+    async fn run(self, ask: Ask) {
         let state = self.state.clone();
-        let snapshot = messages.clone();
         let in_chat = self.session == MAIN_SESSION;
         let mut chat = in_chat.then(|| ChatWriter::start(state.clone()));
         if let Some(chat) = &chat {
@@ -173,11 +141,7 @@ impl Turn {
         let progress = self.begin_progress(&ask.prompt).await;
 
         let (sender, receiver) = mpsc::unbounded_channel();
-        let sink = LspSink {
-            sender,
-            totals: Arc::default(),
-        };
-        let totals = sink.totals.clone();
+        let sink = LspSink { sender };
         let forwarder = tokio::spawn(forward_events(
             Forwarding {
                 state: state.clone(),
@@ -185,7 +149,6 @@ impl Turn {
                 session: self.session.clone(),
                 chat: chat.as_ref().map(ChatWriter::handle),
                 progress: progress.clone(),
-                totals: totals.clone(),
                 before: self.before,
             },
             receiver,
@@ -196,23 +159,13 @@ impl Turn {
         let parts = TurnParts {
             state: state.clone(),
             id: self.id,
-            policy: self.policy.clone(),
-            background: self.background.clone(),
-            inbox: self.inbox.clone(),
-            reads: self.reads.clone(),
+            core: self.core.clone(),
             cancel: self.cancel.clone(),
-            file: self.file.clone(),
-            compact: self.compact.clone(),
-            near: near_paths(&state, &ask.prompt),
-            cache_key: session_cache_key(&state.init().root, self.started),
+            prompt: ask.prompt.clone(),
         };
-        let worker = tokio::spawn(async move {
-            let mut messages = messages;
-            let outcome = run_agent(parts, sink, &mut messages).await;
-            (outcome, messages)
-        });
-        let (outcome, messages) = match worker.await {
-            Ok((outcome, messages)) => (outcome, messages),
+        let worker = tokio::spawn(run_agent(parts, sink));
+        let (outcome, totals) = match worker.await {
+            Ok(ended) => ended,
             Err(error) => {
                 let why = if error.is_panic() {
                     "the turn crashed (a bug in bareagent)"
@@ -220,19 +173,10 @@ impl Turn {
                     "the turn was stopped"
                 };
                 tracing::error!(%error, "turn task failed");
-                (Err(why.to_string()), snapshot)
+                (Err(why.to_string()), Counted::default())
             }
         };
         let layout = forwarder.await.unwrap_or_default();
-        if let Some(file) = self.file.clone() {
-            // The sync waits for the disk: off the runtime's thread.
-            let synced = tokio::task::spawn_blocking(move || file.record(Entry::TurnEnd)).await;
-            if let Err(error) = synced {
-                tracing::warn!(%error, "cannot sync the session file");
-            }
-        }
-
-        let totals = totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let summary = match &outcome {
             Ok(outcome) => format!(
                 "bareagent: done ({}, {} tokens out)",
@@ -253,17 +197,14 @@ impl Turn {
             let mut sessions = state.lock_sessions();
             match sessions.get_mut(&self.session) {
                 Some(session) if session.running.as_ref().is_some_and(|r| r.id == self.id) => {
-                    session.messages = messages;
                     session.running = None;
-                    session.usage += totals.usage;
-                    session.spend = session.spend.then(&totals.spend);
                     // Prompts the loop did not take (they came after its
                     // last look, or the turn failed): the next turn starts
                     // with them now, not after the user's next prompt. Under
                     // this lock no ask can queue behind it. A cancelled turn
                     // starts nothing: they join the history, in order, for
                     // the next ask.
-                    let queued = session.inbox.take_user_messages();
+                    let queued = session.core.inbox().take_user_messages();
                     if self.cancel.is_cancelled() {
                         let blocks = queued
                             .iter()
@@ -275,8 +216,7 @@ impl Turn {
                             role: crate::agent::Role::User,
                             content: blocks,
                         };
-                        let transcript = transcript_of(&session.file);
-                        crate::sessions::append(&mut session.messages, queued, transcript);
+                        session.core.append(queued);
                     } else if !queued.is_empty() {
                         let ask = Ask {
                             session: self.session.clone(),
@@ -348,238 +288,98 @@ type TurnProgress = OngoingProgress<Unbounded, Cancellable>;
 struct TurnParts {
     state: Arc<State>,
     id: u64,
-    policy: Option<SessionPolicy>,
-    background: Arc<crate::tools::BackgroundTasks>,
-    inbox: crate::agent::Inbox,
-    reads: Arc<ReadLedger>,
+    core: Arc<crate::session::Session>,
     cancel: CancellationToken,
-    file: Option<Arc<SessionFile>>,
-    /// The user's `bareagent.compact`, taken at the loop's next step.
-    compact: CompactRequest,
-    /// Files the turn is about: its instructions are read near them.
-    near: Vec<std::path::PathBuf>,
-    cache_key: String,
+    prompt: String,
 }
 
-/// The files a turn is about: those its prompt names and those open in
-/// the editor (the chat file aside).
-fn near_paths(state: &State, prompt: &str) -> Vec<std::path::PathBuf> {
+/// The files a turn is about besides those its prompt names: those open
+/// in the editor (the chat file aside).
+fn open_files(state: &State) -> Vec<std::path::PathBuf> {
     let chat = state.chat_path();
-    let mut near = paths_in(prompt);
-    near.extend(
-        state
-            .lock_documents()
-            .iter()
-            .map(|(path, _)| path.clone())
-            .filter(|path| *path != chat),
-    );
-    near
+    state
+        .lock_documents()
+        .iter()
+        .map(|(path, _)| path.clone())
+        .filter(|path| *path != chat)
+        .collect()
 }
 
-/// Builds the agent for this turn and runs the loop.
-async fn run_agent(
-    parts: TurnParts,
-    sink: LspSink,
-    messages: &mut Vec<Message>,
-) -> Result<TurnOutcome, String> {
+/// Brings the session up to the settings, then runs the turn.
+async fn run_agent(parts: TurnParts, sink: LspSink) -> (Result<TurnOutcome, String>, Counted) {
     let TurnParts {
         state,
         id,
-        policy,
-        background,
-        inbox,
-        reads,
+        core,
         cancel,
-        file,
-        compact,
-        near,
-        cache_key,
+        prompt,
     } = parts;
-    state.wait_configured().await;
-    let settings = state.load_settings().await?;
-    let editor = state.editor_settings();
-    let root = state.init().root.clone();
-    if let Some(notice) = settings.ignored_notice(&root)
-        && !state
-            .trust_notice_shown
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-    {
-        state
-            .show(tower_lsp_server::ls_types::MessageType::WARNING, notice)
-            .await;
-    }
-    let TurnModel {
-        provider,
-        compaction,
-        model,
-    } = model_for(&state, &settings, Some(cache_key))?;
-    let compaction = compaction.with_request(compact);
+    let workspace = match prepare(&state, &core).await {
+        Ok(workspace) => workspace,
+        Err(error) => return (Err(error), Counted::default()),
+    };
     let approver = EditorApprover {
         state: state.clone(),
         turn: id,
     };
-    let (gate, sandbox_settings) = match policy {
-        Some(policy) => (
-            policy.gate.with_approver(Box::new(approver)),
-            policy.sandbox,
-        ),
-        None => {
-            let gate = settings
-                .gate(
-                    settings.permissions.mode.unwrap_or_default(),
-                    Box::new(approver),
-                    &root,
-                )
-                .map_err(|e| e.to_string())?;
-            // Kept in the session, so "allow for session" outlives this turn.
-            if let Some(session) = state
-                .lock_sessions()
-                .values_mut()
-                .find(|s| s.running.as_ref().is_some_and(|r| r.id == id))
-            {
-                session.policy = Some(SessionPolicy {
-                    gate: gate.clone(),
-                    sandbox: settings.sandbox.clone(),
-                });
-            }
-            (gate, settings.sandbox.clone())
-        }
-    };
-    let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
-        .map_err(|e| format!("cannot open the workspace: {e}"))?;
-    // The editor's diagnostics exist only here.
-    state
-        .diagnostics
-        .set_settle(editor.diagnostics_settle_ms.map_or(
-            crate::diagnostics::DEFAULT_SETTLE,
-            std::time::Duration::from_millis,
-        ));
-    let mut tools = ToolRegistry::in_editor();
-    super::mcp::for_turn(&state, id, &settings.mcp)
-        .add_to(&mut tools)
-        .await;
-    let paths = state.init().paths.clone();
-    let reader = gate.clone();
-    let instructions = tokio::task::spawn_blocking(move || {
-        load_instructions(&paths, &reader, user_instructions_path().as_deref(), &near)
-    })
-    .await
-    .unwrap_or_default();
-    if let Some(session) = state
-        .lock_sessions()
-        .values_mut()
-        .find(|s| s.running.as_ref().is_some_and(|r| r.id == id))
-    {
-        session.instructions = instructions.files.clone();
-    }
-    let config = LoopConfig {
-        system: system_prompt_in_editor(&root) + &instructions.prompt,
-        max_iterations: editor.max_iterations.unwrap_or(200),
-        price: model.as_deref().and_then(|m| settings.price(m)),
-        context_window: model.as_deref().and_then(context_window),
-        ..LoopConfig::default()
-    };
-    let sandbox = Sandbox::for_commands(&sandbox_settings, &root, gate.denied_read_prefixes())
-        .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
-    let agent = Agent::new(AgentParts {
-        provider: provider.as_ref(),
-        tools: &tools,
-        gate: &gate,
+    let io = TurnIo {
         workspace: &workspace,
-        sandbox: &sandbox,
+        approver: Box::new(approver),
         sink: &sink,
-        config: &config,
-    })
-    .with_inbox(&inbox)
-    .with_background(&*background)
-    .with_reads(reads)
-    .with_compactor(&compaction)
-    .with_cancel(cancel)
-    .with_transcript(transcript_of(&file));
-    match run_loop(&agent, messages).await {
-        Ok(outcome) => Ok(outcome),
-        Err(LoopError::Cancelled) => Err("cancelled".into()),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
-/// The provider the editor's settings choose, and the compaction fitted to
-/// its model's context window (and the `[context]` settings).
-/// `cache_key`: the session's `prompt_cache_key`.
-pub(super) fn model_for(
-    state: &State,
-    settings: &crate::config::Config,
-    cache_key: Option<String>,
-) -> Result<TurnModel, String> {
-    let editor = state.editor_settings();
-    let root = &state.init().root;
-    let selected = super::model::select(state)?;
-    let choice = ProviderChoice {
-        kind: selected.kind,
-        model: selected.model,
-        base_url: editor.base_url.clone(),
-        replay: editor
-            .replay
-            .clone()
-            .map(|p| if p.is_relative() { root.join(p) } else { p }),
-        record: None,
-        http: HttpSettings {
-            idle_timeout: editor
-                .idle_timeout_secs
-                .map_or(HttpSettings::default().idle_timeout, Duration::from_secs),
-            ..HttpSettings::default()
-        },
-        cache_key,
-        send_cache_key: settings.prompt_cache_key,
+        cancel,
+        near: open_files(&state),
     };
-    let provider = choice.build().map_err(|e| e.to_string())?;
-    let model = choice.resolved_model().map_err(|e| e.to_string())?;
-    let compaction = Compaction::new(CompactionSettings::for_model(
-        model.as_deref().unwrap_or_default(),
-        settings.context.window,
-        settings.context.compact_at,
+    let end = core.run_turn(Message::user_text(prompt), io).await;
+    let outcome = match end.result {
+        Ok(outcome) => Ok(outcome),
+        Err(LoopError::Cancelled) => Err(CANCELLED.into()),
+        Err(error) => Err(error.to_string()),
+    };
+    (outcome, end.counted)
+}
+
+/// What the chat's footer and `turn_failed` say of a cancelled turn.
+pub const CANCELLED: &str = "cancelled";
+
+/// The session brought up to the editor's and the files' settings (each
+/// part rebuilt only if its settings changed: the provider and its
+/// connections are kept), its MCP servers made, and the workspace for a
+/// turn.
+pub(super) async fn prepare(
+    state: &Arc<State>,
+    core: &crate::session::Session,
+) -> Result<EditorWorkspace, String> {
+    state.wait_configured().await;
+    let layers = state.layers().await?;
+    let root = state.init().root.clone();
+    if let Some(notice) = layers.files.ignored_notice(&root)
+        && !state
+            .trust_notice_shown
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        state.show(MessageType::WARNING, notice).await;
+    }
+    let save = layers.files.edits.save.unwrap_or_default();
+    let mcp = layers.files.mcp.clone();
+    core.reconfigure(|current| *current = layers)
+        .map_err(|e| e.to_string())?;
+    super::mcp::for_session(state, core, &mcp);
+    // The editor's diagnostics exist only here.
+    let settle = state.editor_settings().diagnostics_settle_ms;
+    state.diagnostics.set_settle(settle.map_or(
+        crate::diagnostics::DEFAULT_SETTLE,
+        std::time::Duration::from_millis,
     ));
-    Ok(TurnModel {
-        provider,
-        compaction,
-        model,
-    })
-}
-
-/// The model a turn calls.
-pub(super) struct TurnModel {
-    pub provider: Box<dyn crate::provider::Provider>,
-    /// Fitted to the model's context window.
-    pub compaction: Compaction,
-    /// Its name, where the provider names one (not a replay).
-    pub model: Option<String>,
-}
-
-/// What the chat footer reports.
-#[derive(Clone, Debug, Default)]
-struct Totals {
-    usage: Usage,
-    /// The turn's, as its last usage event said.
-    spend: Spend,
-    calls: u32,
-    /// Edited files with +/- line counts.
-    edits: BTreeMap<String, (usize, usize)>,
+    EditorWorkspace::new(state.clone(), save).map_err(|e| format!("cannot open the workspace: {e}"))
 }
 
 /// The loop's events, handed to a task that sends them out in order.
 struct LspSink {
     sender: mpsc::UnboundedSender<AgentEvent>,
-    totals: Arc<Mutex<Totals>>,
 }
 
 impl EventSink for LspSink {
     fn emit(&self, event: AgentEvent) {
-        if let AgentEvent::Usage { call, spend, .. } = &event {
-            let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
-            totals.usage += *call;
-            totals.spend = *spend;
-            totals.calls += 1;
-        }
         let _ = self.sender.send(event);
     }
 }
@@ -592,18 +392,15 @@ struct Forwarding {
     chat: Option<chat::ChatHandle>,
     /// The turn's `$/progress`, if the editor shows progress.
     progress: Option<Arc<TurnProgress>>,
-    totals: Arc<Mutex<Totals>>,
     /// The session's usage and spend before the turn.
     before: (Usage, Spend),
 }
 
-/// Sends each event as `bareagent/event`, feeds the chat, reports progress,
-/// and counts edits for the chat's footer.
+/// Sends each event as `bareagent/event`, feeds the chat, reports progress.
 async fn forward_events(
     to: Forwarding,
     mut events: mpsc::UnboundedReceiver<AgentEvent>,
 ) -> chat::Layout {
-    let mut calls: BTreeMap<String, (String, Value)> = BTreeMap::new();
     let mut layout = chat::Layout::default();
     while let Some(event) = events.recv().await {
         let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
@@ -627,7 +424,7 @@ async fn forward_events(
                     chat.write(layout.text(&text));
                 }
             }
-            AgentEvent::ToolCall { id, name, input } => {
+            AgentEvent::ToolCall { name, input, .. } => {
                 let line = format!("`{name}` {}", crate::tool_line::brief(&input));
                 if let Some(chat) = &to.chat {
                     chat.write(layout.list_item(&format!("- {line}")));
@@ -635,32 +432,25 @@ async fn forward_events(
                 if let Some(progress) = &to.progress {
                     progress.report_with_message(line, Some(true)).await;
                 }
-                calls.insert(id, (name, input));
             }
             AgentEvent::ToolResult {
-                id,
-                content,
-                is_error,
-                ..
+                content, is_error, ..
             } => {
-                if is_error {
-                    if let Some(chat) = &to.chat {
-                        let first: String = content
-                            .lines()
-                            .next()
-                            .unwrap_or_default()
-                            .chars()
-                            .take(160)
-                            .collect();
-                        chat.write(layout.list_item(&format!("  - ✗ {first}")));
-                    }
-                } else if let Some((name, input)) = calls.get(&id)
-                    && let Some((path, added, removed)) = edit_counts(name, input)
-                {
-                    let mut totals = to.totals.lock().unwrap_or_else(|p| p.into_inner());
-                    let entry = totals.edits.entry(path).or_default();
-                    entry.0 += added;
-                    entry.1 += removed;
+                if is_error && let Some(chat) = &to.chat {
+                    let first: String = content
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .chars()
+                        .take(160)
+                        .collect();
+                    chat.write(layout.list_item(&format!("  - ✗ {first}")));
+                }
+            }
+            AgentEvent::Notice { text } => {
+                if let Some(chat) = &to.chat {
+                    let text = text.strip_prefix("bareagent: ").unwrap_or(&text);
+                    chat.write(layout.list_item(&format!("- _{text}_")));
                 }
             }
             AgentEvent::UserMessage { text } => {
@@ -690,40 +480,18 @@ async fn forward_events(
     layout
 }
 
-/// Lines added and removed by a successful edit call, by its input.
-fn edit_counts(tool: &str, input: &Value) -> Option<(String, usize, usize)> {
-    let path = input.get("path")?.as_str()?.to_string();
-    let lines = |key: &str, value: &Value| {
-        value
-            .get(key)
-            .and_then(Value::as_str)
-            .map_or(0, |s| s.lines().count())
-    };
-    match tool {
-        "edit_file" => Some((path, lines("new_string", input), lines("old_string", input))),
-        "write_file" => Some((path, lines("content", input), 0)),
-        "multi_edit" => {
-            let edits = input.get("edits")?.as_array()?;
-            let added = edits.iter().map(|e| lines("new_string", e)).sum();
-            let removed = edits.iter().map(|e| lines("old_string", e)).sum();
-            Some((path, added, removed))
-        }
-        _ => None,
-    }
-}
-
 fn footer(
     mut layout: chat::Layout,
-    totals: &Totals,
+    totals: &Counted,
     before: (Usage, Spend),
     outcome: &Result<TurnOutcome, String>,
 ) -> String {
     let mut text = String::new();
-    if !totals.edits.is_empty() {
+    if !totals.changed.is_empty() {
         let files: Vec<String> = totals
-            .edits
+            .changed
             .iter()
-            .map(|(path, (added, removed))| format!("`{path}` (+{added} −{removed})"))
+            .map(|(path, lines)| format!("`{path}` (+{} −{})", lines.added, lines.removed))
             .collect();
         text.push_str(&layout.section(&format!("**Edited:** {}", files.join(", "))));
     }

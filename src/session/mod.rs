@@ -96,17 +96,25 @@ pub struct Given {
     pub compaction: Option<CompactionSettings>,
 }
 
-/// A front end's own handle on a session's parts it may not build itself.
+/// What the session may do: the gate (its rules, its mode and every
+/// "allow for this session" answer; each turn asks through its own
+/// approver, outside a turn nobody) and the sandbox (one temp folder).
+#[derive(Clone)]
+struct Policy {
+    gate: PermissionGate,
+    sandbox: Arc<Sandbox>,
+}
+
+/// One conversation's parts, owned for its whole life.
 pub struct Session {
     settings: Mutex<Arc<SessionSettings>>,
     layers: Mutex<Layers>,
     /// Built at the first turn (or [`Session::connect`]), then kept.
     model: Mutex<Option<Arc<Model>>>,
-    /// The rules, the mode and every "allow for this session" answer;
-    /// each turn asks through its own approver (outside a turn, nobody).
-    gate: Mutex<PermissionGate>,
-    sandbox: Mutex<Arc<Sandbox>>,
-    mcp: Arc<McpServers>,
+    /// Built when first needed (at once by [`Session::open`]), then kept.
+    policy: Mutex<Option<Policy>>,
+    /// The session's MCP servers, once it has any.
+    mcp: Mutex<Option<Arc<McpServers>>>,
     reads: Mutex<Arc<ReadLedger>>,
     inbox: Inbox,
     background: Arc<BackgroundTasks>,
@@ -131,16 +139,17 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session from its layers: the provider, the gate and the sandbox
-    /// built now, once. `mcp`: its servers (the front end says where their
-    /// notices go).
+    /// A session from its layers: the gate and the sandbox built now, so
+    /// a bad setting is said now (the provider at its first turn, or
+    /// [`Session::check_provider`]). `mcp`: its servers (the front end
+    /// says where their notices go).
     pub fn open(
         root: PathBuf,
         surface: Surface,
         layers: Layers,
         mcp: Arc<McpServers>,
     ) -> Result<Session, SessionError> {
-        Session::open_with(root, surface, layers, mcp, Given::default())
+        Session::open_with(root, surface, layers, Some(mcp), Given::default())
     }
 
     /// [`Session::open`], with some parts given.
@@ -148,49 +157,71 @@ impl Session {
         root: PathBuf,
         surface: Surface,
         layers: Layers,
-        mcp: Arc<McpServers>,
+        mcp: Option<Arc<McpServers>>,
         given: Given,
     ) -> Result<Session, SessionError> {
+        let session = Session::unprepared(root, surface, layers, given);
+        *lock(&session.mcp) = mcp;
+        session.prepare()?;
+        Ok(session)
+    }
+
+    /// A session whose parts are built when first needed: by its first
+    /// [`Session::reconfigure`] or turn (the language server's sessions,
+    /// made before their settings are read).
+    pub fn unprepared(root: PathBuf, surface: Surface, layers: Layers, given: Given) -> Session {
         let settings = SessionSettings::resolve(root, surface, layers.clone());
         let (retry_sender, retries) = mpsc::unbounded_channel();
-        let started = std::time::SystemTime::now();
-        let compact = CompactRequest::default();
-        let builder = Builder {
-            retries: &retry_sender,
-            started,
-            compact: &compact,
-            given: &given,
-        };
-        let gate = build_gate(&settings)?;
-        let sandbox = builder.sandbox(&settings, &gate)?;
-        let mut notices = Vec::new();
-        if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {
-            notices.push(format!("bareagent: {}", sandbox.status()));
-        }
         let inbox = Inbox::new();
-        Ok(Session {
+        Session {
             settings: Mutex::new(Arc::new(settings)),
             layers: Mutex::new(layers),
             model: Mutex::default(),
-            gate: Mutex::new(gate),
-            sandbox: Mutex::new(sandbox),
-            mcp,
+            policy: Mutex::default(),
+            mcp: Mutex::default(),
             reads: Mutex::default(),
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
             history: Mutex::default(),
             file: Mutex::default(),
             totals: Mutex::default(),
-            compact,
-            started,
+            compact: CompactRequest::default(),
+            started: std::time::SystemTime::now(),
             retries: tokio::sync::Mutex::new(retries),
             retry_sender,
-            notices: Mutex::new(notices),
+            notices: Mutex::default(),
             instructions: Mutex::default(),
             refused: Mutex::default(),
             turn: tokio::sync::Mutex::new(()),
             given,
-        })
+        }
+    }
+
+    /// The gate and the sandbox, built from the settings if not yet; a
+    /// sandbox that is not enforced is said at the next turn.
+    fn prepare(&self) -> Result<Policy, SessionError> {
+        let mut policy = lock(&self.policy);
+        if let Some(policy) = &*policy {
+            return Ok(policy.clone());
+        }
+        let settings = self.settings();
+        let gate = build_gate(&settings)?;
+        let sandbox = self.builder().sandbox(&settings, &gate)?;
+        if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {
+            self.tell(format!("bareagent: {}", sandbox.status()));
+        }
+        let built = Policy { gate, sandbox };
+        *policy = Some(built.clone());
+        Ok(built)
+    }
+
+    fn builder(&self) -> Builder<'_> {
+        Builder {
+            retries: &self.retry_sender,
+            started: self.started,
+            compact: &self.compact,
+            given: &self.given,
+        }
     }
 
     /// Runs one turn on `prompt`: the history grows by the prompt and
@@ -216,8 +247,17 @@ impl Session {
                 };
             }
         };
-        let gate = lock(&self.gate).with_approver(io.approver);
-        let sandbox = lock(&self.sandbox).clone();
+        let Policy { gate, sandbox } = match self.prepare() {
+            Ok(policy) => policy,
+            Err(error) => {
+                let error = crate::provider::ProviderError::Config(error.to_string());
+                return TurnEnd {
+                    result: Err(LoopError::Provider(error)),
+                    counted: tally.counted(),
+                };
+            }
+        };
+        let gate = gate.with_approver(io.approver);
         let reads = lock(&self.reads).clone();
         let file = lock(&self.file).clone();
         let transcript: &dyn Transcript = match &file {
@@ -232,8 +272,9 @@ impl Session {
         let tools = self.tools(&settings).await;
         let config = loop_config(&settings, &model, system);
 
-        let mut messages = std::mem::take(&mut *lock(&self.history));
-        crate::sessions::append(&mut messages, prompt, transcript);
+        let mut lease = HistoryLease::take(self);
+        let messages = &mut lease.messages;
+        crate::sessions::append(messages, prompt, transcript);
         let result = {
             let agent = Agent::new(AgentParts {
                 provider: model.provider.as_ref(),
@@ -250,7 +291,7 @@ impl Session {
             .with_compactor(&model.compaction)
             .with_cancel(io.cancel)
             .with_transcript(transcript);
-            let run = run_loop(&agent, &mut messages);
+            let run = run_loop(&agent, messages);
             tokio::pin!(run);
             loop {
                 tokio::select! {
@@ -261,7 +302,7 @@ impl Session {
                 }
             }
         };
-        *lock(&self.history) = messages;
+        drop(lease);
         if let Some(file) = file.clone() {
             // The sync waits for the disk: off the runtime's thread.
             let synced = tokio::task::spawn_blocking(move || file.record(Entry::TurnEnd)).await;
@@ -325,7 +366,10 @@ impl Session {
             Surface::Terminal => ToolRegistry::standard(),
             Surface::Editor => ToolRegistry::in_editor(),
         };
-        self.mcp.add_to(&mut tools).await;
+        let mcp = lock(&self.mcp).clone();
+        if let Some(mcp) = mcp {
+            mcp.add_to(&mut tools).await;
+        }
         tools
     }
 
@@ -341,7 +385,10 @@ impl Session {
         let _one_at_a_time = self.turn.lock().await;
         let settings = self.settings();
         let model = self.connect().map_err(CompactError::from)?;
-        let gate = lock(&self.gate).clone();
+        let gate = self
+            .prepare()
+            .map_err(|error| crate::provider::ProviderError::Config(error.to_string()))?
+            .gate;
         let system = self
             .system_prompt(&settings, workspace, &gate, Vec::new(), sink)
             .await;
@@ -395,12 +442,7 @@ impl Session {
         change(&mut layers);
         let old = self.settings();
         let new = SessionSettings::resolve(old.root.clone(), old.surface, layers.clone());
-        let builder = Builder {
-            retries: &self.retry_sender,
-            started: self.started,
-            compact: &self.compact,
-            given: &self.given,
-        };
+        let builder = self.builder();
         // Built now where one was, so a bad model is said now.
         let built = lock(&self.model).is_some();
         let model = if new.provider != old.provider || context_changed(&old, &new) {
@@ -412,30 +454,32 @@ impl Session {
         } else {
             None
         };
-        let gate = if new.files.permissions.rules != old.files.permissions.rules {
-            Some(build_gate(&new)?)
-        } else {
-            None
-        };
-        let sandbox = if gate.is_some() || new.files.sandbox != old.files.sandbox {
-            let basis = gate.clone().unwrap_or_else(|| lock(&self.gate).clone());
-            Some(builder.sandbox(&new, &basis)?)
-        } else {
-            None
+        let current = lock(&self.policy).clone();
+        let policy = match current {
+            None => None,
+            Some(_) if new.files.permissions.rules != old.files.permissions.rules => {
+                let gate = build_gate(&new)?;
+                let sandbox = builder.sandbox(&new, &gate)?;
+                Some(Policy { gate, sandbox })
+            }
+            Some(policy) if new.files.sandbox != old.files.sandbox => {
+                let sandbox = builder.sandbox(&new, &policy.gate)?;
+                Some(Policy {
+                    gate: policy.gate.with_mode(new.mode),
+                    sandbox,
+                })
+            }
+            Some(policy) if new.mode != old.mode => Some(Policy {
+                gate: policy.gate.with_mode(new.mode),
+                sandbox: policy.sandbox,
+            }),
+            Some(_) => None,
         };
         if let Some(model) = model {
             *lock(&self.model) = model;
         }
-        match gate {
-            Some(gate) => *lock(&self.gate) = gate,
-            None if new.mode != old.mode => {
-                let mut current = lock(&self.gate);
-                *current = current.with_mode(new.mode);
-            }
-            None => {}
-        }
-        if let Some(sandbox) = sandbox {
-            *lock(&self.sandbox) = sandbox;
+        if let Some(policy) = policy {
+            *lock(&self.policy) = Some(policy);
         }
         *lock(&self.layers) = layers;
         *lock(&self.settings) = Arc::new(new);
@@ -451,7 +495,7 @@ impl Session {
     }
 
     pub fn mode(&self) -> PermissionMode {
-        lock(&self.gate).mode()
+        self.settings().mode
     }
 
     /// The provider, built once for the session: one HTTP client, so its
@@ -494,8 +538,9 @@ impl Session {
         self.model().as_deref().and_then(context_window)
     }
 
-    pub fn sandbox_status(&self) -> SandboxStatus {
-        lock(&self.sandbox).status().clone()
+    /// The sandbox's state; `None` before the session's first turn.
+    pub fn sandbox_status(&self) -> Option<SandboxStatus> {
+        Some(lock(&self.policy).as_ref()?.sandbox.status().clone())
     }
 
     /// What the next turn would say first, said now instead.
@@ -541,6 +586,12 @@ impl Session {
         *lock(&self.history) = history;
     }
 
+    /// Where the conversation is kept from now on (the history so far is
+    /// not in it: a session saved from its first turn).
+    pub fn set_file(&self, file: Arc<SessionFile>) {
+        *lock(&self.file) = Some(file);
+    }
+
     pub fn file(&self) -> Option<Arc<SessionFile>> {
         lock(&self.file).clone()
     }
@@ -565,8 +616,15 @@ impl Session {
         &self.background
     }
 
-    pub fn mcp(&self) -> &Arc<McpServers> {
-        &self.mcp
+    /// The session's MCP servers, once it has some.
+    pub fn mcp(&self) -> Option<Arc<McpServers>> {
+        lock(&self.mcp).clone()
+    }
+
+    /// Gives the session its MCP servers, unless it has some (the first
+    /// wins: two turns racing to make them keep one set).
+    pub fn set_mcp(&self, servers: Arc<McpServers>) -> Arc<McpServers> {
+        lock(&self.mcp).get_or_insert(servers).clone()
     }
 
     /// The running turn compacts at its next step.
@@ -589,7 +647,31 @@ impl Session {
     /// Stops what the session runs: background commands, MCP servers.
     pub async fn close(&self) {
         self.background.kill_all();
-        self.mcp.stop().await;
+        let mcp = lock(&self.mcp).clone();
+        if let Some(mcp) = mcp {
+            mcp.stop().await;
+        }
+    }
+}
+
+/// The history, taken by a turn while it runs and put back when it ends
+/// however it ends: a panic in the loop or a dropped turn leaves the
+/// session with the history as far as it got, never with none.
+struct HistoryLease<'s> {
+    session: &'s Session,
+    messages: Vec<Message>,
+}
+
+impl<'s> HistoryLease<'s> {
+    fn take(session: &'s Session) -> Self {
+        let messages = std::mem::take(&mut *lock(&session.history));
+        HistoryLease { session, messages }
+    }
+}
+
+impl Drop for HistoryLease<'_> {
+    fn drop(&mut self) {
+        *lock(&self.session.history) = std::mem::take(&mut self.messages);
     }
 }
 
