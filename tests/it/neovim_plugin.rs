@@ -429,8 +429,8 @@ fn plugin_a_last_line_edit_then_another_edit_of_the_file() {
 
 /// The plugin's handlers, fed the fixtures every editor's tests share
 /// (editors/protocol/events.json, valid by the server's schema: see
-/// tests/it/editor_events.rs): what its state, its notifications and the
-/// chat split show after each, as a snapshot. A field the server renames or
+/// tests/it/editor_events.rs): what its state, its reviews, its
+/// notifications and the chat split show after each, as a snapshot. A field the server renames or
 /// drops must leave the fixtures; where the plugin reads it, this changes.
 #[test]
 fn plugin_shows_every_fixture_event() {
@@ -444,7 +444,7 @@ fn plugin_shows_every_fixture_event() {
         .stderr
         .lines()
         .filter(|l| {
-            ["SEEN ", "NOTIFY ", "CHAT "]
+            ["SEEN ", "REVIEW ", "NOTIFY ", "CHAT "]
                 .iter()
                 .any(|p| l.starts_with(p))
         })
