@@ -97,7 +97,8 @@ pub struct TurnEvent {
     pub event: AgentEvent,
     #[serde(flatten)]
     pub place: Place,
-    /// On `usage` events (and only there): the session's totals.
+    /// The session's totals: `Some` on `usage` events, where the schema
+    /// requires them, and only there.
     #[serde(flatten)]
     pub session_spend: Option<SessionSpend>,
 }
