@@ -16,6 +16,9 @@
 //! subset of `start,edits,deltas,busy,acp`), `BAREAGENT_BIN` (another
 //! build, for `busy` and `acp`).
 
+// The client checks the events it received against their schema on drop.
+#[path = "../tests/support/event_schema.rs"]
+mod event_schema;
 // Its unit tests are compiled out here; their imports would warn.
 #[allow(unused_imports)]
 #[path = "../tests/support/lsp_client.rs"]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::history::Usage;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
     TextDelta {
@@ -76,7 +76,7 @@ pub enum AgentEvent {
 
 /// How a compaction made room: old tool results shrunk to one-line stubs,
 /// or the older part of the conversation summarised by the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactHow {
     ToolResults,
@@ -96,7 +96,7 @@ impl CompactHow {
 
 /// What tokens cost so far (a turn's, or a session's), and how full the
 /// context of the last model call was.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Spend {
     /// USD; `None` when some call's model has no price (unknown, never 0).
     pub cost_usd: Option<f64>,

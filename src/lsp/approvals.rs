@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType, Uri};
 
+use super::editor_event::EditorEvent;
 use super::pending::{PendingView, describe};
 use super::state::State;
 use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
@@ -44,9 +45,7 @@ impl Drop for PendingGuard {
         let id = self.id;
         tokio::spawn(async move {
             state.publish_approvals().await;
-            state
-                .event(json!({"type": "approval_resolved", "id": id}))
-                .await;
+            state.event(EditorEvent::ApprovalResolved { id }).await;
         });
     }
 }
@@ -182,7 +181,7 @@ pub struct ShownDiff {
 /// The `approval_requested` event: what the question shows, and for an
 /// edit, what a client's review needs (the file, by the URI the editor
 /// opened it with, and its text after the change).
-fn requested_event(state: &State, view: &PendingView) -> Value {
+fn requested_event(state: &State, view: &PendingView) -> EditorEvent {
     let (path, uri, proposed) = match &view.proposed {
         Some((path, after)) => {
             let opened = state
@@ -198,15 +197,22 @@ fn requested_event(state: &State, view: &PendingView) -> Value {
                 .unwrap_or(path)
                 .display()
                 .to_string();
-            (Some(shown), uri, Some(after.as_str()))
+            (Some(shown), uri, Some(after.clone()))
         }
         None => (None, None, None),
     };
-    json!({
-        "type": "approval_requested", "id": view.id, "turn": view.turn, "tool": view.tool,
-        "summary": view.summary, "reason": view.reason, "rule": view.rule, "diff": view.diff,
-        "path": path, "uri": uri, "proposed": proposed,
-    })
+    EditorEvent::ApprovalRequested {
+        id: view.id,
+        turn: view.turn,
+        tool: view.tool.clone(),
+        summary: view.summary.clone(),
+        reason: view.reason.clone(),
+        rule: view.rule.clone(),
+        diff: view.diff.clone(),
+        path,
+        uri,
+        proposed,
+    }
 }
 
 /// Writes approval `view`'s diff to `.bareagent/diffs/ID.diff` and asks the

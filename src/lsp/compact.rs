@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::MessageType;
 
+use super::editor_event::TurnEvent;
 use super::state::{MAIN_SESSION, State};
 use crate::events::{AgentEvent, Discard};
 
@@ -76,11 +77,7 @@ async fn compact_idle(state: Arc<State>, name: String, core: Arc<crate::session:
         }
         _ => String::new(),
     };
-    let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("session".into(), json!(name));
-    }
-    state.event(value).await;
+    state.event(TurnEvent::new(event, None, &name).into()).await;
     state
         .show(MessageType::INFO, format!("bareagent: {line}"))
         .await;

@@ -8,8 +8,7 @@
 
 use std::sync::{Arc, Weak};
 
-use serde_json::json;
-
+use super::editor_event::EditorEvent;
 use super::state::State;
 use crate::mcp::{McpServers, McpSettings, Notice};
 
@@ -66,12 +65,11 @@ fn notify(state: Weak<State>) -> crate::mcp::Notify {
         };
         tokio::spawn(async move {
             state
-                .event(json!({
-                    "type": "mcp_server",
-                    "server": notice.server,
-                    "state": notice.state,
-                    "message": notice.message,
-                }))
+                .event(EditorEvent::McpServer {
+                    server: notice.server,
+                    state: notice.state.to_string(),
+                    message: notice.message.clone(),
+                })
                 .await;
             if notice.state == "failed" {
                 state

@@ -9,6 +9,7 @@ mod compact;
 mod diagnostics;
 mod documents;
 mod editor;
+pub mod editor_event;
 mod mcp;
 mod model;
 mod parent;

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tower_lsp_server::ls_types::MessageType;
 
 use super::editor::EditorWorkspace;
+use super::editor_event::EditorEvent;
 use super::session::Running;
 use super::state::{MAIN_SESSION, State};
 use super::turn::{Ask, start_locked};
@@ -81,12 +82,11 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
     let (_, rewound) = outcome?;
     let line = rewound.describe();
     state
-        .event(json!({
-            "type": "rewound",
-            "session": MAIN_SESSION,
-            "restored": rewound.restored,
-            "refused": rewound.refused,
-        }))
+        .event(EditorEvent::Rewound {
+            session: MAIN_SESSION.to_string(),
+            restored: rewound.restored.clone(),
+            refused: rewound.refused.clone(),
+        })
         .await;
     let kind = if rewound.refused.is_empty() {
         MessageType::INFO

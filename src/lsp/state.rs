@@ -14,6 +14,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::documents::{Documents, Encoding};
+use super::editor_event::EditorEvent;
 use super::pending::{Approvals, describe};
 use super::session::Session;
 use crate::config::Config;
@@ -407,8 +408,15 @@ impl State {
     }
 
     /// A `bareagent/event` notification (see docs/protocol.md).
-    pub async fn event(&self, event: Value) {
-        self.client.send_notification::<BareagentEvent>(event).await;
+    pub async fn event(&self, event: EditorEvent) {
+        match serde_json::to_value(&event) {
+            Ok(params) => {
+                self.client
+                    .send_notification::<BareagentEvent>(params)
+                    .await
+            }
+            Err(error) => tracing::warn!(%error, "an event cannot be serialized; it is not sent"),
+        }
     }
 
     /// Shows every pending approval as a diagnostic on the chat file.
@@ -518,7 +526,8 @@ impl ModelOverride {
     }
 }
 
-/// The custom notification carrying agent events to rich clients.
+/// The custom notification carrying agent events to rich clients; its
+/// params are an [`EditorEvent`].
 pub enum BareagentEvent {}
 
 impl tower_lsp_server::ls_types::notification::Notification for BareagentEvent {

@@ -15,6 +15,7 @@ use tower_lsp_server::{Cancellable, OngoingProgress, Unbounded};
 use super::approvals::EditorApprover;
 use super::chat::{self, ChatWriter};
 use super::editor::EditorWorkspace;
+use super::editor_event::{EditorEvent, SessionSpend, TurnEvent};
 use super::session::Running;
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{LoopError, Message, TurnOutcome};
@@ -137,7 +138,13 @@ impl Turn {
                 chat.write(format!("_{notice}_\n\n"));
             }
         }
-        state.event(json!({"type": "turn_started", "turn": self.id, "session": self.session, "prompt": ask.prompt})).await;
+        state
+            .event(EditorEvent::TurnStarted {
+                turn: self.id,
+                session: self.session.clone(),
+                prompt: ask.prompt.clone(),
+            })
+            .await;
         let progress = self.begin_progress(&ask.prompt).await;
 
         let (sender, receiver) = mpsc::unbounded_channel();
@@ -242,11 +249,20 @@ impl Turn {
         let (kind, event) = match &outcome {
             Ok(outcome) => (
                 MessageType::INFO,
-                json!({"type": "turn_finished", "turn": self.id, "session": self.session, "text": outcome.text, "usage": outcome.usage}),
+                EditorEvent::TurnFinished {
+                    turn: self.id,
+                    session: self.session.clone(),
+                    text: outcome.text.clone(),
+                    usage: outcome.usage,
+                },
             ),
             Err(reason) => (
                 MessageType::WARNING,
-                json!({"type": "turn_failed", "turn": self.id, "session": self.session, "message": reason}),
+                EditorEvent::TurnFailed {
+                    turn: self.id,
+                    session: self.session.clone(),
+                    message: reason.clone(),
+                },
             ),
         };
         state.event(event).await;
@@ -403,21 +419,16 @@ async fn forward_events(
 ) -> chat::Layout {
     let mut layout = chat::Layout::default();
     while let Some(event) = events.recv().await {
-        let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
-        if let Some(object) = value.as_object_mut() {
-            object.insert("turn".into(), json!(to.turn));
-            object.insert("session".into(), json!(to.session));
-            if let AgentEvent::Usage { total, spend, .. } = &event {
-                let mut usage = to.before.0;
-                usage += *total;
-                object.insert("session_total".into(), json!(usage));
-                object.insert(
-                    "session_cost_usd".into(),
-                    json!(to.before.1.then(spend).cost_usd),
-                );
-            }
+        let mut sent = TurnEvent::new(event.clone(), Some(to.turn), &to.session);
+        if let AgentEvent::Usage { total, spend, .. } = &event {
+            let mut usage = to.before.0;
+            usage += *total;
+            sent.session_spend = Some(SessionSpend {
+                session_total: usage,
+                session_cost_usd: to.before.1.then(spend).cost_usd,
+            });
         }
-        to.state.event(value).await;
+        to.state.event(sent.into()).await;
         match event {
             AgentEvent::TextDelta { text } => {
                 if let Some(chat) = &to.chat {

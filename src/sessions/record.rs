@@ -90,7 +90,7 @@ pub struct RewindRecord {
 }
 
 /// A file a rewind left as it is, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Refused {
     pub path: String,
     pub reason: String,

@@ -16,6 +16,7 @@ mod costs;
 mod diffs;
 mod dying;
 mod editor_diagnostics;
+mod editor_events;
 mod escapes;
 mod faults;
 mod first_use;

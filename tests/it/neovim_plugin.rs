@@ -426,3 +426,28 @@ fn plugin_a_last_line_edit_then_another_edit_of_the_file() {
         .and_then(|r| sent_tool_results(&r.body).last().cloned());
     assert!(run.ok, "{}\nthe second edit gave: {second:?}", run.stderr);
 }
+
+/// The plugin's handlers, fed the fixtures every editor's tests share
+/// (editors/protocol/events.json, valid by the server's schema: see
+/// tests/it/editor_events.rs): what its state, its reviews, its
+/// notifications and the chat split show after each, as a snapshot. A field the server renames or
+/// drops must leave the fixtures; where the plugin reads it, this changes.
+#[test]
+fn plugin_shows_every_fixture_event() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let dir = workspace(&[(".git/.keep", "")]);
+    // No turn runs: the script sends nothing to a server.
+    let server = ModelServer::start(vec![]);
+    let run = run_script(&nvim, "plugin_events.lua", dir.path(), &server);
+    assert!(run.ok, "{}", run.stderr);
+    let shown: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| {
+            ["SEEN ", "REVIEW ", "NOTIFY ", "CHAT "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    insta::assert_snapshot!(shown.join("\n"));
+}

@@ -643,12 +643,25 @@ impl LspClient {
 }
 
 impl Drop for LspClient {
+    /// Stops the server; then every `bareagent/event` it sent must be one
+    /// the editors' schema allows (unless the test failed already).
     fn drop(&mut self) {
         self.inner.close_stdin();
         let child = self.child.get_mut().unwrap_or_else(PoisonError::into_inner);
         if let Ok(None) = child.try_wait() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            return;
+        }
+        let events = self.notifications().into_iter();
+        for (_, event) in events.filter(|(method, _)| method == "bareagent/event") {
+            if let Some(why) = super::event_schema::violation(&event) {
+                panic!(
+                    "the server sent a bareagent/event its schema does not allow: {event}\n{why}"
+                );
+            }
         }
     }
 }

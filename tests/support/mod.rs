@@ -1,5 +1,6 @@
 //! Shared test infrastructure, included by each test binary with
 //! `#[path = "../support/mod.rs"] mod support;`.
 
+pub mod event_schema;
 pub mod lsp_client;
 pub mod model_server;

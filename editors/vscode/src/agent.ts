@@ -20,14 +20,12 @@ import { currentSettings } from './config';
 import { findBinary } from './binary';
 import { DiagnosticsForwarder } from './diagnostics';
 import { Dialogs } from './dialogs';
-
-/** One `bareagent/event` notification (docs/protocol.md). */
-export type AgentEvent = { type: string; turn?: number; session?: string; [field: string]: unknown };
+import { EditorEvent } from './editorEvent';
 
 export class Agent implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private forwarder: DiagnosticsForwarder | undefined;
-  private readonly events = new vscode.EventEmitter<AgentEvent>();
+  private readonly events = new vscode.EventEmitter<EditorEvent>();
   readonly onEvent = this.events.event;
   private readonly states = new vscode.EventEmitter<boolean>();
   /** Fires true when the server is running, false when it stopped. */
@@ -63,7 +61,7 @@ export class Agent implements vscode.Disposable {
     const client = new LanguageClient('bareagent', 'bareagent', server, options);
     this.client = client;
     client.onDidChangeState((e) => this.states.fire(e.newState === State.Running));
-    client.onNotification('bareagent/event', (event: AgentEvent) => this.events.fire(event));
+    client.onNotification('bareagent/event', (event: EditorEvent) => this.events.fire(event));
     client.onRequest('bareagent/saveDocuments', (params: { uris?: string[] }) => saveDocuments(params?.uris ?? []));
     try {
       await client.start();

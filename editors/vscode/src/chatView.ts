@@ -5,11 +5,14 @@
  * model choice, `@path` completion) to the server through the Agent.
  */
 import * as vscode from 'vscode';
-import { Agent, AgentEvent } from './agent';
+import { Agent } from './agent';
+import { EditorEvent } from './editorEvent';
 import { ProposedDocuments } from './review';
 
 const HISTORY_LIMIT = 5000;
 const EDIT_TOOLS = new Set(['edit_file', 'multi_edit', 'write_file']);
+
+type ApprovalRequested = Extract<EditorEvent, { type: 'approval_requested' }>;
 
 type FromView =
   | { type: 'ready' }
@@ -32,8 +35,8 @@ export class ChatView implements vscode.WebviewViewProvider {
   static readonly id = 'bareagent.chat';
   private view: vscode.WebviewView | undefined;
   /** The events so far, replayed when the view is (re)created. */
-  private history: AgentEvent[] = [];
-  private readonly approvals = new Map<number, AgentEvent>();
+  private history: EditorEvent[] = [];
+  private readonly approvals = new Map<number, ApprovalRequested>();
   private readonly visibility = new vscode.EventEmitter<boolean>();
   /** Fires when the view is shown or hidden. */
   readonly onVisibility = this.visibility.event;
@@ -45,11 +48,11 @@ export class ChatView implements vscode.WebviewViewProvider {
     private readonly pickModel: () => Promise<void>,
   ) {}
 
-  onEvent(event: AgentEvent): void {
-    if (event.type === 'approval_requested' && typeof event.id === 'number') this.approvals.set(event.id, event);
-    if (event.type === 'approval_resolved' && typeof event.id === 'number') this.approvals.delete(event.id);
+  onEvent(event: EditorEvent): void {
+    if (event.type === 'approval_requested') this.approvals.set(event.id, event);
+    if (event.type === 'approval_resolved') this.approvals.delete(event.id);
     // approval_resolved carries no session: it belongs to whichever asked.
-    if (event.session !== undefined && event.session !== 'main') return;
+    if ('session' in event && event.session !== 'main') return;
     this.history.push(event);
     if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
     void this.view?.webview.postMessage({ type: 'event', event });
@@ -131,10 +134,10 @@ export class ChatView implements vscode.WebviewViewProvider {
   private async review(id: number): Promise<void> {
     const approval = this.approvals.get(id);
     if (!approval) throw new Error(`approval ${id} is no longer pending`);
-    const { uri, path, proposed, tool } = approval as { uri?: string; path?: string; proposed?: string | null; tool?: string };
-    if (typeof uri === 'string' && typeof proposed === 'string') {
+    const { uri, path, proposed, tool } = approval;
+    if (uri !== null && proposed !== null) {
       await this.proposed.review(id, uri, path ?? uri, proposed);
-    } else if (EDIT_TOOLS.has(String(tool))) {
+    } else if (EDIT_TOOLS.has(tool)) {
       // The server could not compute the result: its unified diff, as a file.
       await this.agent.run('bareagent.showDiff', { id });
     } else {

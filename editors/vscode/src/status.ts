@@ -1,6 +1,6 @@
 /** The status bar item: idle / running / waiting for approval, and the tokens used. */
 import * as vscode from 'vscode';
-import { AgentEvent } from './agent';
+import { EditorEvent } from './editorEvent';
 
 export class StatusItem implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('bareagent.status', vscode.StatusBarAlignment.Left, 10);
@@ -25,27 +25,24 @@ export class StatusItem implements vscode.Disposable {
     this.render();
   }
 
-  onEvent(event: AgentEvent): void {
-    const turn = typeof event.turn === 'number' ? event.turn : undefined;
+  onEvent(event: EditorEvent): void {
     switch (event.type) {
       case 'turn_started':
-        if (turn !== undefined) this.running.add(turn);
+        this.running.add(event.turn);
         break;
       case 'turn_finished':
       case 'turn_failed':
-        if (turn !== undefined) this.running.delete(turn);
+        this.running.delete(event.turn);
         break;
       case 'approval_requested':
-        if (typeof event.id === 'number') this.pending.add(event.id);
+        this.pending.add(event.id);
         break;
       case 'approval_resolved':
-        if (typeof event.id === 'number') this.pending.delete(event.id);
+        this.pending.delete(event.id);
         break;
-      case 'usage': {
-        const total = event.total as Record<string, number> | undefined;
-        if (total) this.tokens = (total.input_tokens ?? 0) + (total.output_tokens ?? 0);
+      case 'usage':
+        this.tokens = event.total.input_tokens + event.total.output_tokens;
         break;
-      }
     }
     this.render();
   }

@@ -297,6 +297,12 @@ function render.stream_fallback(event)
   block({ '- (streaming failed: ' .. (str(event.reason) or '?') .. '; asked again without it)' })
 end
 
+-- A line from bareagent between the turn's events: a retry, the sandbox's state.
+function render.notice(event)
+  local text = (str(event.text) or ''):gsub('^bareagent: ', '')
+  block({ '- _' .. text .. '_' })
+end
+
 local function usage_text(usage)
   if type(usage) ~= 'table' then
     return ''

@@ -6,12 +6,14 @@
  * off: a reply can never inject markup or script into the view.
  */
 import MarkdownIt from 'markdown-it';
+import type { EditorEvent } from '../editorEvent';
 
 declare function acquireVsCodeApi(): { postMessage(message: unknown): void };
 const vscode = acquireVsCodeApi();
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
 
-type Ev = { type: string; turn?: number; [k: string]: any };
+type Ev = EditorEvent;
+type ApprovalRequested = Extract<EditorEvent, { type: 'approval_requested' }>;
 
 const log = document.getElementById('log')!;
 const approvals = document.getElementById('approvals')!;
@@ -157,6 +159,9 @@ function onEvent(e: Ev): void {
       case 'stream_fallback':
         log.append(el('div', 'note', `streaming failed, retried without it: ${e.reason}`));
         break;
+      case 'notice':
+        log.append(el('div', 'note', e.text.replace(/^bareagent: /, '')));
+        break;
     }
   });
 }
@@ -172,7 +177,7 @@ function renderTodos(list: { content: string; status: string }[]): void {
 
 const EDIT_TOOLS = new Set(['edit_file', 'multi_edit', 'write_file']);
 
-function addApproval(e: Ev): void {
+function addApproval(e: ApprovalRequested): void {
   const card = el('div', 'approval');
   card.dataset.id = String(e.id);
   card.append(el('div', 'question', `Allow ${e.tool}: ${e.summary ?? ''}?`));
