@@ -94,6 +94,10 @@ pub struct Given {
     pub provider: Option<Arc<dyn Provider>>,
     pub sandbox: Option<Arc<Sandbox>>,
     pub compaction: Option<CompactionSettings>,
+    /// A gate of the caller's (one that saves no "always" answer).
+    pub gate: Option<PermissionGate>,
+    /// Where messages for the model wait (a test pushes to it mid-turn).
+    pub inbox: Option<Inbox>,
 }
 
 /// What the session may do: the gate (its rules, its mode and every
@@ -172,7 +176,7 @@ impl Session {
     pub fn unprepared(root: PathBuf, surface: Surface, layers: Layers, given: Given) -> Session {
         let settings = SessionSettings::resolve(root, surface, layers.clone());
         let (retry_sender, retries) = mpsc::unbounded_channel();
-        let inbox = Inbox::new();
+        let inbox = given.inbox.clone().unwrap_or_default();
         Session {
             settings: Mutex::new(Arc::new(settings)),
             layers: Mutex::new(layers),
@@ -205,7 +209,10 @@ impl Session {
             return Ok(policy.clone());
         }
         let settings = self.settings();
-        let gate = build_gate(&settings)?;
+        let gate = match &self.given.gate {
+            Some(gate) => gate.clone(),
+            None => build_gate(&settings)?,
+        };
         let sandbox = self.builder().sandbox(&settings, &gate)?;
         if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {
             self.tell(format!("bareagent: {}", sandbox.status()));

@@ -1188,7 +1188,7 @@ async fn run_case(case: &Case) -> Result<Outcome, String> {
         },
         ..TurnOptions::default()
     };
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+    let turn = run_turn(&provider, dir.path(), "go", options).await;
     turn.result.map_err(|e| format!("the turn failed: {e}"))?;
     let requests = server.requests();
     let (content, is_error) = sent_tool_results(&requests[1].body)

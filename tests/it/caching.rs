@@ -46,13 +46,7 @@ async fn session(api: Api, server: &ModelServer, turns: usize) -> Vec<Usage> {
     let mut calls = Vec::new();
     for turn in 0..turns {
         messages.push(Message::user_text(format!("Turn {turn}: read the notes.")));
-        let done = continue_turn(
-            provider.as_ref(),
-            dir.path(),
-            messages,
-            TurnOptions::default(),
-        )
-        .await;
+        let done = continue_turn(&provider, dir.path(), messages, TurnOptions::default()).await;
         done.result.expect("turn");
         calls.extend(done.sink.events().into_iter().filter_map(|e| match e {
             AgentEvent::Usage { call, .. } => Some(call),

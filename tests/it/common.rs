@@ -4,17 +4,17 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bareagent::agent::{Agent, AgentParts, LoopConfig, LoopError, Message, TurnOutcome, run_loop};
+use bareagent::agent::{CompactionSettings, LoopError, Message, TurnOutcome};
 use bareagent::events::{AgentEvent, EventSink};
 use bareagent::permission::{
     Approver, DenyAll, PermissionGate, PermissionMode, RuleLists, RuleSet,
 };
 use bareagent::provider::retry::RetryPolicy;
 use bareagent::provider::{Anthropic, HttpSettings, OpenAi, Provider};
-use bareagent::tools::{BackgroundTasks, ToolRegistry};
+use bareagent::session::{Given, Layer, Layers, Session, Surface, TurnIo};
 use bareagent::workspace::DiskWorkspace;
 use tokio_util::sync::CancellationToken;
 
@@ -60,9 +60,9 @@ pub fn test_settings() -> HttpSettings {
     }
 }
 
-pub fn provider(api: Api, server: &ModelServer) -> Box<dyn Provider> {
+pub fn provider(api: Api, server: &ModelServer) -> Arc<dyn Provider> {
     match api {
-        Api::Anthropic => Box::new(
+        Api::Anthropic => Arc::new(
             Anthropic::new(
                 &server.anthropic_base(),
                 TEST_KEY.into(),
@@ -71,7 +71,7 @@ pub fn provider(api: Api, server: &ModelServer) -> Box<dyn Provider> {
             )
             .expect("provider"),
         ),
-        Api::OpenAi => Box::new(
+        Api::OpenAi => Arc::new(
             OpenAi::new(
                 &server.openai_base(),
                 Some(TEST_KEY.into()),
@@ -130,7 +130,6 @@ pub struct Turn {
 pub struct TurnOptions {
     pub stream: bool,
     pub cancel: CancellationToken,
-    pub background: Option<BackgroundTasks>,
     pub max_iterations: usize,
     pub mode: PermissionMode,
     pub approver: Box<dyn Approver>,
@@ -145,7 +144,6 @@ impl Default for TurnOptions {
         TurnOptions {
             stream: true,
             cancel: CancellationToken::new(),
-            background: None,
             max_iterations: 200,
             mode: PermissionMode::Bypass,
             approver: Box::new(DenyAll("Denied by user".into())),
@@ -157,7 +155,7 @@ impl Default for TurnOptions {
 }
 
 pub async fn run_turn(
-    provider: &dyn Provider,
+    provider: &Arc<dyn Provider>,
     root: &Path,
     prompt: &str,
     options: TurnOptions,
@@ -165,47 +163,54 @@ pub async fn run_turn(
     continue_turn(provider, root, vec![Message::user_text(prompt)], options).await
 }
 
-/// A turn on an existing history (which must end with the user's message).
+/// A turn on an existing history (which must end with the user's
+/// message), run as every front end runs one: by the session core.
 pub async fn continue_turn(
-    provider: &dyn Provider,
+    provider: &Arc<dyn Provider>,
     root: &Path,
     mut messages: Vec<Message>,
     options: TurnOptions,
 ) -> Turn {
     let workspace = DiskWorkspace::new(root).expect("workspace");
-    let tools = ToolRegistry::standard();
-    let gate = PermissionGate::new(options.mode, options.approver)
+    let nobody = DenyAll("nobody is asked outside a turn".into());
+    let gate = PermissionGate::new(options.mode, Box::new(nobody))
         .with_rules(RuleSet::from_lists(&options.rules).expect("valid rules"));
-    let config = LoopConfig {
-        system: "You are a test.".into(),
-        max_iterations: options.max_iterations,
-        stream: options.stream,
-        ..LoopConfig::default()
+    let layers = Layers {
+        command_line: Layer {
+            max_iterations: Some(options.max_iterations),
+            stream: Some(options.stream),
+            ..Layer::default()
+        },
+        ..Layers::default()
     };
+    let given = Given {
+        provider: Some(provider.clone()),
+        sandbox: Some(Arc::new(bareagent::sandbox::Sandbox::off())),
+        // None: a window no history fills, so it never compacts.
+        compaction: Some(options.compaction.unwrap_or(CompactionSettings {
+            context_window: u64::MAX,
+            compact_at: 1.0,
+            keep_turns: 1,
+        })),
+        gate: Some(gate),
+        inbox: options.inbox,
+    };
+    let session = Session::open_with(root.to_path_buf(), Surface::Terminal, layers, None, given)
+        .expect("session");
+    let prompt = messages.pop().expect("a prompt");
+    session.set_history(messages);
     let sink = Recorded::default();
-    let sandbox = bareagent::sandbox::Sandbox::off();
-    let compaction = options.compaction.map(bareagent::agent::Compaction::new);
-    let compactor: &dyn bareagent::agent::Compactor = match &compaction {
-        Some(compaction) => compaction,
-        None => &bareagent::agent::NoCompaction,
-    };
-    let agent = Agent::new(AgentParts {
-        provider,
-        tools: &tools,
-        gate: &gate,
+    let io = TurnIo {
         workspace: &workspace,
-        sandbox: &sandbox,
+        approver: options.approver,
         sink: &sink,
-        config: &config,
-    })
-    .with_inbox(options.inbox.as_ref())
-    .with_background(options.background.as_ref())
-    .with_compactor(compactor)
-    .with_cancel(options.cancel);
-    let result = run_loop(&agent, &mut messages).await;
+        cancel: options.cancel,
+        near: Vec::new(),
+    };
+    let end = session.run_turn(prompt, io).await;
     Turn {
-        result,
-        messages,
+        result: end.result,
+        messages: session.history(),
         sink,
     }
 }

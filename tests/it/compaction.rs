@@ -70,7 +70,7 @@ async fn turn_compacting(
         compaction: Some(settings),
         ..Default::default()
     };
-    run_turn(provider.as_ref(), dir, prompt, options).await
+    run_turn(&provider, dir, prompt, options).await
 }
 
 fn settings(window: u64, keep_turns: usize) -> CompactionSettings {
@@ -92,7 +92,7 @@ async fn a_300_iteration_session_stays_inside_a_small_window() {
     let provider = provider(Api::Anthropic, &server);
     let window = 40_000;
     let turn = run_turn(
-        provider.as_ref(),
+        &provider,
         dir.path(),
         "read big.txt 300 times",
         TurnOptions {
@@ -322,7 +322,7 @@ async fn peak_context_of_a_50_turn_session_with_and_without_compaction() {
         let provider = provider(Api::Anthropic, &server);
         let on = compaction.is_some();
         let turn = run_turn(
-            provider.as_ref(),
+            &provider,
             dir.path(),
             "read big.txt 50 times",
             TurnOptions {

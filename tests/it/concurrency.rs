@@ -67,7 +67,7 @@ async fn read_only_calls_overlap_and_mutating_calls_stay_serial() {
         both_arrived
     };
     let (turn, overlapped) = tokio::join!(
-        run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()),
+        run_turn(&provider, dir.path(), "go", TurnOptions::default()),
         overlapped
     );
     let outcome = turn.result.unwrap();
@@ -133,7 +133,7 @@ async fn an_explore_sub_agent_cannot_write() {
         Reply::text("The explorer reports it is read-only.").into(),
     ]);
     let provider = provider(Api::OpenAi, &server);
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    let turn = run_turn(&provider, dir.path(), "go", TurnOptions::default()).await;
     assert_eq!(
         turn.result.unwrap().text,
         "The explorer reports it is read-only."
@@ -185,7 +185,7 @@ async fn an_explore_sub_agent_never_asks_the_user() {
         approver: Box::new(PanicApprover),
         ..Default::default()
     };
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+    let turn = run_turn(&provider, dir.path(), "go", options).await;
     turn.result.unwrap();
     let sent = sent_tool_results(&server.requests()[2].body);
     assert!(
@@ -237,7 +237,7 @@ async fn a_cancelled_turn_kills_its_commands_and_the_next_turn_continues() {
         cancel,
         ..Default::default()
     };
-    let turn = run_turn(provider.as_ref(), dir.path(), "run it", options).await;
+    let turn = run_turn(&provider, dir.path(), "run it", options).await;
     assert!(
         matches!(turn.result, Err(LoopError::Cancelled)),
         "{:?}",
@@ -280,13 +280,7 @@ async fn a_cancelled_turn_kills_its_commands_and_the_next_turn_continues() {
             text: "never mind, just answer".into(),
         }],
     );
-    let turn = continue_turn(
-        provider.as_ref(),
-        dir.path(),
-        messages,
-        TurnOptions::default(),
-    )
-    .await;
+    let turn = continue_turn(&provider, dir.path(), messages, TurnOptions::default()).await;
     assert_eq!(turn.result.unwrap().text, "Picking up where we left off.");
     let sent = sent_tool_results(&server.requests()[1].body);
     assert_eq!(
@@ -313,7 +307,7 @@ async fn cancelling_during_the_model_call_stops_at_once() {
         trigger.cancel();
     };
     let turn = run_turn(
-        provider.as_ref(),
+        &provider,
         dir.path(),
         "q",
         TurnOptions {
@@ -377,13 +371,7 @@ async fn every_tool_refuses_paths_outside_the_workspace() {
         Reply::text("refused").into(),
     ]);
     let provider = provider(Api::Anthropic, &server);
-    let turn = run_turn(
-        provider.as_ref(),
-        dir.path(),
-        "escape",
-        TurnOptions::default(),
-    )
-    .await;
+    let turn = run_turn(&provider, dir.path(), "escape", TurnOptions::default()).await;
     turn.result.unwrap();
     let results = turn.sink.tool_results();
     assert_eq!(results.len(), count);
@@ -440,7 +428,7 @@ async fn a_link_made_earlier_in_the_response_is_seen_by_the_rules() {
             },
             ..Default::default()
         };
-        let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+        let turn = run_turn(&provider, dir.path(), "go", options).await;
         turn.result.unwrap_or_else(|e| panic!("{name}: {e}"));
         let sent = sent_tool_results(&server.requests()[1].body);
         assert_eq!(sent[0].0.trim(), "made", "{name}: the link was made");
@@ -475,7 +463,7 @@ async fn sub_agent_usage_arrives_as_events_with_the_turns_running_total() {
         Reply::text("done").into(),
     ]);
     let provider = provider(Api::Anthropic, &server);
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    let turn = run_turn(&provider, dir.path(), "go", TurnOptions::default()).await;
     let outcome = turn.result.unwrap();
     let usage: Vec<_> = turn
         .sink

@@ -416,7 +416,7 @@ async fn no_tool_reads_or_writes_outside_the_workspace() {
     let provider = provider(Api::Anthropic, &server);
     let turn = tokio::time::timeout(
         std::time::Duration::from_secs(60),
-        run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()),
+        run_turn(&provider, dir.path(), "go", TurnOptions::default()),
     )
     .await
     .expect("no tool may hang (a FIFO, /dev/zero)");
@@ -533,7 +533,7 @@ async fn a_swapped_link_never_redirects_a_read() {
         false,
         stop.clone(),
     );
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    let turn = run_turn(&provider, dir.path(), "go", TurnOptions::default()).await;
     stop.store(true, Ordering::Relaxed);
     let swaps = swapping.join().unwrap();
     turn.result.unwrap_or_else(|e| panic!("{e}"));
@@ -572,7 +572,7 @@ async fn a_swapped_directory_never_redirects_a_write() {
         true,
         stop.clone(),
     );
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+    let turn = run_turn(&provider, dir.path(), "go", TurnOptions::default()).await;
     stop.store(true, Ordering::Relaxed);
     let swaps = swapping.join().unwrap();
     turn.result.unwrap_or_else(|e| panic!("{e}"));

@@ -17,13 +17,7 @@ async fn turn_with(api: Api, script: Vec<Step>) -> (Turn, ModelServer) {
     let dir = workspace(&[]);
     let server = ModelServer::start(script);
     let provider = provider(api, &server);
-    let turn = run_turn(
-        provider.as_ref(),
-        dir.path(),
-        "question",
-        TurnOptions::default(),
-    )
-    .await;
+    let turn = run_turn(&provider, dir.path(), "question", TurnOptions::default()).await;
     (turn, server)
 }
 
@@ -101,7 +95,7 @@ async fn non_streamed_calls_are_bounded_by_the_same_attempts() {
             stream: false,
             ..Default::default()
         };
-        let turn = run_turn(provider.as_ref(), dir.path(), "q", options).await;
+        let turn = run_turn(&provider, dir.path(), "q", options).await;
         let error = turn.result.expect_err("529s all the way");
         assert!(error.to_string().contains("HTTP 529"), "{error}");
         assert_eq!(
@@ -222,7 +216,7 @@ async fn non_streamed_calls_retry_a_cut_body_and_a_stall() {
             let server = ModelServer::start(vec![fault.into(), answer().into()]);
             let provider = provider(api, &server);
             let turn = run_turn(
-                provider.as_ref(),
+                &provider,
                 dir.path(),
                 "q",
                 TurnOptions {
@@ -248,13 +242,15 @@ async fn a_refused_connection_is_a_clear_error() {
         .local_addr()
         .unwrap()
         .port();
-    let provider = bareagent::provider::Anthropic::new(
-        &format!("http://127.0.0.1:{port}"),
-        TEST_KEY.into(),
-        "m",
-        test_settings(),
-    )
-    .unwrap();
+    let provider: std::sync::Arc<dyn bareagent::provider::Provider> = std::sync::Arc::new(
+        bareagent::provider::Anthropic::new(
+            &format!("http://127.0.0.1:{port}"),
+            TEST_KEY.into(),
+            "m",
+            test_settings(),
+        )
+        .unwrap(),
+    );
     let dir = workspace(&[]);
     let turn = run_turn(&provider, dir.path(), "q", TurnOptions::default()).await;
     let error = turn.result.expect_err("nothing listens");

@@ -208,7 +208,7 @@ async fn run_case(name: &str, case: &Case, api: Api, stream: bool) {
     if let Some(cap) = case.max_iterations {
         options.max_iterations = cap;
     }
-    let turn = run_turn(provider.as_ref(), dir.path(), &case.prompt, options).await;
+    let turn = run_turn(&provider, dir.path(), &case.prompt, options).await;
     let expect = &case.expect;
 
     match (&turn.result, &expect.text, &expect.error) {

@@ -160,7 +160,7 @@ async fn changes_need_the_text_the_model_saw() {
         script.push(Reply::text("done").into());
         let server = ModelServer::start(script);
         let provider = provider(Api::Anthropic, &server);
-        let turn = run_turn(provider.as_ref(), dir.path(), "go", TurnOptions::default()).await;
+        let turn = run_turn(&provider, dir.path(), "go", TurnOptions::default()).await;
         turn.result
             .unwrap_or_else(|e| panic!("{}: the turn failed: {e}", case.name));
         let requests = server.requests();
@@ -215,7 +215,7 @@ async fn a_yes_does_not_write_over_an_unread_file() {
         approver: Box::new(approver.clone()),
         ..TurnOptions::default()
     };
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+    let turn = run_turn(&provider, dir.path(), "go", options).await;
     turn.result.unwrap_or_else(|e| panic!("{e}"));
     let asked = approver.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");

@@ -57,7 +57,7 @@ async fn repeated_tool_use_ids_are_made_unique_before_the_next_request() {
             stream,
             ..TurnOptions::default()
         };
-        let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+        let turn = run_turn(&provider, dir.path(), "go", options).await;
         turn.result
             .unwrap_or_else(|e| panic!("{api:?} {stream}: {e}"));
         assert_eq!(check_history(&turn.messages), Ok(()));

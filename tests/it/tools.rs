@@ -14,7 +14,7 @@ use crate::support::model_server::{ModelServer, Reply, Step};
 async fn results_of(dir: &std::path::Path, calls: Vec<(&str, Value)>) -> Vec<(String, bool)> {
     let server = ModelServer::start(vec![Reply::tools(calls).into(), Reply::text("ok").into()]);
     let provider = provider(Api::Anthropic, &server);
-    let turn = run_turn(provider.as_ref(), dir, "go", TurnOptions::default()).await;
+    let turn = run_turn(&provider, dir, "go", TurnOptions::default()).await;
     turn.result.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(check_history(&turn.messages), Ok(()));
     let sent = sent_tool_results(&server.requests()[1].body);
@@ -114,13 +114,7 @@ async fn todo_write_reaches_the_user() {
         Reply::text("planned").into(),
     ]);
     let provider = provider(Api::OpenAi, &server);
-    let turn = run_turn(
-        provider.as_ref(),
-        dir.path(),
-        "plan",
-        TurnOptions::default(),
-    )
-    .await;
+    let turn = run_turn(&provider, dir.path(), "plan", TurnOptions::default()).await;
     turn.result.unwrap();
     assert_eq!(
         turn.sink.tool_results()[0].0,
@@ -199,7 +193,6 @@ async fn ten_megabytes_of_output_come_back_as_head_and_tail() {
 async fn background_output_reaches_the_model_in_a_later_iteration() {
     let dir = workspace(&[]);
     let inbox = bareagent::agent::Inbox::new();
-    let background = bareagent::tools::BackgroundTasks::new(inbox.clone());
     let server = ModelServer::start(vec![
         Reply::tool(
             "bash",
@@ -212,16 +205,9 @@ async fn background_output_reaches_the_model_in_a_later_iteration() {
     let provider = provider(Api::Anthropic, &server);
     let options = TurnOptions {
         inbox: Some(inbox),
-        background: Some(background),
         ..Default::default()
     };
-    let turn = run_turn(
-        provider.as_ref(),
-        dir.path(),
-        "build in the background",
-        options,
-    )
-    .await;
+    let turn = run_turn(&provider, dir.path(), "build in the background", options).await;
     turn.result.unwrap();
     assert!(
         turn.sink.tool_results()[0]
@@ -247,7 +233,6 @@ async fn background_output_reaches_the_model_in_a_later_iteration() {
 async fn bash_output_and_kill_bash_manage_a_background_command() {
     let dir = workspace(&[]);
     let inbox = bareagent::agent::Inbox::new();
-    let background = bareagent::tools::BackgroundTasks::new(inbox.clone());
     let script: Vec<Step> = vec![
         Reply::tool(
             "bash",
@@ -269,10 +254,9 @@ async fn bash_output_and_kill_bash_manage_a_background_command() {
     let provider = provider(Api::Anthropic, &server);
     let options = TurnOptions {
         inbox: Some(inbox),
-        background: Some(background),
         ..Default::default()
     };
-    let turn = run_turn(provider.as_ref(), dir.path(), "go", options).await;
+    let turn = run_turn(&provider, dir.path(), "go", options).await;
     turn.result.unwrap();
     let results = turn.sink.tool_results();
     assert!(

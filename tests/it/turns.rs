@@ -31,7 +31,7 @@ async fn read_edit_answer_changes_the_file_in_every_mode() {
         let server = ModelServer::start(read_edit_answer_script());
         let provider = provider(api, &server);
         let turn = run_turn(
-            provider.as_ref(),
+            &provider,
             dir.path(),
             "fix greet.py",
             TurnOptions {
@@ -88,7 +88,8 @@ async fn read_edit_answer_changes_the_file_in_every_mode() {
                 assert_eq!(requests[0].path, "/v1/messages");
                 assert_eq!(requests[0].header("x-api-key"), Some(TEST_KEY));
                 assert_eq!(requests[0].header("anthropic-version"), Some("2023-06-01"));
-                assert_eq!(requests[0].body["system"][0]["text"], "You are a test.");
+                let system = bareagent::agent::system_prompt(dir.path());
+                assert_eq!(requests[0].body["system"][0]["text"], system.as_str());
                 assert_eq!(requests[0].body["tools"][0]["name"], "read_file");
                 assert!(requests[0].body["tools"][0]["input_schema"].is_object());
             }
@@ -119,7 +120,7 @@ async fn thinking_blocks_are_sent_back_unchanged() {
         ]);
         let provider = provider(Api::Anthropic, &server);
         let turn = run_turn(
-            provider.as_ref(),
+            &provider,
             dir.path(),
             "what is in a.txt?",
             TurnOptions {
@@ -163,7 +164,7 @@ async fn inbox_messages_reach_the_next_model_call() {
         inbox: Some(inbox.clone()),
         ..Default::default()
     };
-    let turn = run_turn(provider.as_ref(), dir.path(), "hi", options).await;
+    let turn = run_turn(&provider, dir.path(), "hi", options).await;
     turn.result.unwrap();
     let first = &server.requests()[0].body["messages"];
     assert_eq!(
