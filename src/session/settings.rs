@@ -185,3 +185,171 @@ impl SessionSettings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One setting: how a layer says value `n`, and what the resolved
+    /// settings say (as text, to compare any type).
+    struct Setting {
+        name: &'static str,
+        say: fn(&mut Layer, u32),
+        /// How the settings files say it, where they can.
+        in_files: Option<fn(&mut Config, u32)>,
+        resolved: fn(&SessionSettings) -> String,
+    }
+
+    const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::Openai];
+    const MODES: [PermissionMode; 4] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::Bypass,
+    ];
+
+    fn settings() -> Vec<Setting> {
+        vec![
+            Setting {
+                name: "provider",
+                say: |l, n| l.provider = Some(KINDS[n as usize % 2]),
+                in_files: Some(|c, n| c.provider = Some(KINDS[n as usize % 2])),
+                resolved: |s| format!("{:?}", s.provider.kind),
+            },
+            Setting {
+                name: "model",
+                say: |l, n| l.model = Some(format!("m{n}")),
+                in_files: Some(|c, n| c.model = Some(format!("m{n}"))),
+                resolved: |s| format!("{:?}", s.provider.model),
+            },
+            Setting {
+                name: "base URL",
+                say: |l, n| l.base_url = Some(format!("http://h{n}")),
+                in_files: None,
+                resolved: |s| format!("{:?}", s.provider.base_url),
+            },
+            Setting {
+                name: "replay",
+                say: |l, n| l.replay = Some(format!("r{n}").into()),
+                in_files: None,
+                resolved: |s| format!("{:?}", s.provider.replay),
+            },
+            Setting {
+                name: "record",
+                say: |l, n| l.record = Some(format!("w{n}").into()),
+                in_files: None,
+                resolved: |s| format!("{:?}", s.provider.record),
+            },
+            Setting {
+                name: "mode",
+                say: |l, n| l.mode = Some(MODES[n as usize % 4]),
+                in_files: Some(|c, n| c.permissions.mode = Some(MODES[n as usize % 4])),
+                resolved: |s| format!("{:?}", s.mode),
+            },
+            Setting {
+                name: "iterations",
+                say: |l, n| l.max_iterations = Some(10 + n as usize),
+                in_files: None,
+                resolved: |s| s.max_iterations.to_string(),
+            },
+            Setting {
+                name: "idle timeout",
+                say: |l, n| l.idle_timeout = Some(Duration::from_secs(10 + u64::from(n))),
+                in_files: None,
+                resolved: |s| format!("{:?}", s.provider.idle_timeout),
+            },
+            Setting {
+                name: "attempts",
+                say: |l, n| l.max_attempts = Some(10 + n),
+                in_files: None,
+                resolved: |s| s.provider.max_attempts.to_string(),
+            },
+            Setting {
+                name: "stream",
+                say: |l, n| l.stream = Some(n % 2 == 0),
+                in_files: None,
+                resolved: |s| s.stream.to_string(),
+            },
+            Setting {
+                name: "context window",
+                say: |l, n| l.context_window = Some(1000 + u64::from(n)),
+                in_files: Some(|c, n| c.context.window = Some(1000 + u64::from(n))),
+                resolved: |s| format!("{:?}", s.context_window),
+            },
+            Setting {
+                name: "compact at",
+                say: |l, n| l.compact_at = Some(0.1 * f64::from(n + 1)),
+                in_files: Some(|c, n| c.context.compact_at = Some(0.1 * f64::from(n + 1))),
+                resolved: |s| format!("{:?}", s.compact_at),
+            },
+        ]
+    }
+
+    const LAYERS: [&str; 5] = ["session", "command line", "editor", "environment", "files"];
+
+    /// Layers where layers `from..to` each say the setting: `from` value 1,
+    /// those below it value 2 (neither the default); `None` when layer
+    /// `from` cannot say it.
+    fn said(setting: &Setting, from: usize, to: usize) -> Option<Layers> {
+        let mut layers = Layers::default();
+        for at in from..to {
+            let n = if at == from { 1 } else { 2 };
+            match at {
+                0 => (setting.say)(&mut layers.session, n),
+                1 => (setting.say)(&mut layers.command_line, n),
+                2 => (setting.say)(&mut layers.editor, n),
+                3 => (setting.say)(&mut layers.environment, n),
+                _ => match setting.in_files {
+                    Some(say) => say(&mut layers.files, n),
+                    None if at == from => return None,
+                    None => {}
+                },
+            }
+        }
+        Some(layers)
+    }
+
+    /// Every setting × every layer: the highest layer that says a value
+    /// gives it, whatever the layers below say; none: the default.
+    #[test]
+    fn the_highest_layer_that_says_a_setting_decides_it() {
+        let resolve = |layers| SessionSettings::resolve("/w".into(), Surface::Terminal, layers);
+        let default = resolve(Layers::default());
+        for setting in settings() {
+            let mut decided = 0;
+            for (at, layer) in LAYERS.iter().enumerate() {
+                let (Some(all_below), Some(alone)) =
+                    (said(&setting, at, LAYERS.len()), said(&setting, at, at + 1))
+                else {
+                    continue;
+                };
+                let alone = (setting.resolved)(&resolve(alone));
+                assert_ne!(
+                    alone,
+                    (setting.resolved)(&default),
+                    "{}: the {layer} layer's value is not the default",
+                    setting.name
+                );
+                assert_eq!(
+                    (setting.resolved)(&resolve(all_below)),
+                    alone,
+                    "{}: the {layer} layer decides over those below it",
+                    setting.name
+                );
+                decided += 1;
+            }
+            let expected = if setting.in_files.is_some() { 5 } else { 4 };
+            assert_eq!(decided, expected, "{}", setting.name);
+        }
+    }
+
+    #[test]
+    fn the_defaults() {
+        let s = SessionSettings::resolve("/w".into(), Surface::Terminal, Layers::default());
+        assert_eq!(s.max_iterations, 200);
+        assert_eq!(s.provider.idle_timeout, Duration::from_secs(120));
+        assert_eq!(s.provider.max_attempts, 4);
+        assert!(s.stream);
+        assert_eq!(s.mode, PermissionMode::Default);
+    }
+}
