@@ -130,14 +130,9 @@ async fn show_dialog(state: Arc<State>, view: PendingView) {
         );
         // Answered elsewhere (a code action, a command, a cancel): stop waiting,
         // so the next question is not stuck behind a dialog nobody needs.
-        let answered_elsewhere = async {
-            while state.approvals.is_pending(view.id) {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        };
         let answer = tokio::select! {
             answer = dialog => answer,
-            () = answered_elsewhere => return,
+            () = state.approvals.settled(view.id) => return,
         };
         let approval = match answer {
             Ok(Some(item)) if item.title == ALLOW_ONCE => Approval::AllowOnce,

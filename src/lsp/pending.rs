@@ -38,6 +38,8 @@ pub struct Approvals {
     /// sessions, whose approvals all stay pending (and answerable by code
     /// action) meanwhile.
     pub(super) dialog: tokio::sync::Mutex<()>,
+    /// Woken whenever an approval stops being pending.
+    settled: tokio::sync::Notify,
 }
 
 impl Approvals {
@@ -51,6 +53,21 @@ impl Approvals {
 
     pub fn is_pending(&self, id: u64) -> bool {
         self.lock().iter().any(|p| p.view.id == id)
+    }
+
+    /// Returns once approval `id` is no longer pending (answered anywhere,
+    /// its turn cancelled or ended).
+    pub async fn settled(&self, id: u64) {
+        loop {
+            let woken = self.settled.notified();
+            tokio::pin!(woken);
+            // Registered before the check: a resolve in between still wakes it.
+            woken.as_mut().enable();
+            if !self.is_pending(id) {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Approval `id`, or the oldest when `id` is `None`.
@@ -84,6 +101,8 @@ impl Approvals {
             None => 0,
         };
         let entry = pending.remove(index);
+        drop(pending);
+        self.settled.notify_waiters();
         let _ = entry.reply.send(answer);
         Some(entry.view)
     }
@@ -93,11 +112,15 @@ impl Approvals {
         let mut pending = self.lock();
         let before = pending.len();
         pending.retain(|p| p.view.turn != turn);
-        before - pending.len()
+        let cleared = before - pending.len();
+        drop(pending);
+        self.settled.notify_waiters();
+        cleared
     }
 
     pub(super) fn remove(&self, id: u64) {
         self.lock().retain(|p| p.view.id != id);
+        self.settled.notify_waiters();
     }
 }
 
