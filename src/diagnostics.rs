@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::sync::Locked;
 use tokio::sync::watch;
 
 /// How long an edit waits, by default, for the editor's fresh diagnostics.
@@ -148,7 +149,7 @@ impl Default for EditorDiagnostics {
 
 impl EditorDiagnostics {
     fn files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Reported>> {
-        self.files.lock().unwrap_or_else(|p| p.into_inner())
+        self.files.locked()
     }
 
     /// The client pushes every change (it said so, or has pushed one).
@@ -163,7 +164,7 @@ impl EditorDiagnostics {
 
     /// How long an edit waits for a report; zero: never.
     pub fn set_settle(&self, settle: Duration) {
-        *self.settle.lock().unwrap_or_else(|p| p.into_inner()) = settle;
+        *self.settle.locked() = settle;
     }
 
     /// A file's complete set, pushed by the client.
@@ -219,7 +220,7 @@ impl EditorDiagnostics {
     }
 
     fn settle(&self) -> Duration {
-        *self.settle.lock().unwrap_or_else(|p| p.into_inner())
+        *self.settle.locked()
     }
 
     fn generation(&self, path: &Path) -> u64 {

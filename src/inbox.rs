@@ -8,6 +8,7 @@
 //! A leaf: `tools` (background commands) fills it and `agent` drains it, so
 //! it depends on neither, and neither depends on the other through it.
 
+use crate::sync::Locked;
 use std::sync::{Arc, Mutex};
 
 /// One thing that arrived, in arrival order.
@@ -65,9 +66,7 @@ impl Inbox {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arrival>> {
         // A panic while holding this lock cannot leave the Vec half-updated.
-        self.queue
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.queue.locked()
     }
 }
 

@@ -5,17 +5,30 @@
 
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// `lock()` for a [`Mutex`], whatever a panic left in it.
+pub trait Locked<T: ?Sized> {
+    fn locked(&self) -> MutexGuard<'_, T>;
 }
 
-pub fn read<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+impl<T: ?Sized> Locked<T> for Mutex<T> {
+    fn locked(&self) -> MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
-pub fn write<T: ?Sized>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// `read()` and `write()` for an [`RwLock`], whatever a panic left in it.
+pub trait ReadWriteLocked<T: ?Sized> {
+    fn read_locked(&self) -> RwLockReadGuard<'_, T>;
+    fn write_locked(&self) -> RwLockWriteGuard<'_, T>;
+}
+
+impl<T: ?Sized> ReadWriteLocked<T> for RwLock<T> {
+    fn read_locked(&self) -> RwLockReadGuard<'_, T> {
+        self.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write_locked(&self) -> RwLockWriteGuard<'_, T> {
+        self.write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }

@@ -22,6 +22,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use crate::sync::Locked;
 use async_trait::async_trait;
 use rustix::fs::FileType;
 
@@ -589,7 +590,7 @@ const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 fn clean_stale_temp_files_once(paths: &PathResolver) {
     static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
     {
-        let mut cleaned = CLEANED.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cleaned = CLEANED.locked();
         if cleaned.contains(&paths.root) {
             return;
         }

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use super::Peer;
 use super::calls::Calls;
 use crate::permission::{ActionKind, Approval, Approver, DENIED_BY_USER, Question, Target};
+use crate::sync::Locked;
 
 const ALLOW_ONCE: &str = "allow_once";
 const ALLOW_ALWAYS: &str = "allow_always";
@@ -38,11 +39,7 @@ pub struct ClientApprover {
 #[async_trait]
 impl Approver for ClientApprover {
     async fn ask(&self, question: &Question<'_>) -> Approval {
-        let refused = self
-            .rejected
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(question.rule);
+        let refused = self.rejected.locked().contains(question.rule);
         if refused {
             return Approval::Reject(format!(
                 "{DENIED_BY_USER}: they chose to reject `{}` for the rest of this session",
@@ -102,10 +99,7 @@ impl Approver for ClientApprover {
                 ALLOW_ALWAYS => Approval::AllowAlways,
                 REJECT_ONCE => Approval::Reject(DENIED_BY_USER.to_string()),
                 REJECT_ALWAYS => {
-                    self.rejected
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(question.rule.to_string());
+                    self.rejected.locked().insert(question.rule.to_string());
                     Approval::Reject(format!(
                         "{DENIED_BY_USER}: they rejected it for the rest of this session"
                     ))

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::sync::Locked;
 use serde_json::Value;
 
 #[derive(Default)]
@@ -34,7 +35,7 @@ struct OpenCall {
 
 impl Calls {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     pub fn opened(&self, id: &str, tool: &str, input: &Value) {

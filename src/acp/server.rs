@@ -30,6 +30,7 @@ use super::{AcpArgs, Peer};
 use crate::history::{self, Image, Message, Role};
 use crate::mcp::{Origin, ServerConfig};
 use crate::permission::PermissionMode;
+use crate::sync::Locked;
 
 struct Server {
     args: AcpArgs,
@@ -120,12 +121,7 @@ pub async fn serve(args: AcpArgs) -> bool {
         .connect_to(super::transport::stdio())
         .await;
     // Background commands end with the agent.
-    for session in s7
-        .sessions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .values()
-    {
+    for session in s7.sessions.locked().values() {
         session.cancel();
         session.core.background().kill_all();
     }
@@ -292,16 +288,12 @@ fn client_servers(servers: &[McpServer]) -> (Vec<(String, ServerConfig)>, Option
 
 impl Server {
     fn session(&self, id: &SessionId) -> Option<Arc<Session>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&*id.0)
-            .cloned()
+        self.sessions.locked().get(&*id.0).cloned()
     }
 
     fn initialize(&self, request: InitializeRequest) -> InitializeResponse {
         let caps = &request.client_capabilities;
-        *self.can.lock().unwrap_or_else(|p| p.into_inner()) = ClientFiles {
+        *self.can.locked() = ClientFiles {
             read: caps.fs.read_text_file,
             write: caps.fs.write_text_file,
             terminal: caps.terminal,
@@ -324,8 +316,7 @@ impl Server {
         }
         let response = NewSessionResponse::new(session.id.clone()).modes(modes(session.mode()));
         self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .insert(session.id.clone(), Arc::new(session));
         Ok(response)
     }
@@ -368,8 +359,7 @@ impl Server {
         self.replay_to(&session, peer);
         let response = LoadSessionResponse::new().modes(modes(session.mode()));
         self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .insert(session.id.clone(), Arc::new(session));
         Ok(response)
     }
@@ -425,7 +415,7 @@ impl Server {
         let prompt = super::turn::Prompt {
             session: session.clone(),
             peer,
-            can: *self.can.lock().unwrap_or_else(|p| p.into_inner()),
+            can: *self.can.locked(),
             message,
             cancel,
         };

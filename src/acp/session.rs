@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::permission::PermissionMode;
 use crate::session::{Layer, Layers, Surface};
 use crate::sessions::SessionFile;
-use crate::sync::lock;
+use crate::sync::Locked;
 use crate::workspace::PathResolver;
 
 pub struct Session {
@@ -61,14 +61,14 @@ impl Session {
         let mut settings = Config::load(paths.root()).map_err(|e| e.to_string())?;
         let notice = Arc::new(Mutex::new(Vec::new()));
         if let Some(ignored) = settings.ignored_notice(paths.root()) {
-            lock(&notice).push(ignored);
+            notice.locked().push(ignored);
         }
         settings.mcp.servers.extend(client_servers);
         let told = notice.clone();
         let mcp = Arc::new(crate::mcp::McpServers::new(
             &settings.mcp,
             paths.root(),
-            Arc::new(move |said: crate::mcp::Notice| lock(&told).push(said.message)),
+            Arc::new(move |said: crate::mcp::Notice| told.locked().push(said.message)),
         ));
         mcp.start_in_background();
         let layers = Layers {
@@ -102,7 +102,7 @@ impl Session {
 
     /// Says `notice` at the start of the next turn.
     pub fn tell(&self, notice: String) {
-        lock(&self.notice).push(notice);
+        self.notice.locked().push(notice);
     }
 
     pub fn mode(&self) -> PermissionMode {
@@ -119,7 +119,7 @@ impl Session {
 
     /// Marks a turn as running; `None` when one already runs.
     pub fn begin_turn(&self) -> Option<CancellationToken> {
-        let mut running = lock(&self.running);
+        let mut running = self.running.locked();
         if running.is_some() {
             return None;
         }
@@ -129,17 +129,17 @@ impl Session {
     }
 
     pub fn end_turn(&self) {
-        *lock(&self.running) = None;
+        *self.running.locked() = None;
     }
 
     /// `session/cancel`: stops the running turn, if any.
     pub fn cancel(&self) {
-        if let Some(cancel) = &*lock(&self.running) {
+        if let Some(cancel) = &*self.running.locked() {
             cancel.cancel();
         }
     }
 
     pub fn take_notices(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.notice))
+        std::mem::take(&mut *self.notice.locked())
     }
 }

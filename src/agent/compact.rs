@@ -33,6 +33,7 @@ use super::context::{context_window, estimate_fixed, estimate_messages};
 use crate::events::{AgentEvent, CompactHow, EventSink};
 use crate::history::{ContentBlock, Message, Role, push_user_blocks};
 use crate::provider::{Provider, ProviderError, Request, ToolSpec};
+use crate::sync::Locked;
 
 /// The share of the window at which compaction starts, by default.
 pub const DEFAULT_COMPACT_AT: f64 = 0.8;
@@ -238,20 +239,14 @@ impl Compaction {
     }
 
     fn may_summarise(&self, tokens: u64) -> bool {
-        let until = *self
-            .no_summary_until
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let until = *self.no_summary_until.locked();
         until.is_none_or(|until| tokens >= until)
     }
 
     /// No summary until the context has grown a little past `tokens`.
     fn hold_summaries(&self, tokens: Option<u64>) {
         let until = tokens.map(|tokens| tokens + self.settings.context_window / 20);
-        *self
-            .no_summary_until
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = until;
+        *self.no_summary_until.locked() = until;
     }
 }
 

@@ -10,6 +10,7 @@ use super::LoopConfig;
 use crate::events::{AgentEvent, EventSink, Spend};
 use crate::history::Usage;
 use crate::provider::Price;
+use crate::sync::Locked;
 
 /// A sink in front of the agent's own: it adds up usage and passes on the
 /// rest unchanged.
@@ -36,7 +37,7 @@ impl<'a> UsageTally<'a> {
     pub(super) fn add(&self, call: Usage, own: bool) {
         let call_cost_usd = self.price.map(|price| price.cost(&call));
         let (total, spend) = {
-            let mut guard = self.total.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = self.total.locked();
             let (total, spend) = &mut *guard;
             *total += call;
             let mut next = spend.then(&Spend {
@@ -58,7 +59,7 @@ impl<'a> UsageTally<'a> {
     }
 
     pub(super) fn total(&self) -> Usage {
-        self.total.lock().unwrap_or_else(|p| p.into_inner()).0
+        self.total.locked().0
     }
 }
 

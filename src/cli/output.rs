@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::agent::TurnOutcome;
 use crate::events::{AgentEvent, EventSink, Spend, usage_line};
 use crate::sandbox::HINT_PREFIX;
+use crate::sync::Locked;
 use crate::text::clip;
 use crate::tools::TodoStatus;
 
@@ -69,9 +70,7 @@ impl TerminalSink {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, TerminalState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.locked()
     }
 
     fn end_line(state: &mut TerminalState) {
@@ -318,7 +317,7 @@ pub(super) fn print_json_line(value: &Value) {
 impl EventSink for JsonSink {
     fn emit(&self, event: AgentEvent) {
         if let AgentEvent::Usage { spend, .. } = &event {
-            *self.spend.lock().unwrap_or_else(|p| p.into_inner()) = *spend;
+            *self.spend.locked() = *spend;
         }
         // On stderr, as notices are: stdout holds the turn's events.
         if let AgentEvent::Notice { text } = &event {
@@ -338,7 +337,7 @@ impl TurnSink for JsonSink {
     }
 
     fn finished(&self, outcome: &TurnOutcome) {
-        let spend = *self.spend.lock().unwrap_or_else(|p| p.into_inner());
+        let spend = *self.spend.locked();
         let mut line = json!({
             "type": "final", "text": outcome.text, "usage": outcome.usage, "iterations": outcome.iterations,
         });

@@ -11,6 +11,7 @@ use super::output::TurnSink;
 use crate::events::{AgentEvent, EventSink, Spend, usage_line};
 use crate::history::Usage;
 use crate::provider::Price;
+use crate::sync::Locked;
 
 /// A sink in front of the terminal's: it keeps the turn's last totals and
 /// passes every event on unchanged.
@@ -36,7 +37,7 @@ impl SessionSpend {
     }
 
     fn totals(&self) -> std::sync::MutexGuard<'_, Totals> {
-        self.totals.lock().unwrap_or_else(|p| p.into_inner())
+        self.totals.locked()
     }
 
     /// A session that starts with `usage` already spent (a resumed one),

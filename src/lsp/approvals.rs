@@ -15,6 +15,7 @@ use super::editor_event::EditorEvent;
 use super::pending::{PendingView, describe};
 use super::state::State;
 use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
+use crate::sync::Locked;
 
 /// The dialog's buttons, in order.
 pub const ALLOW_ONCE: &str = "Allow once";
@@ -181,8 +182,7 @@ fn requested_event(state: &State, view: &PendingView) -> EditorEvent {
         Some((path, after)) => {
             let opened = state
                 .documents
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
+                .locked()
                 .get(path)
                 .map(|document| document.uri.clone());
             let uri = opened.or_else(|| State::uri_of(path).map(|uri| uri.to_string()));

@@ -20,6 +20,7 @@ use tower_lsp_server::ls_types::{
 use super::documents::{Encoding, position};
 use super::state::State;
 use crate::config::SaveEdits;
+use crate::sync::Locked;
 use crate::workspace::{
     Buffers, CommandViews, DiskWorkspace, FileText, PathResolver, Restore, Workspace,
     WorkspaceError,
@@ -73,7 +74,7 @@ impl Workspace for EditorWorkspace {
             .map(|(path, document)| (path.clone(), document.text()))
             .collect();
         // As in `read_text`: our own unsaved text first.
-        let overlay = self.state.overlay.lock().unwrap_or_else(|p| p.into_inner());
+        let overlay = self.state.overlay.locked();
         buffers.extend(overlay.iter().map(|(p, t)| (p.clone(), t.clone())));
         buffers
     }
@@ -81,13 +82,7 @@ impl Workspace for EditorWorkspace {
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {
         // Our own unsaved text first: it is kept only while the editor has
         // not shown it back (see `settle_unopened`).
-        if let Some(text) = self
-            .state
-            .overlay
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(path)
-        {
+        if let Some(text) = self.state.overlay.locked().get(path) {
             return Ok(FileText {
                 text: text.clone(),
                 version: None,
@@ -168,13 +163,7 @@ impl EditorWorkspace {
             return self.confirm(path, version, text).await;
         }
         // Not open in the editor.
-        let exists = path.exists()
-            || self
-                .state
-                .overlay
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(path);
+        let exists = path.exists() || self.state.overlay.locked().contains_key(path);
         if !exists && !init.can_create_files {
             return self.disk.write_text(path, text, None).await;
         }
@@ -228,8 +217,7 @@ impl EditorWorkspace {
         if !shown {
             state
                 .overlay
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
+                .locked()
                 .insert(path.to_path_buf(), text.to_string());
         }
         state.lock_documents().get(path).map(|d| d.version)

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 use crate::permission::Approval;
+use crate::sync::Locked;
 
 #[derive(Clone, Debug)]
 pub struct PendingView {
@@ -44,7 +45,7 @@ pub struct Approvals {
 
 impl Approvals {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+        self.pending.locked()
     }
 
     pub fn list(&self) -> Vec<PendingView> {
@@ -87,7 +88,7 @@ impl Approvals {
     }
 
     pub(super) fn next_id(&self) -> u64 {
-        let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = self.next_id.locked();
         *next += 1;
         *next
     }

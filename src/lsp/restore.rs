@@ -18,6 +18,7 @@ use tower_lsp_server::ls_types::{
 use super::editor::{EditorWorkspace, minimal_edits};
 use super::state::State;
 use crate::config::SaveEdits;
+use crate::sync::Locked;
 use crate::workspace::{Restore, Workspace, WorkspaceError, restore_one_by_one};
 
 impl EditorWorkspace {
@@ -163,11 +164,7 @@ impl EditorWorkspace {
     }
 
     fn forget_overlay(&self, path: &Path) {
-        self.state
-            .overlay
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(path);
+        self.state.overlay.locked().remove(path);
     }
 
     fn refused(&self, path: &Path, message: String) -> WorkspaceError {

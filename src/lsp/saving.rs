@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::editor::EditorWorkspace;
 use super::state::State;
 use crate::config::SaveEdits;
+use crate::sync::Locked;
 use crate::workspace::{CommandView, CommandViews, Workspace};
 
 /// How long the editor gets to save.
@@ -35,12 +36,7 @@ impl EditorWorkspace {
     /// Before the agent's first edit of a file: was its buffer already
     /// different from the disk (the user's unsaved work)?
     pub(super) async fn note_agent_edit(&self, path: &Path) {
-        let known = self
-            .state
-            .agent_edits
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(path);
+        let known = self.state.agent_edits.locked().contains_key(path);
         if known {
             return;
         }
@@ -51,8 +47,7 @@ impl EditorWorkspace {
         };
         self.state
             .agent_edits
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .entry(path.to_path_buf())
             .or_insert(users_work);
     }
@@ -69,11 +64,7 @@ impl EditorWorkspace {
             return;
         }
         let uris: Vec<String> = {
-            let edits = self
-                .state
-                .agent_edits
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let edits = self.state.agent_edits.locked();
             let documents = self.state.lock_documents();
             paths
                 .iter()
@@ -131,12 +122,7 @@ fn names(state: &State, paths: &[PathBuf]) -> String {
 impl CommandViews for EditorWorkspace {
     async fn prepare(&self) -> CommandView {
         let chat = self.state.chat_path();
-        let edited = self
-            .state
-            .agent_edits
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let edited = self.state.agent_edits.locked().clone();
         let (mut agents, mut users) = (Vec::new(), Vec::new());
         for (path, text) in self.buffers() {
             if path == chat || self.on_disk(&path).await.as_deref() == Some(text.as_str()) {

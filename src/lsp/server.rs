@@ -15,6 +15,7 @@ use super::documents::{Change, Document, Encoding, Pos, path_of};
 use super::state::{EditorSettings, Init, MAIN_SESSION, State};
 use super::turn::{self, Ask};
 use crate::permission::{Approval, DENIED_BY_USER};
+use crate::sync::Locked;
 use crate::workspace::PathResolver;
 
 pub const COMMANDS: [&str; 15] = [
@@ -128,11 +129,7 @@ impl LanguageServer for Backend {
             can_save_documents: announces(&params, "saveDocuments"),
             options: params.initialization_options.clone().unwrap_or(Value::Null),
         };
-        *self
-            .state
-            .editor_settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = EditorSettings::from_value(&init.options);
+        *self.state.editor_settings.locked() = EditorSettings::from_value(&init.options);
         if announces(&params, "diagnostics") {
             self.state.diagnostics.set_pushed();
         }
@@ -407,11 +404,7 @@ impl LanguageServer for Backend {
 
 impl Backend {
     fn set_editor_settings(&self, settings: EditorSettings) {
-        *self
-            .state
-            .editor_settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = settings;
+        *self.state.editor_settings.locked() = settings;
         // Each session's next turn brings it up to the new settings.
     }
 

@@ -20,6 +20,7 @@ use super::session::Session;
 use crate::config::Config;
 use crate::permission::{PermissionMode, RuleLists};
 use crate::provider::ProviderKind;
+use crate::sync::Locked;
 use crate::workspace::PathResolver;
 
 /// What `initialize` told us, fixed for the server's life.
@@ -268,11 +269,11 @@ impl State {
     }
 
     pub fn lock_documents(&self) -> std::sync::MutexGuard<'_, Documents> {
-        self.documents.lock().unwrap_or_else(|p| p.into_inner())
+        self.documents.locked()
     }
 
     pub fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+        self.sessions.locked()
     }
 
     /// Waits (a few seconds at most) for the editor's configuration.
@@ -309,18 +310,12 @@ impl State {
 
     /// The editor reports the file now: its word replaces what we wrote.
     pub fn forget_overlay(&self, path: &Path) {
-        self.overlay
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(path);
+        self.overlay.locked().remove(path);
     }
 
     /// The file's buffer and disk agree again (saved, or closed).
     pub fn forget_agent_edit(&self, path: &Path) {
-        self.agent_edits
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(path);
+        self.agent_edits.locked().remove(path);
     }
 
     /// The settings in force: files, then the editor's.
@@ -361,10 +356,7 @@ impl State {
     }
 
     pub fn editor_settings(&self) -> EditorSettings {
-        self.editor_settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.editor_settings.locked().clone()
     }
 
     /// Cancels every turn and kills every background command.
@@ -477,7 +469,7 @@ impl State {
     }
 
     pub fn next_turn(&self) -> u64 {
-        let mut next = self.next_turn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = self.next_turn.locked();
         *next += 1;
         *next
     }
@@ -518,11 +510,11 @@ pub struct Chosen {
 
 impl ModelOverride {
     pub fn get(&self) -> Chosen {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.locked().clone()
     }
 
     pub fn set(&self, chosen: Chosen) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = chosen;
+        *self.0.locked() = chosen;
     }
 }
 

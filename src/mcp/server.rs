@@ -23,6 +23,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceError};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerSpec, Transport, expand_env};
+use crate::sync::Locked;
 
 /// The longest wait before a crashed server is started again.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -116,12 +117,7 @@ impl Connection {
 
     /// Why the connection ended, as far as the server said: its stderr's end.
     fn ending(&self) -> String {
-        let tail = self
-            .stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .trim()
-            .to_string();
+        let tail = self.stderr.locked().trim().to_string();
         match tail.lines().last() {
             Some(line) => format!("the connection closed; its last words: {line}"),
             None => "the connection closed".to_string(),
@@ -151,7 +147,7 @@ impl ClientHandler for Handler {
             match peer.list_all_tools().await {
                 Ok(listed) => {
                     tracing::info!(server, tools = listed.len(), "MCP tool list changed");
-                    *tools.lock().unwrap_or_else(|p| p.into_inner()) = listed;
+                    *tools.locked() = listed;
                 }
                 Err(error) => tracing::warn!(server, %error, "cannot list the changed MCP tools"),
             }
@@ -178,20 +174,17 @@ impl Server {
     }
 
     pub fn status(&self) -> Status {
-        self.status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.status.locked().clone()
     }
 
     fn set_status(&self, status: Status) {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = status;
+        *self.status.locked() = status;
     }
 
     /// The tools as last listed; empty unless the server is running.
     pub fn tools(&self) -> Vec<Tool> {
         match self.status() {
-            Status::Running { .. } => self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            Status::Running { .. } => self.tools.locked().clone(),
             _ => Vec::new(),
         }
     }
@@ -234,7 +227,7 @@ impl Server {
                 Err("the session has ended".into())
             }
             Ok(Ok(connection)) => {
-                let count = self.tools.lock().unwrap_or_else(|p| p.into_inner()).len();
+                let count = self.tools.locked().len();
                 tracing::info!(
                     server = self.name(),
                     tools = count,
@@ -333,7 +326,7 @@ impl Server {
             .list_all_tools()
             .await
             .map_err(|error| format!("cannot list its tools: {error}"))?;
-        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = listed;
+        *self.tools.locked() = listed;
         Ok(Connection {
             service,
             process,
@@ -342,7 +335,7 @@ impl Server {
     }
 
     fn start_error(&self, error: &str, stderr: &Mutex<String>) -> String {
-        let tail = stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let tail = stderr.locked().clone();
         match tail.trim().lines().last() {
             Some(line) => format!("{error} (its stderr: {line})"),
             None => error.to_string(),
@@ -553,7 +546,7 @@ impl ServerProcess {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 tracing::debug!(server = name, "stderr: {line}");
-                let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+                let mut tail = tail.locked();
                 tail.push_str(&line);
                 tail.push('\n');
                 if tail.len() > STDERR_TAIL {

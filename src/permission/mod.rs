@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use globset::{GlobSet, GlobSetBuilder};
 
 use crate::secret_files;
+use crate::sync::ReadWriteLocked;
 
 pub use command::CommandCheck;
 pub use rules::{Rule, RuleError, RuleLists, RuleSet, Subject, Verdict};
@@ -316,7 +317,7 @@ impl PermissionGate {
 
     /// Replaces the rules (the settings' lists, parsed).
     pub fn with_rules(self, rules: RuleSet) -> Self {
-        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = rules;
+        *self.rules.write_locked() = rules;
         self
     }
 
@@ -424,7 +425,7 @@ impl PermissionGate {
     /// Why a deny rule refuses `action`, whatever the mode: what not even
     /// the user's own undo (a rewind) may do.
     pub fn denied_by_rule(&self, action: &Action) -> Option<String> {
-        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let rules = self.rules.read_locked();
         match rules.evaluate(action) {
             Verdict::Deny(rule) => Some(format!("Denied by the permission rule `{rule}`.")),
             _ => None,
@@ -436,7 +437,7 @@ impl PermissionGate {
         if let Some(denied) = self.denied_by_rule(action) {
             return Assessment::Deny(denied);
         }
-        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let rules = self.rules.read_locked();
         let verdict = rules.evaluate(action);
         if self.mode == PermissionMode::Plan
             && !matches!(action.kind, ActionKind::Read | ActionKind::Internal)
@@ -600,7 +601,7 @@ impl PermissionGate {
     /// Whether a file found by a listing or a search may be shown: grep and
     /// glob skip the files a read of which would be denied or would ask.
     pub fn file_visibility(&self, tool: &str, path: &str) -> FileVisibility {
-        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let rules = self.rules.read_locked();
         match rules.read_verdict(tool, path) {
             Verdict::Deny(rule) => return FileVisibility::Denied(rule),
             Verdict::Ask(rule) if self.mode != PermissionMode::Bypass => {
@@ -620,7 +621,7 @@ impl PermissionGate {
     /// The read-deny rules' fixed directories (`secrets/**` → `secrets`),
     /// for the sandbox to keep commands out of.
     pub fn denied_read_prefixes(&self) -> Vec<String> {
-        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let rules = self.rules.read_locked();
         rules.denied_read_prefixes()
     }
 
@@ -643,12 +644,7 @@ impl PermissionGate {
 
     fn add_session_rule(&self, text: &str) {
         match Rule::parse(text) {
-            Ok(rule) => self
-                .rules
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .allow
-                .push(rule),
+            Ok(rule) => self.rules.write_locked().allow.push(rule),
             Err(error) => tracing::warn!(%error, "cannot add the session rule"),
         }
     }

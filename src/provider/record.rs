@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent};
+use crate::sync::Locked;
 
 pub struct Recorder {
     inner: Box<dyn Provider>,
@@ -31,7 +32,7 @@ impl Recorder {
 
 fn write_exchange(file: &Mutex<File>, request: &serde_json::Value, response: &Response) {
     let line = json!({"request": request, "response": response});
-    let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut file = file.locked();
     if let Err(error) = writeln!(file, "{line}").and_then(|()| file.flush()) {
         tracing::warn!(%error, "cannot write to the recording");
     }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::{EventStream, Provider, ProviderError, Request, Response, StreamEvent};
+use crate::sync::Locked;
 
 pub struct Replay {
     responses: Mutex<std::vec::IntoIter<Response>>,
@@ -46,7 +47,7 @@ impl Replay {
     }
 
     fn next(&self) -> Result<Response, ProviderError> {
-        let mut responses = self.responses.lock().unwrap_or_else(|p| p.into_inner());
+        let mut responses = self.responses.locked();
         responses.next().ok_or_else(|| {
             ProviderError::Replay(format!(
                 "the recording has no more responses (it holds {}); the conversation went further than the recording",

@@ -18,6 +18,7 @@ mod tally;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::sync::Locked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +41,6 @@ use crate::provider::retry::RetryObserver;
 use crate::provider::{Price, Provider, ProviderChoice, Usage, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
 use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
-use crate::sync::lock;
 use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
 use crate::workspace::Workspace;
 use tally::Tally;
@@ -165,7 +165,7 @@ impl Session {
         given: Given,
     ) -> Result<Session, SessionError> {
         let session = Session::unprepared(root, surface, layers, given);
-        *lock(&session.mcp) = mcp;
+        *session.mcp.locked() = mcp;
         session.prepare()?;
         Ok(session)
     }
@@ -204,7 +204,7 @@ impl Session {
     /// The gate and the sandbox, built from the settings if not yet; a
     /// sandbox that is not enforced is said at the next turn.
     fn prepare(&self) -> Result<Policy, SessionError> {
-        let mut policy = lock(&self.policy);
+        let mut policy = self.policy.locked();
         if let Some(policy) = &*policy {
             return Ok(policy.clone());
         }
@@ -237,7 +237,7 @@ impl Session {
     pub async fn run_turn(&self, prompt: Message, io: TurnIo<'_>) -> TurnEnd {
         let _one_at_a_time = self.turn.lock().await;
         let tally = Tally::new(io.sink);
-        for notice in std::mem::take(&mut *lock(&self.notices)) {
+        for notice in std::mem::take(&mut *self.notices.locked()) {
             tally.emit(AgentEvent::Notice { text: notice });
         }
         let mut retries = self.retries.lock().await;
@@ -265,8 +265,8 @@ impl Session {
             }
         };
         let gate = gate.with_approver(io.approver);
-        let reads = lock(&self.reads).clone();
-        let file = lock(&self.file).clone();
+        let reads = self.reads.locked().clone();
+        let file = self.file.locked().clone();
         let transcript: &dyn Transcript = match &file {
             Some(file) => file.as_ref(),
             None => &NoTranscript,
@@ -319,7 +319,7 @@ impl Session {
         }
         let counted = tally.counted();
         {
-            let mut totals = lock(&self.totals);
+            let mut totals = self.totals.locked();
             totals.0 += counted.usage;
             totals.1 = totals.1.then(&counted.spend);
         }
@@ -345,7 +345,7 @@ impl Session {
         .await
         .unwrap_or_default();
         {
-            let mut refused = lock(&self.refused);
+            let mut refused = self.refused.locked();
             for file in &instructions.files {
                 if let Some(why) = &file.refused
                     && !refused.contains(&file.path)
@@ -357,7 +357,7 @@ impl Session {
                 }
             }
         }
-        *lock(&self.instructions) = instructions.files;
+        *self.instructions.locked() = instructions.files;
         let base = match settings.surface {
             Surface::Terminal => system_prompt(&settings.root),
             Surface::Editor => system_prompt_in_editor(&settings.root),
@@ -373,7 +373,7 @@ impl Session {
             Surface::Terminal => ToolRegistry::standard(),
             Surface::Editor => ToolRegistry::in_editor(),
         };
-        let mcp = lock(&self.mcp).clone();
+        let mcp = self.mcp.locked().clone();
         if let Some(mcp) = mcp {
             mcp.add_to(&mut tools).await;
         }
@@ -400,7 +400,7 @@ impl Session {
             .system_prompt(&settings, workspace, &gate, Vec::new(), sink)
             .await;
         let tools = self.tools(&settings).await;
-        let mut messages = lock(&self.history).clone();
+        let mut messages = self.history.locked().clone();
         let done = model
             .compaction
             .compact_idle(
@@ -434,7 +434,7 @@ impl Session {
                 ..Spend::default()
             };
             self.add_spend(done.usage, spend);
-            *lock(&self.history) = messages;
+            *self.history.locked() = messages;
         }
         Ok(done)
     }
@@ -445,13 +445,13 @@ impl Session {
     /// change of mode alone keeps the session's answers; a change of rules
     /// starts from the new ones. On an error nothing changes.
     pub fn reconfigure(&self, change: impl FnOnce(&mut Layers)) -> Result<(), SessionError> {
-        let mut layers = lock(&self.layers).clone();
+        let mut layers = self.layers.locked().clone();
         change(&mut layers);
         let old = self.settings();
         let new = SessionSettings::resolve(old.root.clone(), old.surface, layers.clone());
         let builder = self.builder();
         // Built now where one was, so a bad model is said now.
-        let built = lock(&self.model).is_some();
+        let built = self.model.locked().is_some();
         let model = if new.provider != old.provider || context_changed(&old, &new) {
             Some(if built {
                 Some(Arc::new(builder.model(&new)?))
@@ -461,7 +461,7 @@ impl Session {
         } else {
             None
         };
-        let current = lock(&self.policy).clone();
+        let current = self.policy.locked().clone();
         let policy = match current {
             None => None,
             Some(_) if new.files.permissions.rules != old.files.permissions.rules => {
@@ -483,22 +483,22 @@ impl Session {
             Some(_) => None,
         };
         if let Some(model) = model {
-            *lock(&self.model) = model;
+            *self.model.locked() = model;
         }
         if let Some(policy) = policy {
-            *lock(&self.policy) = Some(policy);
+            *self.policy.locked() = Some(policy);
         }
-        *lock(&self.layers) = layers;
-        *lock(&self.settings) = Arc::new(new);
+        *self.layers.locked() = layers;
+        *self.settings.locked() = Arc::new(new);
         Ok(())
     }
 
     pub fn settings(&self) -> Arc<SessionSettings> {
-        lock(&self.settings).clone()
+        self.settings.locked().clone()
     }
 
     pub fn layers(&self) -> Layers {
-        lock(&self.layers).clone()
+        self.layers.locked().clone()
     }
 
     pub fn mode(&self) -> PermissionMode {
@@ -508,7 +508,7 @@ impl Session {
     /// The provider, built once for the session: one HTTP client, so its
     /// connections are kept from turn to turn.
     fn connect(&self) -> Result<Arc<Model>, crate::provider::ProviderError> {
-        let mut model = lock(&self.model);
+        let mut model = self.model.locked();
         if let Some(model) = &*model {
             return Ok(model.clone());
         }
@@ -547,32 +547,32 @@ impl Session {
 
     /// The sandbox's state; `None` before the session's first turn.
     pub fn sandbox_status(&self) -> Option<SandboxStatus> {
-        Some(lock(&self.policy).as_ref()?.sandbox.status().clone())
+        Some(self.policy.locked().as_ref()?.sandbox.status().clone())
     }
 
     /// What the next turn would say first, said now instead.
     pub fn take_notices(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.notices))
+        std::mem::take(&mut *self.notices.locked())
     }
 
     /// Says `notice` at the start of the next turn.
     pub fn tell(&self, notice: String) {
-        lock(&self.notices).push(notice);
+        self.notices.locked().push(notice);
     }
 
     pub fn history(&self) -> Vec<Message> {
-        lock(&self.history).clone()
+        self.history.locked().clone()
     }
 
     /// A message for the history without a turn (prompts a cancelled turn
     /// did not take), recorded in the session file.
     pub fn append(&self, message: Message) {
-        let file = lock(&self.file).clone();
+        let file = self.file.locked().clone();
         let transcript: &dyn Transcript = match &file {
             Some(file) => file.as_ref(),
             None => &NoTranscript,
         };
-        crate::sessions::append(&mut lock(&self.history), message, transcript);
+        crate::sessions::append(&mut self.history.locked(), message, transcript);
     }
 
     /// Where the conversation is kept from now on, and the history it
@@ -582,35 +582,35 @@ impl Session {
     pub fn start_conversation(&self, file: Option<Arc<SessionFile>>, history: Vec<Message>) {
         self.background.kill_all();
         self.inbox.drain();
-        *lock(&self.reads) = Arc::default();
-        *lock(&self.history) = history;
-        *lock(&self.file) = file;
-        *lock(&self.totals) = Default::default();
+        *self.reads.locked() = Arc::default();
+        *self.history.locked() = history;
+        *self.file.locked() = file;
+        *self.totals.locked() = Default::default();
     }
 
     /// The history as a rewind left it.
     pub fn set_history(&self, history: Vec<Message>) {
-        *lock(&self.history) = history;
+        *self.history.locked() = history;
     }
 
     /// Where the conversation is kept from now on (the history so far is
     /// not in it: a session saved from its first turn).
     pub fn set_file(&self, file: Arc<SessionFile>) {
-        *lock(&self.file) = Some(file);
+        *self.file.locked() = Some(file);
     }
 
     pub fn file(&self) -> Option<Arc<SessionFile>> {
-        lock(&self.file).clone()
+        self.file.locked().clone()
     }
 
     /// The session's usage and spend so far.
     pub fn totals(&self) -> (Usage, Spend) {
-        *lock(&self.totals)
+        *self.totals.locked()
     }
 
     /// Adds a compaction's usage and cost to the session's.
     pub fn add_spend(&self, usage: Usage, spend: Spend) {
-        let mut totals = lock(&self.totals);
+        let mut totals = self.totals.locked();
         totals.0 += usage;
         totals.1 = totals.1.then(&spend);
     }
@@ -625,13 +625,13 @@ impl Session {
 
     /// The session's MCP servers, once it has some.
     pub fn mcp(&self) -> Option<Arc<McpServers>> {
-        lock(&self.mcp).clone()
+        self.mcp.locked().clone()
     }
 
     /// Gives the session its MCP servers, unless it has some (the first
     /// wins: two turns racing to make them keep one set).
     pub fn set_mcp(&self, servers: Arc<McpServers>) -> Arc<McpServers> {
-        lock(&self.mcp).get_or_insert(servers).clone()
+        self.mcp.locked().get_or_insert(servers).clone()
     }
 
     /// The running turn compacts at its next step.
@@ -641,7 +641,7 @@ impl Session {
 
     /// The instruction files the last turn read.
     pub fn instructions(&self) -> Vec<InstructionFile> {
-        lock(&self.instructions).clone()
+        self.instructions.locked().clone()
     }
 
     /// The gate a rewind goes through: the deny rules alone (the user
@@ -654,7 +654,7 @@ impl Session {
     /// Stops what the session runs: background commands, MCP servers.
     pub async fn close(&self) {
         self.background.kill_all();
-        let mcp = lock(&self.mcp).clone();
+        let mcp = self.mcp.locked().clone();
         if let Some(mcp) = mcp {
             mcp.stop().await;
         }
@@ -671,14 +671,14 @@ struct HistoryLease<'s> {
 
 impl<'s> HistoryLease<'s> {
     fn take(session: &'s Session) -> Self {
-        let messages = std::mem::take(&mut *lock(&session.history));
+        let messages = std::mem::take(&mut *session.history.locked());
         HistoryLease { session, messages }
     }
 }
 
 impl Drop for HistoryLease<'_> {
     fn drop(&mut self) {
-        *lock(&self.session.history) = std::mem::take(&mut self.messages);
+        *self.session.history.locked() = std::mem::take(&mut self.messages);
     }
 }
 

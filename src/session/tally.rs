@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use crate::events::{AgentEvent, EventSink, Spend};
 use crate::provider::Usage;
+use crate::sync::Locked;
 
 /// Lines a turn added to and removed from one file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,7 +44,7 @@ impl<'a> Tally<'a> {
     }
 
     pub fn counted(&self) -> Counted {
-        crate::sync::lock(&self.counted).clone()
+        self.counted.locked().clone()
     }
 }
 
@@ -51,14 +52,14 @@ impl EventSink for Tally<'_> {
     fn emit(&self, event: AgentEvent) {
         match &event {
             AgentEvent::Usage { call, spend, .. } => {
-                let mut counted = crate::sync::lock(&self.counted);
+                let mut counted = self.counted.locked();
                 counted.usage += *call;
                 counted.spend = *spend;
                 counted.calls += 1;
             }
             AgentEvent::FileChanged { path, diff, .. } => {
                 let lines = line_counts(diff);
-                let mut counted = crate::sync::lock(&self.counted);
+                let mut counted = self.counted.locked();
                 let entry = counted.changed.entry(path.clone()).or_default();
                 entry.added += lines.added;
                 entry.removed += lines.removed;

@@ -16,6 +16,7 @@ use super::chain::{Chain, SessionKey};
 use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
 use super::{Entry, SessionError, Transcript, sessions_dir};
 use crate::diff::Before;
+use crate::sync::Locked;
 use crate::workspace::{PathResolver, WorkspaceError};
 
 /// One session's file, written as the conversation goes.
@@ -115,7 +116,7 @@ impl SessionFile {
     }
 
     fn write(&self, record: &Record, sync: bool) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.locked();
         if state.file.is_none()
             && let Some(header) = state.header.as_mut()
         {
@@ -244,14 +245,7 @@ impl Transcript for SessionFile {
             Entry::Rewind(rewind) => (Record::Rewind(rewind.clone()), true),
         };
         // A turn end of a session that never wrote anything makes no file.
-        if matches!(record, Record::TurnEnd)
-            && self
-                .state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .file
-                .is_none()
-        {
+        if matches!(record, Record::TurnEnd) && self.state.locked().file.is_none() {
             return;
         }
         self.write(&record, sync);

@@ -18,6 +18,7 @@ use super::{Tool, ToolContext, ToolError, plain_action};
 use crate::inbox::Inbox;
 use crate::permission::{Action, ActionKind};
 use crate::sandbox::Sandbox;
+use crate::sync::Locked;
 use crate::workspace::{CommandView, CommandViews, PathResolver};
 
 /// How much of a finished command's output the notice carries.
@@ -53,7 +54,7 @@ impl BackgroundTasks {
     }
 
     fn tasks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Task>> {
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+        self.tasks.locked()
     }
 
     /// Starts `command` and returns its id (`bash_1`, `bash_2`, …).
@@ -77,11 +78,11 @@ impl BackgroundTasks {
             }
         };
         let id = {
-            let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = self.next_id.locked();
             *next += 1;
             format!("bash_{}", *next - 1)
         };
-        let stop = crate::sync::lock(&self.session).child_token();
+        let stop = self.session.locked().child_token();
         let task = Task {
             command: command.to_string(),
             output: process.output.clone(),
@@ -100,11 +101,8 @@ impl BackgroundTasks {
                 Some(views) => views.finish(view).await,
                 None => Vec::new(),
             };
-            *ending.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
-            let shown = output
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .render(NOTICE_CHARS);
+            *ending.locked() = Some(end);
+            let shown = output.locked().render(NOTICE_CHARS);
             let note = match end {
                 Ending::Exited(0) => None,
                 _ => sandbox
@@ -127,13 +125,9 @@ impl BackgroundTasks {
     pub fn read(&self, id: &str) -> Result<String, ToolError> {
         let mut tasks = self.tasks();
         let task = tasks.get_mut(id).ok_or_else(|| unknown(id))?;
-        let (text, upto) = task
-            .output
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .since(task.read_upto);
+        let (text, upto) = task.output.locked().since(task.read_upto);
         task.read_upto = upto;
-        let status = match *task.ending.lock().unwrap_or_else(|p| p.into_inner()) {
+        let status = match *task.ending.locked() {
             Some(end) => format!("finished: {end}"),
             None => "still running".to_string(),
         };
@@ -148,12 +142,7 @@ impl BackgroundTasks {
     pub fn kill(&self, id: &str) -> Result<String, ToolError> {
         let tasks = self.tasks();
         let task = tasks.get(id).ok_or_else(|| unknown(id))?;
-        if task
-            .ending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-        {
+        if task.ending.locked().is_some() {
             return Ok(format!("{id} had already finished."));
         }
         task.stop.cancel();
@@ -166,7 +155,7 @@ impl BackgroundTasks {
     /// Kills every command still running (the session is ending, or a new
     /// conversation starts); commands started later run as usual.
     pub fn kill_all(&self) {
-        std::mem::take(&mut *crate::sync::lock(&self.session)).cancel();
+        std::mem::take(&mut *self.session.locked()).cancel();
     }
 }
 

@@ -12,6 +12,7 @@ use super::output::MAX_OUTPUT_CHARS;
 use super::process::{Ending, GroupProcess};
 use super::{Tool, ToolContext, ToolError};
 use crate::permission::{Action, ActionKind, CommandCheck, Target};
+use crate::sync::Locked;
 use crate::workspace::{ClientTerminal, CommandView, PathResolver};
 
 pub struct Bash;
@@ -115,11 +116,7 @@ impl Tool for Bash {
             notes.extend(views.finish(view).await);
         }
         notes.extend(cx.sandbox.sweep());
-        let output = process
-            .output
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .render(MAX_OUTPUT_CHARS);
+        let output = process.output.locked().render(MAX_OUTPUT_CHARS);
         let output = if output.trim().is_empty() {
             "(no output)".to_string()
         } else {

@@ -18,6 +18,7 @@ use super::output::MAX_OUTPUT_CHARS;
 use super::visibility::HiddenFiles;
 use super::{Tool, ToolContext, ToolError, read_action};
 use crate::permission::Action;
+use crate::sync::Locked;
 use crate::text::truncate_chars;
 use crate::workspace::{Buffers, PathResolver};
 
@@ -269,10 +270,7 @@ fn keep(results: &Mutex<Vec<FileResult>>, path: &Path, sink: FileSink) {
             count: sink.count,
             lines: sink.lines,
         };
-        results
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(result);
+        results.locked().push(result);
     }
 }
 

@@ -35,6 +35,7 @@ use crate::events::EventSink;
 use crate::permission::{Action, ActionKind, PermissionGate, Target};
 use crate::provider::ToolSpec;
 use crate::sandbox::Sandbox;
+use crate::sync::Locked;
 use crate::workspace::{PathResolver, Workspace, WorkspaceError};
 
 pub use background::{BackgroundTasks, BashOutput, KillBash};
@@ -143,21 +144,12 @@ impl ReadLedger {
             version,
             fingerprint: Fingerprint::of(text),
         };
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(path.to_path_buf(), seen);
+        self.0.locked().insert(path.to_path_buf(), seen);
     }
 
     /// Every file the model has read or written, in path order.
     pub fn paths(&self) -> Vec<std::path::PathBuf> {
-        let mut paths: Vec<_> = self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+        let mut paths: Vec<_> = self.0.locked().keys().cloned().collect();
         paths.sort();
         paths
     }
@@ -173,12 +165,7 @@ impl ReadLedger {
         version: Option<i32>,
         read_first: ReadFirst,
     ) -> Result<(), ToolError> {
-        let seen = self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(path)
-            .copied();
+        let seen = self.0.locked().get(path).copied();
         let Some(seen) = seen else {
             return match read_first {
                 ReadFirst::NotNeeded => Ok(()),

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::OutputBuffer;
 use super::reaper;
 use crate::sandbox::Sandbox;
+use crate::sync::Locked;
 use crate::workspace::CommandView;
 
 /// How long to keep reading pipes after the command exits: a grandchild
@@ -187,9 +188,7 @@ impl GroupProcess {
                 if n == 0 {
                     break;
                 }
-                sink.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(&buffer[..n]);
+                sink.locked().push(&buffer[..n]);
             }
         });
         Ok(GroupProcess {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::permission::{FileVisibility, PermissionGate};
+use crate::sync::Locked;
 
 pub struct HiddenFiles {
     gate: PermissionGate,
@@ -53,16 +54,13 @@ impl HiddenFiles {
                 format!("{reason}; read it with read_file to ask the user")
             }
         };
-        self.hidden
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(why);
+        self.hidden.locked().push(why);
         true
     }
 
     /// One line for the answer, or `None` when nothing was hidden.
     pub fn note(&self) -> Option<String> {
-        let hidden = self.hidden.lock().unwrap_or_else(|p| p.into_inner());
+        let hidden = self.hidden.locked();
         if hidden.is_empty() {
             return None;
         }
