@@ -139,13 +139,28 @@ fn said(transcript: &[Value]) -> String {
 
 const ALL: [FrontEnd; 3] = [FrontEnd::Run, FrontEnd::Lsp, FrontEnd::Acp];
 
+/// Runs `check` in every front end; fails naming each front end it failed
+/// in, not only the first.
+fn in_every_front_end(check: impl Fn(FrontEnd) -> Result<(), String>) {
+    let failed: Vec<String> = ALL
+        .into_iter()
+        .filter_map(|front| check(front).err().map(|why| format!("{front:?}: {why}")))
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// `Err(why)` unless `holds`.
+fn expect(holds: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if holds { Ok(()) } else { Err(why()) }
+}
+
 /// A model call answered 429 once is retried, and every front end tells
 /// the user so: `run` on stderr, the language server as a `notice` event
 /// and a line in the chat file, ACP as an agent message. (Before the one
 /// core only `run` did; the others retried in silence.)
 #[test]
 fn every_front_end_tells_of_a_retry() {
-    for front in ALL {
+    in_every_front_end(|front| {
         let dir = workspace(&[]);
         let server = ModelServer::start(vec![
             // `retry-after: 0`: the retry comes at once.
@@ -156,22 +171,27 @@ fn every_front_end_tells_of_a_retry() {
             Reply::text("answered after all").into(),
         ]);
         let Some(seen) = one_turn(front, dir.path(), &server, Given::default()) else {
-            return;
+            return Ok(());
         };
-        assert_eq!(seen.end, Ok(()), "{front:?}: {}", seen.told);
-        assert_eq!(server.requests().len(), 2, "{front:?}: one retry");
-        assert!(
+        expect(seen.end.is_ok(), || format!("failed: {:?}", seen.end))?;
+        let requests = server.requests().len();
+        expect(requests == 2, || {
+            format!("{requests} requests, not one retry")
+        })?;
+        expect(
             seen.told
                 .contains("retrying in 0.0 s (attempt 2/4): HTTP 429"),
-            "{front:?} does not tell of the retry: {}",
-            seen.told
-        );
+            || format!("the retry is not told: {}", seen.told),
+        )?;
         if let FrontEnd::Lsp = front {
             let chat =
                 std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).expect("chat");
-            assert!(chat.contains("- _retrying in 0.0 s"), "{chat}");
+            expect(chat.contains("- _retrying in 0.0 s"), || {
+                format!("not in the chat file: {chat}")
+            })?;
         }
-    }
+        Ok(())
+    });
 }
 
 /// With the sandbox off (the user's `[sandbox] mode = "off"`), `bareagent
@@ -216,7 +236,7 @@ fn acp_says_when_the_sandbox_is_not_enforced() {
 /// tools after two calls, saying so.
 #[test]
 fn every_front_end_takes_the_iteration_cap_from_its_setting() {
-    for front in ALL {
+    in_every_front_end(|front| {
         let dir = workspace(&[("a.txt", "a\n")]);
         // More tool calls than the cap: past it the script would run out.
         let server = ModelServer::start(
@@ -229,16 +249,19 @@ fn every_front_end_takes_the_iteration_cap_from_its_setting() {
             ..Given::default()
         };
         let Some(seen) = one_turn(front, dir.path(), &server, given) else {
-            return;
+            return Ok(());
         };
-        assert_eq!(server.requests().len(), 2, "{front:?}: {}", seen.told);
-        let error = seen.end.expect_err("the cap ends the turn");
+        let requests = server.requests().len();
+        expect(requests == 2, || format!("{requests} model calls, not 2"))?;
+        let error = seen.end.err().unwrap_or_default();
         let expected = match front {
             FrontEnd::Acp => "stop reason Some(\"max_turn_requests\")",
             FrontEnd::Run | FrontEnd::Lsp => "reached its cap of 2 iterations",
         };
-        assert!(error.contains(expected), "{front:?}: {error}");
-    }
+        expect(error.contains(expected), || {
+            format!("not ended by the cap: {error:?}")
+        })
+    });
 }
 
 /// The idle timeout, from each front end's own setting (`--idle-timeout`,
@@ -247,7 +270,7 @@ fn every_front_end_takes_the_iteration_cap_from_its_setting() {
 /// reply would complete and the turn succeed).
 #[test]
 fn every_front_end_takes_the_idle_timeout_from_its_setting() {
-    for front in ALL {
+    in_every_front_end(|front| {
         let dir = workspace(&[]);
         let server = ModelServer::start(vec![
             Fault::Stall {
@@ -262,14 +285,13 @@ fn every_front_end_takes_the_idle_timeout_from_its_setting() {
             ..Given::default()
         };
         let Some(seen) = one_turn(front, dir.path(), &server, given) else {
-            return;
+            return Ok(());
         };
-        let error = seen.end.expect_err("the stalled call fails");
-        assert!(
-            error.contains("no data for 1 s (idle timeout)"),
-            "{front:?}: {error}"
-        );
-    }
+        let error = seen.end.err().unwrap_or_default();
+        expect(error.contains("no data for 1 s (idle timeout)"), || {
+            format!("not failed by the idle timeout: {error:?}")
+        })
+    });
 }
 
 /// `bareagent.compact` on an idle language-server session asks for the
