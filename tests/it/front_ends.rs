@@ -85,7 +85,7 @@ fn one_turn(front: FrontEnd, dir: &Path, server: &ModelServer, given: Given) -> 
             let chat = std::fs::read_to_string(dir.join(".bareagent/chat.md")).expect("chat");
             let end = match end["type"].as_str() {
                 Some("turn_finished") => Ok(()),
-                _ => Err(end["message"].to_string()),
+                _ => Err(end["message"].as_str().unwrap_or_default().to_string()),
             };
             Some(Seen {
                 told: format!("{notices}\n{chat}"),
@@ -301,15 +301,7 @@ fn every_front_end_takes_the_idle_timeout_from_its_setting() {
 /// alone, so the provider's prompt cache missed).
 #[test]
 fn idle_compaction_sends_the_turns_system_prompt_and_tools() {
-    let Some(everything) = std::env::var("BAREAGENT_MCP_EVERYTHING")
-        .ok()
-        .filter(|path| !path.is_empty())
-    else {
-        assert!(
-            std::env::var("BAREAGENT_REQUIRE_MCP").as_deref() != Ok("1"),
-            "BAREAGENT_REQUIRE_MCP=1 but BAREAGENT_MCP_EVERYTHING is not set"
-        );
-        eprintln!("skipped: set BAREAGENT_MCP_EVERYTHING (.ci/run installs it)");
+    let Some(everything) = crate::mcp::everything() else {
         return;
     };
     let dir = workspace(&[
