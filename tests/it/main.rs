@@ -21,6 +21,7 @@ mod escapes;
 mod faults;
 mod first_use;
 mod fixtures;
+mod front_ends;
 mod helix;
 mod instructions;
 mod integrity;

@@ -30,7 +30,7 @@ fn server_program(var: &str) -> Option<String> {
     }
 }
 
-fn everything() -> Option<String> {
+pub(crate) fn everything() -> Option<String> {
     server_program("BAREAGENT_MCP_EVERYTHING")
 }
 
