@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     // Read the keys once, now, so every tool result can be scrubbed of them.
     let secrets = bareagent::secrets::Secrets::global();
     tracing::debug!(names = ?secrets.names().collect::<Vec<_>>(), "secrets to scrub from tool output");
-    // One thread for both front ends: a turn is I/O bound, and the
+    // One thread for every front end: a turn is I/O bound, and the
     // language server's file work (settings, the chat's disk appends) runs
     // in `spawn_blocking`, so `didChange` is not stalled behind it (measured
     // by `cargo bench --bench lsp`, SECTIONS=busy; two workers did no better
