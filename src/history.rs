@@ -32,6 +32,16 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
+/// What the model is told about one tool: here, below both the tools that
+/// describe themselves and the providers that send it, so neither names the
+/// other.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {

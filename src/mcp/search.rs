@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::tool::McpTool;
+use crate::history::ToolSpec;
 use crate::permission::{Action, ActionKind};
-use crate::provider::ToolSpec;
 use crate::tools::{AnyTool, PreparedCall, Tool, ToolContext, ToolError, plain_action};
 use crate::workspace::PathResolver;
 

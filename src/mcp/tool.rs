@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use super::result;
 use super::server::{CallError, Server};
+use crate::history::ToolSpec;
 use crate::permission::ActionKind;
-use crate::provider::ToolSpec;
 use crate::tools::{
     AnyTool, FileChange, Invocation, PreparedCall, ToolContext, ToolError, ToolOutput, plain_action,
 };

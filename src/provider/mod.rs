@@ -31,10 +31,9 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-pub use crate::history::Usage;
 use crate::history::{ContentBlock, Message};
+pub use crate::history::{ToolSpec, Usage};
 
 pub use anthropic::Anthropic;
 pub use choice::{
@@ -50,14 +49,6 @@ pub use openai::OpenAi;
 pub use record::Recorder;
 pub use replay::Replay;
 pub use wire::{OwnHeader, SseDecoder, WireFormat};
-
-/// What the model is told about one tool.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-}
 
 /// One model call's input. Borrowed: the history can be long, and a call
 /// never needs to own it.

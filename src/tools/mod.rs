@@ -32,8 +32,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::EventSink;
+use crate::history::ToolSpec;
 use crate::permission::{Action, ActionKind, PermissionGate, Target};
-use crate::provider::ToolSpec;
 use crate::sandbox::Sandbox;
 use crate::sync::Locked;
 use crate::workspace::{PathResolver, Workspace, WorkspaceError};

@@ -1,9 +1,11 @@
-//! The module graph is a DAG: read from the sources, as the compiler would
-//! not check it. A module depends on another when its code names
-//! `crate::other` (top level) or `super::other` (modules of one directory);
-//! comments and `#[cfg(test)]` modules do not count. A cycle fails the test
-//! with its path, so layering stays something the code enforces rather than
-//! a convention (see ARCHITECTURE.md).
+//! The module graph follows the layers ARCHITECTURE.md states: read from
+//! the sources, as the compiler would not check it. A module depends on
+//! another when its code names `crate::other` (top level) or `super::other`
+//! (modules of one directory); comments and `#[cfg(test)]` modules do not
+//! count. A top-level module naming one of its own layer or above fails the
+//! test with the file and the name, and a cycle among the modules of one
+//! directory fails it with its path, so layering stays something the code
+//! enforces rather than a convention.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -94,10 +96,55 @@ fn cycle(graph: &Graph) -> Option<Vec<String>> {
     None
 }
 
-/// The graph of the modules directly in `dir` (a file `x.rs` or a folder
-/// `x/` is module `x`), from the references `prefix` makes.
-fn graph_of(src: &Path, dir: &Path, prefix: &str) -> Graph {
-    let mut graph = Graph::new();
+/// The crate's top-level modules in their layers, from the bottom, as
+/// ARCHITECTURE.md ("Layers") states them: a module names only modules of
+/// the layers below its own. A layer may name a module not yet written.
+const LAYERS: &[&[&str]] = &[
+    // 0. What std would have: locks a panic does not poison.
+    &["sync"],
+    // 1. Leaves: they name nothing in the crate but `sync`.
+    &[
+        "history",
+        "workspace",
+        "diff",
+        "text",
+        "inbox",
+        "secrets",
+        "secret_files",
+        "config_files",
+    ],
+    &[
+        "tool_line",
+        "diagnostics",
+        "events",
+        "sandbox",
+        "permission",
+        "sessions",
+    ],
+    // Side by side: a tool never reaches the model, the provider knows no tool.
+    &["tools", "provider"],
+    &["agent", "rewind", "mcp"],
+    &["config"],
+    // One session's core, for every front end (src/session/).
+    &["session"],
+    // Front ends.
+    &["lsp", "acp"],
+    // The command line: it names every subcommand's arguments, `acp`'s too.
+    &["cli"],
+];
+
+/// One file's naming of another module of its directory.
+struct Reference {
+    file: PathBuf,
+    /// The module `file` belongs to.
+    from: String,
+    /// The module it names.
+    to: String,
+}
+
+/// The references of the files under `dir` to the modules directly in
+/// `dir` (a file `x.rs` or a folder `x/` is module `x`), made with `prefix`.
+fn references(dir: &Path, prefix: &str) -> Vec<Reference> {
     let modules: BTreeSet<String> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
@@ -105,6 +152,7 @@ fn graph_of(src: &Path, dir: &Path, prefix: &str) -> Graph {
         .filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
         .filter(|m| !matches!(m.as_str(), "lib" | "main" | "mod"))
         .collect();
+    let mut found = Vec::new();
     for file in sources(dir) {
         let relative = file.strip_prefix(dir).unwrap();
         let module = relative
@@ -126,22 +174,73 @@ fn graph_of(src: &Path, dir: &Path, prefix: &str) -> Graph {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();
-        let code = code(&text);
-        let entry = graph.entry(module.clone()).or_default();
-        for name in names_after(&code, prefix) {
+        for name in names_after(&code(&text), prefix) {
             if name != module && modules.contains(name) {
-                entry.insert(name.to_string());
+                found.push(Reference {
+                    file: file
+                        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                        .unwrap_or(&file)
+                        .to_path_buf(),
+                    from: module.clone(),
+                    to: name.to_string(),
+                });
             }
         }
     }
-    let _ = src;
+    found
+}
+
+/// The graph the references of the files under `dir` make.
+fn graph_of(dir: &Path, prefix: &str) -> Graph {
+    let mut graph = Graph::new();
+    for reference in references(dir, prefix) {
+        graph
+            .entry(reference.from)
+            .or_default()
+            .insert(reference.to);
+    }
     graph
+}
+
+/// Each reference that breaks `layers`: to a module of the same layer or
+/// above, or from or to a module in no layer.
+fn against_layers(references: &[Reference], layers: &[&[&str]]) -> BTreeSet<String> {
+    let layer = |module: &str| layers.iter().position(|layer| layer.contains(&module));
+    let mut wrong = BTreeSet::new();
+    for Reference { file, from, to } in references {
+        let file = file.display();
+        let problem = match (layer(from), layer(to)) {
+            (Some(low), Some(high)) if high < low => None,
+            (Some(low), Some(high)) => Some(format!(
+                "{file}: `{from}` (layer {}) names `{to}` (layer {})",
+                low + 1,
+                high + 1
+            )),
+            (None, _) => Some(format!("module `{from}` is in no layer ({file})")),
+            (_, None) => Some(format!("module `{to}` is in no layer (named in {file})")),
+        };
+        wrong.extend(problem);
+    }
+    wrong
+}
+
+#[test]
+fn each_module_names_only_layers_below_its_own() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let references = references(&src, "crate::");
+    assert!(references.len() > 50, "read the crate's references");
+    let wrong = against_layers(&references, LAYERS);
+    assert!(
+        wrong.is_empty(),
+        "a module names one of its own layer or above (see ARCHITECTURE.md, Layers):\n{}",
+        wrong.into_iter().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]
 fn the_module_graph_has_no_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let top = graph_of(&src, &src, "crate::");
+    let top = graph_of(&src, "crate::");
     assert!(top.len() > 10, "read the crate's modules: {top:?}");
     if let Some(found) = cycle(&top) {
         panic!(
@@ -154,7 +253,7 @@ fn the_module_graph_has_no_cycle() {
         if !dir.is_dir() {
             continue;
         }
-        let inner = graph_of(&src, &dir, "super::");
+        let inner = graph_of(&dir, "super::");
         if let Some(found) = cycle(&inner) {
             panic!(
                 "the modules of {} depend on each other in a cycle: {}",
@@ -193,5 +292,34 @@ fn the_cycle_finder_finds_cycles() {
             "crate::"
         ),
         ["a", "c_d", "loop"].into_iter().collect()
+    );
+}
+
+#[test]
+fn the_layer_judge_refuses_names_of_its_own_layer_and_above() {
+    let layers: &[&[&str]] = &[&["low"], &["mid", "side"], &["high"]];
+    let judged = |from: &str, to: &str| {
+        let reference = Reference {
+            file: PathBuf::from(format!("{from}.rs")),
+            from: from.to_string(),
+            to: to.to_string(),
+        };
+        against_layers(&[reference], layers)
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(judged("high", "low"), Vec::<String>::new());
+    assert_eq!(judged("mid", "low"), Vec::<String>::new());
+    assert_eq!(
+        judged("mid", "side"),
+        ["mid.rs: `mid` (layer 2) names `side` (layer 2)"]
+    );
+    assert_eq!(
+        judged("low", "high"),
+        ["low.rs: `low` (layer 1) names `high` (layer 3)"]
+    );
+    assert_eq!(
+        judged("new", "low"),
+        ["module `new` is in no layer (new.rs)"]
     );
 }

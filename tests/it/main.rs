@@ -12,6 +12,7 @@ mod coherence;
 mod common;
 mod compaction;
 mod concurrency;
+mod connections;
 mod costs;
 mod diffs;
 mod dying;

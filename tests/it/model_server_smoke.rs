@@ -422,6 +422,51 @@ async fn records_requests_and_survives_bad_clients() {
     );
 }
 
+/// Requests on one socket, each answer read whole before the next is sent
+/// (as a pooling client does), are answered on that socket; each socket is
+/// one connection counted.
+#[test]
+fn connections_are_kept_alive_across_answers_and_counted() {
+    use std::io::{Read, Write};
+    let server = ModelServer::start(vec![
+        Reply::text("one").into(),
+        Fault::ServerError.into(),
+        Reply::text("three").into(),
+    ]);
+    let address = server.anthropic_base().replace("http://", "");
+    let connect = || {
+        let socket = std::net::TcpStream::connect(&address).expect("connect");
+        let _ = socket.set_read_timeout(Some(Duration::from_secs(10)));
+        socket
+    };
+    let status = |socket: &mut std::net::TcpStream| {
+        let body = r#"{"model":"m","messages":[]}"#;
+        write!(
+            socket,
+            "POST /v1/messages HTTP/1.1\r\nhost: test\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send");
+        let mut answer = Vec::new();
+        let mut buffer = [0; 4096];
+        while !answer.ends_with(b"\r\n0\r\n\r\n") {
+            let read = socket.read(&mut buffer).expect("read");
+            let text = String::from_utf8_lossy(&answer);
+            assert!(read > 0, "the server closed the connection after {text:?}");
+            answer.extend_from_slice(&buffer[..read]);
+        }
+        String::from_utf8_lossy(&answer)[..12].to_string()
+    };
+    let mut socket = connect();
+    assert_eq!(status(&mut socket), "HTTP/1.1 200");
+    assert_eq!(status(&mut socket), "HTTP/1.1 500");
+    assert_eq!(server.connections(), 1);
+    assert_eq!(status(&mut connect()), "HTTP/1.1 200");
+    assert_eq!(server.connections(), 2);
+    let on: Vec<usize> = server.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(on, [1, 1, 2]);
+}
+
 async fn openai_stream_forever(base: String) -> Result<String, reqwest::Error> {
     let response = post(format!("{base}/chat/completions"), json!({"stream": true})).await;
     response.text().await

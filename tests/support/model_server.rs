@@ -5,7 +5,9 @@
 //! Each request consumes the next [`Step`] of a per-test script: either a
 //! [`Reply`] rendered in the wire format of the path it arrived on, or a
 //! [`Fault`] (error status, connection reset, malformed SSE, stall, error
-//! event). Every request is recorded for later assertions.
+//! event). Every request is recorded for later assertions, and every TCP
+//! connection accepted is counted: connections are kept alive across
+//! requests, as the APIs keep them, so the count is the client's choice.
 //!
 //! The server is hand-rolled on a tokio `TcpListener` so faults can be exact
 //! down to the byte (a chunked body cut short by a TCP RST, a stall between
@@ -105,6 +107,11 @@ impl ModelServer {
         lock(&self.state).prompt_cache = Some(prompt_cache::PromptCache::default());
     }
 
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        lock(&self.state).connections
+    }
+
     /// Script steps not yet consumed.
     pub fn remaining(&self) -> usize {
         lock(&self.state).script.len()
@@ -145,6 +152,9 @@ pub struct RecordedRequest {
     pub raw_body: String,
     /// When the whole request had arrived.
     pub received: std::time::Instant,
+    /// The connection it came on: 1 for the first the server accepted, 2
+    /// for the second, and so on.
+    pub connection: usize,
 }
 
 impl RecordedRequest {
@@ -397,8 +407,10 @@ pub enum Fault {
 // Server loop
 // ---------------------------------------------------------------------------
 
-/// Longest a client may take to send its request; stops idle sockets from
-/// pinning a task forever.
+/// Longest a client may take to send a request once it has begun one. A
+/// connection idle between requests is kept until the client closes it (or
+/// the server stops): a real API keeps it for a while, and no test idles
+/// longer than that.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_LINE_BYTES: u64 = 64 * 1024;
 const MAX_HEADERS: usize = 200;
@@ -414,6 +426,7 @@ struct State {
     /// Answers to requests that match, taken before the script.
     routes: Vec<(Matcher, Step)>,
     requests: Vec<RecordedRequest>,
+    connections: usize,
     deltas_written: Vec<(String, std::time::Instant)>,
     prompt_cache: Option<prompt_cache::PromptCache>,
 }
@@ -462,7 +475,18 @@ async fn accept_loop(listener: TcpListener, state: Shared) {
     loop {
         match listener.accept().await {
             // One task per connection so a stalled response does not block others.
-            Ok((stream, _)) => drop(tokio::spawn(handle_connection(stream, state.clone()))),
+            Ok((stream, _)) => {
+                let number = {
+                    let mut state = lock(&state);
+                    state.connections += 1;
+                    state.connections
+                };
+                drop(tokio::spawn(handle_connection(
+                    stream,
+                    number,
+                    state.clone(),
+                )));
+            }
             Err(e) => {
                 // E.g. EMFILE: back off instead of spinning.
                 eprintln!("model_server: accept failed: {e}");
@@ -472,56 +496,88 @@ async fn accept_loop(listener: TcpListener, state: Shared) {
     }
 }
 
-/// Reads one request, records it, answers it with the next script step and
-/// closes the connection. Errors are logged; the server carries on.
-async fn handle_connection(mut stream: TcpStream, state: Shared) {
+/// A client's connection: kept open across requests (HTTP/1.1 keep-alive)
+/// until the client closes it or a scripted reset aborts it.
+struct Connection {
+    stream: Reader,
+    /// False once a reset has aborted it: dropping it then sends the RST.
+    open: bool,
+}
+
+/// Answers the requests of one connection, each with the next script step,
+/// until the client closes it, a write fails or a reset aborts it. Errors
+/// are logged; the server carries on.
+async fn handle_connection(stream: TcpStream, number: usize, state: Shared) {
     let _ = stream.set_nodelay(true);
-    let request = match tokio::time::timeout(REQUEST_READ_TIMEOUT, read_request(&mut stream)).await
-    {
-        Ok(Ok(Some(request))) => request,
-        Ok(Ok(None)) => return, // connected and closed without a request
-        Ok(Err(e)) => {
-            eprintln!("model_server: dropping connection, bad request: {e}");
-            return;
-        }
-        Err(_) => {
-            eprintln!("model_server: dropping connection, request not received in time");
-            return;
-        }
+    let mut connection = Connection {
+        stream: BufReader::new(stream),
+        open: true,
     };
+    while connection.open {
+        // Idle until the client sends its next request or closes.
+        match connection.stream.fill_buf().await {
+            Ok([]) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let request = match tokio::time::timeout(
+            REQUEST_READ_TIMEOUT,
+            read_request(&mut connection.stream, number),
+        )
+        .await
+        {
+            Ok(Ok(Some(request))) => request,
+            Ok(Ok(None)) => return, // closed without a request
+            Ok(Err(e)) => {
+                eprintln!("model_server: dropping connection, bad request: {e}");
+                return;
+            }
+            Err(_) => {
+                eprintln!("model_server: dropping connection, request not received in time");
+                return;
+            }
+        };
+        if let Err(e) = answer(&mut connection, &state, request).await {
+            eprintln!("model_server: {e}");
+            return;
+        }
+    }
+}
+
+/// Records `request` and answers it on `connection` with the next script
+/// step.
+async fn answer(
+    connection: &mut Connection,
+    state: &Shared,
+    request: RecordedRequest,
+) -> Result<(), String> {
     let provider = Provider::for_path(&request.path);
     let stream_wanted = request.is_stream();
     let include_usage = request.wants_usage_chunk();
     let path = request.path.clone();
-    let (number, step) = record(&state, request, provider.is_some());
+    let (number, step) = record(state, request, provider.is_some());
+    let written = |result: io::Result<()>| {
+        result.map_err(|e| format!("request {number}: writing the response failed: {e}"))
+    };
 
     let Some(provider) = provider else {
-        let out = Responder::new(stream, Provider::Anthropic, number);
+        let out = Responder::new(connection, Provider::Anthropic, number);
         let message = format!("scripted model server: unknown path {path}");
-        log_write_error(
-            number,
-            send_error(out, 404, ErrorKind::NotFound, &message, &[]).await,
-        );
-        return;
+        return written(send_error(out, 404, ErrorKind::NotFound, &message, &[]).await);
     };
-    let out = Responder::new(stream, provider, number);
+    let out = Responder::new(connection, provider, number);
     let Some(step) = step else {
         let message =
             format!("scripted model server: no scripted response left (request {number})");
-        log_write_error(
-            number,
-            send_error(out, 400, ErrorKind::InvalidRequest, &message, &[]).await,
-        );
-        return;
+        return written(send_error(out, 400, ErrorKind::InvalidRequest, &message, &[]).await);
     };
     let call = Call {
         provider,
         number,
         stream: stream_wanted,
         include_usage,
-        state,
+        state: state.clone(),
     };
-    log_write_error(number, respond(out, &call, step).await);
+    written(respond(out, &call, step).await)
 }
 
 /// Records the request and, for a known route, takes the next step, both
@@ -552,21 +608,17 @@ fn record(state: &Shared, request: RecordedRequest, takes_step: bool) -> (usize,
     (number, step)
 }
 
-fn log_write_error(number: usize, result: io::Result<()>) {
-    if let Err(e) = result {
-        eprintln!("model_server: request {number}: writing the response failed: {e}");
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Reading requests
 // ---------------------------------------------------------------------------
 
-/// Reads the request line, headers and body. `Ok(None)` if the client closed
-/// before sending anything.
-async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedRequest>> {
-    let mut reader = BufReader::new(stream);
-    let Some(request_line) = read_line(&mut reader).await? else {
+/// Reads the request line, headers and body of a request on `connection`
+/// (its number). `Ok(None)` if the client closed before sending anything.
+async fn read_request(
+    reader: &mut Reader,
+    connection: usize,
+) -> io::Result<Option<RecordedRequest>> {
+    let Some(request_line) = read_line(reader).await? else {
         return Ok(None);
     };
     let path = request_line
@@ -574,7 +626,7 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
         .nth(1)
         .ok_or_else(|| invalid(format!("malformed request line {request_line:?}")))?
         .to_string();
-    let headers = read_headers(&mut reader).await?;
+    let headers = read_headers(reader).await?;
     let header = |name: &str| {
         headers
             .iter()
@@ -590,7 +642,7 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
     let chunked =
         header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     let body = if chunked {
-        read_chunked_body(&mut reader).await?
+        read_chunked_body(reader).await?
     } else {
         let length = match header("content-length") {
             Some(v) => v
@@ -598,7 +650,7 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
                 .map_err(|_| invalid(format!("bad content-length {v:?}")))?,
             None => 0,
         };
-        read_exact_body(&mut reader, length).await?
+        read_exact_body(reader, length).await?
     };
     Ok(Some(RecordedRequest {
         path,
@@ -606,13 +658,14 @@ async fn read_request(stream: &mut TcpStream) -> io::Result<Option<RecordedReque
         body: parse_body(&body),
         raw_body: String::from_utf8_lossy(&body).into_owned(),
         received: std::time::Instant::now(),
+        connection,
     }))
 }
 
-type Reader<'a> = BufReader<&'a mut TcpStream>;
+type Reader = BufReader<TcpStream>;
 
 /// One line without its line end; `None` at a clean end of stream.
-async fn read_line(reader: &mut Reader<'_>) -> io::Result<Option<String>> {
+async fn read_line(reader: &mut Reader) -> io::Result<Option<String>> {
     let mut line = Vec::new();
     let n = (&mut *reader)
         .take(MAX_LINE_BYTES)
@@ -631,7 +684,7 @@ async fn read_line(reader: &mut Reader<'_>) -> io::Result<Option<String>> {
     Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
 
-async fn read_headers(reader: &mut Reader<'_>) -> io::Result<Vec<(String, String)>> {
+async fn read_headers(reader: &mut Reader) -> io::Result<Vec<(String, String)>> {
     let mut headers = Vec::new();
     loop {
         let line = read_line(reader)
@@ -650,7 +703,7 @@ async fn read_headers(reader: &mut Reader<'_>) -> io::Result<Vec<(String, String
     }
 }
 
-async fn read_exact_body(reader: &mut Reader<'_>, length: usize) -> io::Result<Vec<u8>> {
+async fn read_exact_body(reader: &mut Reader, length: usize) -> io::Result<Vec<u8>> {
     if length > MAX_BODY_BYTES {
         return Err(invalid(format!("body of {length} bytes is too large")));
     }
@@ -660,7 +713,7 @@ async fn read_exact_body(reader: &mut Reader<'_>, length: usize) -> io::Result<V
 }
 
 /// Decodes a `Transfer-Encoding: chunked` body, discarding any trailers.
-async fn read_chunked_body(reader: &mut Reader<'_>) -> io::Result<Vec<u8>> {
+async fn read_chunked_body(reader: &mut Reader) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     loop {
         let size_line = read_line(reader)
@@ -701,19 +754,20 @@ fn invalid(message: impl Into<String>) -> io::Error {
 const SSE: &str = "text/event-stream";
 const JSON: &str = "application/json";
 
-/// Writes one chunked HTTP response and then closes the connection, either
-/// gracefully (`finish`) or with an RST (`reset`). Every body is chunked so a
-/// reset is visible to the client as an incomplete body.
-struct Responder {
-    stream: TcpStream,
+/// Writes one chunked HTTP response and then either ends it, leaving the
+/// connection open for the next request (`finish`), or aborts the
+/// connection with an RST (`reset`). Every body is chunked so a reset is
+/// visible to the client as an incomplete body.
+struct Responder<'c> {
+    connection: &'c mut Connection,
     provider: Provider,
     number: usize,
 }
 
-impl Responder {
-    fn new(stream: TcpStream, provider: Provider, number: usize) -> Responder {
+impl<'c> Responder<'c> {
+    fn new(connection: &'c mut Connection, provider: Provider, number: usize) -> Responder<'c> {
         Responder {
-            stream,
+            connection,
             provider,
             number,
         }
@@ -737,7 +791,7 @@ impl Responder {
         for (name, value) in extra {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
-        head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+        head.push_str("transfer-encoding: chunked\r\n\r\n");
         self.write(head.as_bytes()).await
     }
 
@@ -783,23 +837,24 @@ impl Responder {
         Ok(())
     }
 
-    /// Ends the body and closes the connection with a FIN.
+    /// Ends the body; the connection stays open for the next request.
     async fn finish(mut self) -> io::Result<()> {
-        self.write(b"0\r\n\r\n").await?;
-        self.stream.shutdown().await
+        self.write(b"0\r\n\r\n").await
     }
 
-    /// Aborts the connection with a TCP RST: zero linger, then close.
+    /// Aborts the connection with a TCP RST: zero linger, then (when
+    /// [`handle_connection`] drops it) close.
     async fn reset(self) -> io::Result<()> {
         tokio::time::sleep(RESET_GRACE).await;
-        self.stream.set_zero_linger()?;
-        drop(self.stream);
+        self.connection.stream.get_ref().set_zero_linger()?;
+        self.connection.open = false;
         Ok(())
     }
 
     async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.stream.write_all(bytes).await?;
-        self.stream.flush().await
+        let stream = self.connection.stream.get_mut();
+        stream.write_all(bytes).await?;
+        stream.flush().await
     }
 }
 
@@ -817,7 +872,7 @@ fn reason_phrase(status: u16) -> &'static str {
 
 /// A complete JSON response.
 async fn send_json(
-    mut out: Responder,
+    mut out: Responder<'_>,
     status: u16,
     body: &str,
     extra: &[(&str, String)],
@@ -829,7 +884,7 @@ async fn send_json(
 
 /// An error status with the provider's error body.
 async fn send_error(
-    out: Responder,
+    out: Responder<'_>,
     status: u16,
     kind: ErrorKind,
     message: &str,
@@ -865,7 +920,7 @@ impl Call {
     }
 }
 
-async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
+async fn respond(out: Responder<'_>, call: &Call, step: Step) -> io::Result<()> {
     if let Step::Reply(Reply {
         delay: Some(delay), ..
     }) = &step
@@ -896,7 +951,7 @@ async fn respond(out: Responder, call: &Call, step: Step) -> io::Result<()> {
     }
 }
 
-async fn respond_fault(mut out: Responder, call: &Call, fault: Fault) -> io::Result<()> {
+async fn respond_fault(mut out: Responder<'_>, call: &Call, fault: Fault) -> io::Result<()> {
     match fault {
         Fault::RateLimited { retry_after_secs } => {
             let retry_after = [("retry-after", retry_after_secs.to_string())];
