@@ -11,7 +11,7 @@ use tower_lsp_server::ls_types::MessageType;
 
 use super::editor_event::TurnEvent;
 use super::state::{MAIN_SESSION, State};
-use crate::events::{AgentEvent, Discard};
+use crate::events::{AgentEvent, EventSink};
 
 /// Answers at once: `{"session", "when": "next step" | "now"}`, or a
 /// message saying there is nothing to compact.
@@ -39,12 +39,33 @@ pub fn compact(state: &Arc<State>, arguments: &[Value]) -> Value {
     json!({"session": name, "when": "now"})
 }
 
+/// What the user sees of an idle compaction's summary call: its retries,
+/// as `notice` events of no turn (its outcome is told at its end).
+struct Notices {
+    state: Arc<State>,
+    session: String,
+}
+
+impl EventSink for Notices {
+    fn emit(&self, event: AgentEvent) {
+        if let AgentEvent::Notice { .. } = &event {
+            let sent = super::editor_event::TurnEvent::new(event, None, &self.session);
+            let state = self.state.clone();
+            tokio::spawn(async move { state.event(sent.into()).await });
+        }
+    }
+}
+
 /// Compacts an idle session with the system prompt and tools its turns
 /// send (a turn asked meanwhile waits for it, then runs on the result).
 async fn compact_idle(state: Arc<State>, name: String, core: Arc<crate::session::Session>) {
     let outcome = async {
         let workspace = super::turn::prepare(&state, &core).await?;
-        core.compact_now(&workspace, &Discard)
+        let notices = Notices {
+            state: state.clone(),
+            session: name.clone(),
+        };
+        core.compact_now(&workspace, &notices)
             .await
             .map_err(|e| e.to_string())
     }

@@ -240,10 +240,6 @@ impl Session {
         for notice in std::mem::take(&mut *self.notices.locked()) {
             tally.emit(AgentEvent::Notice { text: notice });
         }
-        let mut retries = self.retries.lock().await;
-        // Retries of an idle compaction are over: not this turn's.
-        while retries.try_recv().is_ok() {}
-
         let settings = self.settings();
         let model = match self.connect() {
             Ok(model) => model,
@@ -298,16 +294,8 @@ impl Session {
             .with_compactor(&model.compaction)
             .with_cancel(io.cancel)
             .with_transcript(transcript);
-            let run = run_loop(&agent, messages);
-            tokio::pin!(run);
-            loop {
-                tokio::select! {
-                    result = &mut run => break result,
-                    Some(retrying) = retries.recv() => {
-                        tally.emit(AgentEvent::Notice { text: retrying });
-                    }
-                }
-            }
+            self.telling_retries(&tally, run_loop(&agent, messages))
+                .await
         };
         drop(lease);
         if let Some(file) = file.clone() {
@@ -324,6 +312,27 @@ impl Session {
             totals.1 = totals.1.then(&counted.spend);
         }
         TurnEnd { result, counted }
+    }
+
+    /// Runs `work` (a turn, a compaction: one at a time, under the turn
+    /// lock), telling `sink` of each retry of its model calls as it happens.
+    async fn telling_retries<T>(
+        &self,
+        sink: &dyn EventSink,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let mut retries = self.retries.lock().await;
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                // A retry told before the end it led to.
+                biased;
+                Some(retrying) = retries.recv() => {
+                    sink.emit(AgentEvent::Notice { text: retrying });
+                }
+                done = &mut work => return done,
+            }
+        }
     }
 
     /// The system prompt for a turn: the surface's, with the instructions
@@ -401,17 +410,15 @@ impl Session {
             .await;
         let tools = self.tools(&settings).await;
         let mut messages = self.history.locked().clone();
-        let done = model
-            .compaction
-            .compact_idle(
-                model.provider.as_ref(),
-                &system,
-                tools.specs(),
-                LoopConfig::default().max_tokens,
-                sink,
-                &mut messages,
-            )
-            .await?;
+        let compacting = model.compaction.compact_idle(
+            model.provider.as_ref(),
+            &system,
+            tools.specs(),
+            LoopConfig::default().max_tokens,
+            sink,
+            &mut messages,
+        );
+        let done = self.telling_retries(sink, compacting).await?;
         if let Some(done) = &done {
             let cost_usd = model
                 .name

@@ -389,3 +389,37 @@ fn a_sub_agents_edit_is_in_the_chat_footer() {
     let chat = std::fs::read_to_string(dir.path().join(".bareagent/chat.md")).expect("chat");
     assert!(chat.contains("**Edited:** `greet.py` (+1 −1)"), "{chat}");
 }
+
+/// A retry of an idle compaction's summary call is told too (a `notice`
+/// event of no turn), not kept for the next turn and dropped there.
+#[test]
+fn an_idle_compactions_retry_is_told() {
+    let dir = workspace(&[("big.txt", &big_file())]);
+    let mut script: Vec<Step> = reads(4);
+    script.push(Reply::text("read it").into());
+    script.push(
+        Fault::RateLimited {
+            retry_after_secs: 0,
+        }
+        .into(),
+    );
+    script.push(Reply::text(SUMMARY).into());
+    let server = ModelServer::start(script);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let turn = ask(&client, json!({"prompt": "read big.txt"}))["turn"]
+        .as_u64()
+        .expect("a turn");
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let answer = client
+        .execute("bareagent.compact", json!([]))
+        .expect("compact answers");
+    assert_eq!(answer["when"], "now", "{answer}");
+    let told = client.wait_for_notification(LONG, "the retry's notice", |m, p| {
+        is_event(m, p, "notice")
+            && p["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("retrying in 0.0 s"))
+    });
+    assert!(told["turn"].is_null(), "{told}");
+    client.wait_for_notification(LONG, "the compaction", |m, p| is_event(m, p, "compacted"));
+}
