@@ -107,8 +107,9 @@ impl TerminalAgent {
             .reconfigure(|layers| layers.session.model = Some(name))?)
     }
 
-    /// Decides with `mode` from the next tool call on; what was allowed
-    /// "for this session" stays allowed. On an error nothing changes.
+    /// Decides with `mode` from the next tool call on: the gate is rebuilt
+    /// from the settings, so what was allowed "for this session" is asked
+    /// again. On an error nothing changes.
     pub fn set_mode(&self, mode: PermissionMode) -> anyhow::Result<()> {
         Ok(self
             .session

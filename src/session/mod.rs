@@ -209,10 +209,7 @@ impl Session {
             return Ok(policy.clone());
         }
         let settings = self.settings();
-        let gate = match &self.given.gate {
-            Some(gate) => gate.clone(),
-            None => build_gate(&settings)?,
-        };
+        let gate = self.new_gate(&settings)?;
         let sandbox = self.builder().sandbox(&settings, &gate)?;
         if !matches!(sandbox.status(), SandboxStatus::Enforced { .. }) {
             self.tell(format!("bareagent: {}", sandbox.status()));
@@ -220,6 +217,15 @@ impl Session {
         let built = Policy { gate, sandbox };
         *policy = Some(built.clone());
         Ok(built)
+    }
+
+    /// A gate with no answers yet: the given one in the settings' mode,
+    /// else the settings' own.
+    fn new_gate(&self, settings: &SessionSettings) -> Result<PermissionGate, SessionError> {
+        match &self.given.gate {
+            Some(gate) => Ok(gate.with_mode(settings.mode)),
+            None => build_gate(settings),
+        }
     }
 
     fn builder(&self) -> Builder<'_> {
@@ -449,8 +455,9 @@ impl Session {
     /// New layers (the editor's settings changed, `/model`, `/mode`,
     /// `session/set_mode`): each part whose settings changed is rebuilt,
     /// the others kept — the provider and its connections above all. A
-    /// change of mode alone keeps the session's answers; a change of rules
-    /// starts from the new ones. On an error nothing changes.
+    /// change of mode or rules starts the gate from the settings again:
+    /// "allow for this session" answers are asked again. On an error
+    /// nothing changes.
     pub fn reconfigure(&self, change: impl FnOnce(&mut Layers)) -> Result<(), SessionError> {
         let mut layers = self.layers.locked().clone();
         change(&mut layers);
@@ -472,19 +479,22 @@ impl Session {
         let policy = match current {
             None => None,
             Some(_) if new.files.permissions.rules != old.files.permissions.rules => {
-                let gate = build_gate(&new)?;
+                let gate = self.new_gate(&new)?;
                 let sandbox = builder.sandbox(&new, &gate)?;
                 Some(Policy { gate, sandbox })
             }
             Some(policy) if new.files.sandbox != old.files.sandbox => {
-                let sandbox = builder.sandbox(&new, &policy.gate)?;
-                Some(Policy {
-                    gate: policy.gate.with_mode(new.mode),
-                    sandbox,
-                })
+                let gate = match new.mode == old.mode {
+                    true => policy.gate,
+                    false => self.new_gate(&new)?,
+                };
+                let sandbox = builder.sandbox(&new, &gate)?;
+                Some(Policy { gate, sandbox })
             }
+            // A new mode starts from the settings' rules: an answer given
+            // "for this session" in one mode is asked again in another.
             Some(policy) if new.mode != old.mode => Some(Policy {
-                gate: policy.gate.with_mode(new.mode),
+                gate: self.new_gate(&new)?,
                 sandbox: policy.sandbox,
             }),
             Some(_) => None,

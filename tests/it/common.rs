@@ -177,6 +177,7 @@ pub async fn continue_turn(
         .with_rules(RuleSet::from_lists(&options.rules).expect("valid rules"));
     let layers = Layers {
         command_line: Layer {
+            mode: Some(options.mode),
             max_iterations: Some(options.max_iterations),
             stream: Some(options.stream),
             ..Layer::default()

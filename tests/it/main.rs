@@ -39,6 +39,7 @@ mod redact;
 mod rewind;
 mod sandbox;
 mod secrets;
+mod session_core;
 mod sessions;
 mod shell_differential;
 mod terminal;
