@@ -25,6 +25,10 @@
 
 // Its unit tests are compiled out here; their imports would warn.
 #[allow(unused_imports)]
+#[path = "../tests/support/event_schema.rs"]
+mod event_schema;
+// Its unit tests are compiled out here; their imports would warn.
+#[allow(unused_imports)]
 #[path = "../tests/support/lsp_client.rs"]
 mod lsp_client;
 #[path = "../tests/support/model_server.rs"]
