@@ -39,6 +39,7 @@ mod redact;
 mod rewind;
 mod sandbox;
 mod secrets;
+mod session_handle;
 mod sessions;
 mod shell_differential;
 mod terminal;
