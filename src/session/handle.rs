@@ -78,7 +78,8 @@ pub enum Started {
 /// What became of a request to compact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compacting {
-    /// The running turn (this id) compacts at its next step.
+    /// The running job (this id) is left alone; the next step of a turn
+    /// compacts.
     NextStep(u64),
     /// Nothing runs: the caller compacts now (the session's turn lock
     /// keeps a turn from starting until it is done).
@@ -372,12 +373,13 @@ impl Task {
                 let _ = reply.send(cancelled);
             }
             Op::Compact { reply } => {
+                // During a rewind too: its history is not to be raced.
                 let answer = match &self.current {
-                    Some(current) if current.kind == Kind::Turn => {
+                    Some(current) => {
                         self.session.compact_at_next_step();
                         Compacting::NextStep(current.id)
                     }
-                    _ => Compacting::Idle,
+                    None => Compacting::Idle,
                 };
                 let _ = reply.send(answer);
             }
