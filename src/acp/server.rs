@@ -30,6 +30,7 @@ use super::{AcpArgs, Peer};
 use crate::history::{self, Image, Message, Role};
 use crate::mcp::{Origin, ServerConfig};
 use crate::permission::PermissionMode;
+use crate::session::{Afterwards, Busy, RunTurn};
 use crate::sync::Locked;
 
 struct Server {
@@ -102,7 +103,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: SetSessionModeRequest,
                         responder: Responder<SetSessionModeResponse>,
                         _peer: Peer| {
-                match s5.set_mode(request) {
+                match s5.set_mode(request).await {
                     Ok(response) => responder.respond(response),
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -112,7 +113,7 @@ pub async fn serve(args: AcpArgs) -> bool {
         .on_receive_notification(
             async move |notification: CancelNotification, _peer: Peer| {
                 if let Some(session) = s6.session(&notification.session_id) {
-                    session.cancel();
+                    session.handle.cancel(None).await;
                 }
                 Ok(())
             },
@@ -121,9 +122,10 @@ pub async fn serve(args: AcpArgs) -> bool {
         .connect_to(super::transport::stdio())
         .await;
     // Background commands end with the agent.
-    for session in s7.sessions.locked().values() {
-        session.cancel();
+    let sessions: Vec<Arc<Session>> = s7.sessions.locked().values().cloned().collect();
+    for session in sessions {
         session.core.background().kill_all();
+        session.handle.close().await;
     }
     match served {
         Ok(()) => true,
@@ -375,7 +377,10 @@ impl Server {
         replay(&sink, session.paths.root(), &session.core.history());
     }
 
-    fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+    async fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
         let session = self
             .session(&request.session_id)
             .ok_or_else(|| session_not_found(&request.session_id))?;
@@ -389,7 +394,7 @@ impl Server {
                     request.mode_id.0
                 ))
             })?;
-        session.set_mode(mode).map_err(invalid)?;
+        session.set_mode(mode).await.map_err(invalid)?;
         Ok(SetSessionModeResponse::new())
     }
 
@@ -407,35 +412,41 @@ impl Server {
             Ok(message) => message,
             Err(error) => return responder.respond_with_error(error),
         };
-        let Some(cancel) = session.begin_turn() else {
-            return responder.respond_with_error(invalid(
-                "a prompt is already running in this session: wait for its answer, or send session/cancel",
-            ));
-        };
-        let prompt = super::turn::Prompt {
-            session: session.clone(),
-            peer,
-            can: *self.can.locked(),
-            message,
-            cancel,
-        };
+        // The turn answers once the session is free again, so a prompt
+        // sent on its answer is not refused as busy.
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let (turn_session, can) = (session.clone(), *self.can.locked());
+        let run: RunTurn = Box::new(move |turn| {
+            Box::pin(async move {
+                let prompt = super::turn::Prompt {
+                    session: turn_session,
+                    peer,
+                    can,
+                    message: turn.prompt,
+                    cancel: turn.cancel,
+                };
+                let stop = super::turn::run(prompt).await;
+                Afterwards::new(async move {
+                    let _ = answer.send(stop);
+                })
+            })
+        });
+        // Sent now: of two prompts sent together, the second is refused.
+        let started = session.handle.prompt(message, Busy::Refuse, run);
         tokio::spawn(async move {
-            // The turn in a task of its own: a panic in it answers this
-            // prompt with an error, never ends the server.
-            let outcome = tokio::spawn(super::turn::run(prompt)).await;
-            session.end_turn();
-            let answered = match outcome {
-                Ok(Ok(stop)) => responder.respond(PromptResponse::new(stop)),
-                Ok(Err(message)) => {
-                    responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, message))
-                }
-                Err(error) => {
-                    tracing::error!(%error, "the turn crashed");
-                    responder.respond_with_error(Error::new(
+            let answered = match started.await {
+                Err(error) => responder.respond_with_error(invalid(error.to_string())),
+                Ok(_) => match answered.await {
+                    Ok(Ok(stop)) => responder.respond(PromptResponse::new(stop)),
+                    Ok(Err(message)) => {
+                        responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, message))
+                    }
+                    // The turn's task ended without an answer: it panicked.
+                    Err(_) => responder.respond_with_error(Error::new(
                         ErrorCode::INTERNAL_ERROR,
                         "the turn crashed (a bug in bareagent)",
-                    ))
-                }
+                    )),
+                },
             };
             if let Err(error) = answered {
                 tracing::debug!(%error, "cannot answer session/prompt");

@@ -1,17 +1,15 @@
-//! One ACP session between prompts: its workspace root, its history and
-//! session file, its permission gate (so "allow" answers outlive a turn)
-//! and the turn running in it, if any.
+//! One ACP session between prompts: its workspace root, its core session
+//! (history, session file, gate — so "allow" answers outlive a turn) and
+//! the handle that runs its turns, one at a time.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio_util::sync::CancellationToken;
-
 use crate::agent::Message;
 use crate::config::Config;
 use crate::permission::PermissionMode;
-use crate::session::{Layer, Layers, Surface};
+use crate::session::{Layer, Layers, SessionHandle, Surface};
 use crate::sessions::SessionFile;
 use crate::sync::Locked;
 use crate::workspace::PathResolver;
@@ -20,11 +18,11 @@ pub struct Session {
     pub id: String,
     pub paths: PathResolver,
     /// The conversation: its history, file, gate, provider, sandbox, tools.
-    pub core: crate::session::Session,
+    pub core: Arc<crate::session::Session>,
+    /// Runs the session's turns, refuses a prompt while one runs, cancels.
+    pub handle: SessionHandle,
     /// Rules the user answered "reject always" to: refused without asking.
     pub rejected: Arc<Mutex<HashSet<String>>>,
-    /// The running turn's cancellation, while one runs.
-    running: Mutex<Option<CancellationToken>>,
     /// Said to the user at the start of the next turn (MCP servers not
     /// taken or failing), then forgotten.
     pub notice: Arc<Mutex<Vec<String>>>,
@@ -90,12 +88,13 @@ impl Session {
         };
         let id = file.id().to_string();
         core.start_conversation(Some(Arc::new(file)), messages);
+        let core = Arc::new(core);
         Ok(Session {
             id,
             paths,
+            handle: SessionHandle::spawn(core.clone()),
             core,
             rejected: Arc::default(),
-            running: Mutex::new(None),
             notice,
         })
     }
@@ -111,32 +110,8 @@ impl Session {
 
     /// The user's `session/set_mode`: prompts from now on run in `mode`
     /// (a running turn keeps the mode it started in).
-    pub fn set_mode(&self, mode: PermissionMode) -> Result<(), String> {
-        self.core
-            .reconfigure(|layers| layers.session.mode = Some(mode))
-            .map_err(|e| e.to_string())
-    }
-
-    /// Marks a turn as running; `None` when one already runs.
-    pub fn begin_turn(&self) -> Option<CancellationToken> {
-        let mut running = self.running.locked();
-        if running.is_some() {
-            return None;
-        }
-        let cancel = CancellationToken::new();
-        *running = Some(cancel.clone());
-        Some(cancel)
-    }
-
-    pub fn end_turn(&self) {
-        *self.running.locked() = None;
-    }
-
-    /// `session/cancel`: stops the running turn, if any.
-    pub fn cancel(&self) {
-        if let Some(cancel) = &*self.running.locked() {
-            cancel.cancel();
-        }
+    pub async fn set_mode(&self, mode: PermissionMode) -> Result<(), String> {
+        self.handle.set_mode(mode).await.map_err(|e| e.to_string())
     }
 
     pub fn take_notices(&self) -> Vec<String> {

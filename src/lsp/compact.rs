@@ -12,31 +12,33 @@ use tower_lsp_server::ls_types::MessageType;
 use super::editor_event::TurnEvent;
 use super::state::{MAIN_SESSION, State};
 use crate::events::{AgentEvent, EventSink};
+use crate::session::Compacting;
 
 /// Answers at once: `{"session", "when": "next step" | "now"}`, or a
 /// message saying there is nothing to compact.
-pub fn compact(state: &Arc<State>, arguments: &[Value]) -> Value {
+pub async fn compact(state: &Arc<State>, arguments: &[Value]) -> Value {
     let name = arguments
         .first()
         .and_then(|a| a.get("session"))
         .and_then(Value::as_str)
         .unwrap_or(MAIN_SESSION)
         .to_string();
-    let sessions = state.lock_sessions();
-    let Some(session) = sessions.get(&name) else {
-        return json!({"session": name, "when": null, "message": "the session has no history yet"});
+    let no_history =
+        || json!({"session": name, "when": null, "message": "the session has no history yet"});
+    let Some(handle) = state.lock_sessions().get(&name).map(|s| s.handle.clone()) else {
+        return no_history();
     };
-    if let Some(running) = &session.running {
-        session.core.compact_at_next_step();
-        return json!({"session": name, "turn": running.id, "when": "next step"});
+    match handle.compact().await {
+        Some(Compacting::NextStep(turn)) => {
+            json!({"session": name, "turn": turn, "when": "next step"})
+        }
+        Some(Compacting::Idle) if !handle.session().history().is_empty() => {
+            let core = handle.session().clone();
+            tokio::spawn(compact_idle(state.clone(), name.clone(), core));
+            json!({"session": name, "when": "now"})
+        }
+        _ => no_history(),
     }
-    if session.core.history().is_empty() {
-        return json!({"session": name, "when": null, "message": "the session has no history yet"});
-    }
-    let core = session.core.clone();
-    drop(sessions);
-    tokio::spawn(compact_idle(state.clone(), name.clone(), core));
-    json!({"session": name, "when": "now"})
 }
 
 /// What the user sees of an idle compaction's summary call: its retries,

@@ -49,10 +49,7 @@ pub async fn serve(client_process_id: Option<u32>) -> bool {
     })
     .custom_method(
         "window/workDoneProgress/cancel",
-        |backend: &server::Backend, params| {
-            server::cancel_progress(&backend.state, params);
-            std::future::ready(())
-        },
+        |backend: &server::Backend, params| server::cancel_progress(backend.state.clone(), params),
     )
     .custom_method(
         "bareagent/diagnostics",

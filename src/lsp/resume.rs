@@ -58,14 +58,6 @@ pub fn at_start(state: &Arc<State>) {
     });
 }
 
-/// A notice kept for the main session's next turn, taken.
-pub fn take_notice(state: &State) -> Option<String> {
-    state
-        .lock_sessions()
-        .get_mut(MAIN_SESSION)
-        .and_then(|s| s.chat_notice.take())
-}
-
 /// `bareagent.resume`: `{"id"}` resumes that session as the main one;
 /// without it, the sessions to offer.
 pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, String> {
@@ -88,7 +80,7 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
     if state
         .lock_sessions()
         .get(MAIN_SESSION)
-        .is_some_and(|s| s.running.is_some())
+        .is_some_and(|s| s.handle.running().is_some())
     {
         return Err(
             "a turn is running: cancel it (bareagent.cancel) before resuming another conversation"
@@ -137,12 +129,13 @@ fn install(state: &State, loaded: Loaded, file: SessionFile) -> Result<String, S
     // Checked again under the lock: a turn may have started while loading.
     if sessions
         .get(MAIN_SESSION)
-        .is_some_and(|s| s.running.is_some())
+        .is_some_and(|s| s.handle.running().is_some())
     {
         return Err(BUSY.into());
     }
     if let Some(old) = sessions.insert(MAIN_SESSION.to_string(), session) {
-        old.core.background().kill_all();
+        // Sent now; the old session's task stops what it runs.
+        drop(old.handle.close());
     }
     Ok(notice)
 }

@@ -3,83 +3,53 @@
 //! file where the text is no longer what the agent left, and the turn
 //! dropped from the history (and, by its record, from the session file).
 //!
-//! While it runs, the session counts as busy as during a turn: a prompt
-//! sent meanwhile waits, and starts a turn on the rewound history once it
+//! It runs as the session's job (see `session::handle`): a prompt sent
+//! meanwhile waits, and starts a turn on the rewound history once it
 //! ends; a resume is refused.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::oneshot;
 use tower_lsp_server::ls_types::MessageType;
 
 use super::editor::EditorWorkspace;
 use super::editor_event::EditorEvent;
-use super::session::Running;
 use super::state::{MAIN_SESSION, State};
-use super::turn::{Ask, start_locked};
+use crate::session::{Afterwards, HandleError, Job, Rewound};
 
 pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
-    let (id, file) = {
-        let mut sessions = state.lock_sessions();
-        let session = sessions.get_mut(MAIN_SESSION);
-        let Some(session) = session.filter(|s| s.core.file().is_some()) else {
+    let (handle, file) = {
+        let sessions = state.lock_sessions();
+        let session = sessions.get(MAIN_SESSION);
+        let Some((session, file)) = session.and_then(|s| Some((s, s.core.file()?))) else {
             return Err("nothing to rewind: the conversation has no turn yet".into());
         };
-        if session.running.is_some() {
-            return Err("a turn is running: cancel it (bareagent.cancel) before rewinding".into());
-        }
-        let id = state.next_turn();
-        session.running = Some(Running {
-            id,
-            cancel: CancellationToken::new(),
-            progress_token: format!("bareagent/rewind/{id}"),
-        });
-        (id, session.core.file())
+        (session.handle.clone(), file)
     };
-    // In a task of its own: a panic in it must not leave the session
-    // marked busy for ever.
-    let outcome = match file {
-        Some(file) => {
-            let (state, undoing) = (state.clone(), file.clone());
-            match tokio::spawn(async move { undo(&state, &undoing).await }).await {
-                Ok(result) => result.map(|rewound| (file, rewound)),
-                Err(error) => {
-                    tracing::error!(%error, "the rewind task failed");
-                    Err("the rewind crashed (a bug in bareagent); nothing more was changed".into())
-                }
-            }
+    // The session's job while it runs; answered once the session is free
+    // (and the prompts queued meanwhile have started their turn).
+    let (answer, answered) = oneshot::channel();
+    let undoing = state.clone();
+    let job: Job<Rewound> = Box::pin(async move {
+        let outcome = undo(&undoing, &file).await;
+        let history = outcome.as_ref().ok().map(|r| r.messages.clone());
+        Rewound {
+            history,
+            afterwards: Afterwards::new(async move {
+                let _ = answer.send(outcome);
+            }),
         }
-        None => Err("nothing to rewind".into()),
-    };
+    });
+    handle.rewind(job).await.map_err(|error| match error {
+        HandleError::Closed => "nothing to rewind: the conversation was cleared".to_string(),
+        _ => "a turn is running: cancel it (bareagent.cancel) before rewinding".to_string(),
+    })?;
+    let outcome = answered.await.unwrap_or_else(|_| {
+        Err("the rewind crashed (a bug in bareagent); nothing more was changed".into())
+    });
 
-    // The session again, as the turn's end leaves it: only if it is still
-    // the one this rewind claimed (`newSession` may have replaced it).
-    {
-        let mut sessions = state.lock_sessions();
-        if let Some(session) = sessions
-            .get_mut(MAIN_SESSION)
-            .filter(|s| s.running.as_ref().is_some_and(|r| r.id == id))
-        {
-            session.running = None;
-            if let Ok((file, rewound)) = &outcome
-                && session.core.file().is_some_and(|f| Arc::ptr_eq(&f, file))
-            {
-                session.core.set_history(rewound.messages.clone());
-            }
-            let queued = session.core.inbox().take_user_messages();
-            if !queued.is_empty() {
-                let ask = Ask {
-                    session: MAIN_SESSION.to_string(),
-                    prompt: queued.join("\n\n"),
-                    prompt_in_chat: false,
-                };
-                start_locked(state, &mut sessions, ask);
-            }
-        }
-    }
-
-    let (_, rewound) = outcome?;
+    let rewound = outcome?;
     let line = rewound.describe();
     state
         .event(EditorEvent::Rewound {

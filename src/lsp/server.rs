@@ -252,13 +252,13 @@ impl LanguageServer for Backend {
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
         let arguments = params.arguments;
         let answer = match params.command.as_str() {
-            "bareagent.ask" => self.ask(&arguments)?,
+            "bareagent.ask" => self.ask(&arguments).await?,
             "bareagent.cancel" => {
                 let session = arguments
                     .first()
                     .and_then(|a| a.get("session"))
                     .and_then(Value::as_str);
-                match turn::cancel(&self.state, session, None) {
+                match turn::cancel(&self.state, session, None).await {
                     Some(id) => json!({"cancelled": id}),
                     None => json!({"cancelled": null, "message": "no turn is running"}),
                 }
@@ -275,7 +275,7 @@ impl LanguageServer for Backend {
                     .and_then(|a| a.get("session"))
                     .and_then(Value::as_str)
                     .unwrap_or(MAIN_SESSION);
-                turn::clear_session(&self.state, name);
+                turn::clear_session(&self.state, name).await;
                 json!({"session": name, "cleared": true})
             }
             "bareagent.resume" => {
@@ -291,7 +291,7 @@ impl LanguageServer for Backend {
                     .map_err(invalid)?
             }
             "bareagent.showDiff" => self.show_diff(&arguments).await?,
-            "bareagent.compact" => super::compact::compact(&self.state, &arguments),
+            "bareagent.compact" => super::compact::compact(&self.state, &arguments).await,
             "bareagent.rewind" => super::rewind::rewind(&self.state).await.map_err(invalid)?,
             other => {
                 return Err(invalid(format!(
@@ -431,7 +431,7 @@ impl Backend {
         }
     }
 
-    fn ask(&self, arguments: &[Value]) -> Result<Value> {
+    async fn ask(&self, arguments: &[Value]) -> Result<Value> {
         let argument = arguments.first().cloned().unwrap_or(Value::Null);
         let session = argument
             .get("session")
@@ -465,7 +465,8 @@ impl Backend {
                 prompt,
                 prompt_in_chat,
             },
-        ))
+        )
+        .await)
     }
 
     /// "Ask agent about selection": quotes the selection in the chat under a
@@ -648,12 +649,12 @@ fn merge(base: &mut Value, overlay: &Value) {
 }
 
 /// Exposed for the command that cancels progress (`window/workDoneProgress/cancel`).
-pub fn cancel_progress(state: &State, params: WorkDoneProgressCancelParams) {
+pub async fn cancel_progress(state: Arc<State>, params: WorkDoneProgressCancelParams) {
     let token = match params.token {
         NumberOrString::String(token) => token,
         NumberOrString::Number(number) => number.to_string(),
     };
-    if turn::cancel(state, None, Some(&token)).is_none() {
+    if turn::cancel(&state, None, Some(&token)).await.is_none() {
         tracing::info!(token, "progress cancel for no running turn");
     }
 }
@@ -667,7 +668,7 @@ pub fn status(state: &State) -> Value {
             let core = &session.core;
             let (usage, spend) = core.totals();
             json!({
-                "name": name, "running": session.running.as_ref().map(|r| r.id),
+                "name": name, "running": session.handle.running(),
                 "messages": core.history().len(), "usage": usage,
                 "spend": spend, "instructions": core.instructions(),
                 "sessionId": core.file().map(|f| f.id().to_string()),

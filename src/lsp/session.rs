@@ -1,28 +1,20 @@
 //! A conversation with the agent inside the language server: the core
-//! session (its history, gate, provider, sandbox, tools and spend), and
-//! what only the language server tracks — the turn running in it and a
-//! notice for the chat. The main session is the one the chat file shows;
-//! others can be started by name through `bareagent.ask`.
+//! session (its history, gate, provider, sandbox, tools and spend), the
+//! handle that runs its turns, and a notice for the chat. The main session
+//! is the one the chat file shows; others can be started by name through
+//! `bareagent.ask`.
 
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
-use crate::session::{Given, Layers, Surface};
+use crate::session::{Given, Layers, SessionHandle, Surface};
 
 pub struct Session {
     pub core: Arc<crate::session::Session>,
-    pub running: Option<Running>,
+    /// Runs its turns one at a time, queues prompts, cancels.
+    pub handle: SessionHandle,
     /// Which conversation this is, for the chat, when it could not be said
     /// at start (the user's prompt was waiting there): said at the next turn.
     pub chat_notice: Option<String>,
-}
-
-pub struct Running {
-    pub id: u64,
-    pub cancel: CancellationToken,
-    /// The `$/progress` token, when the editor shows progress.
-    pub progress_token: String,
 }
 
 impl Session {
@@ -35,9 +27,10 @@ impl Session {
             Layers::default(),
             Given::default(),
         );
+        let core = Arc::new(core);
         Session {
-            core: Arc::new(core),
-            running: None,
+            handle: SessionHandle::spawn(core.clone()),
+            core,
             chat_notice: None,
         }
     }

@@ -215,7 +215,6 @@ pub struct State {
     pub editor_settings: Mutex<EditorSettings>,
     pub sessions: Mutex<HashMap<String, Session>>,
     pub approvals: Approvals,
-    pub next_turn: Mutex<u64>,
     /// True once the editor's configuration was asked for (or cannot be):
     /// turns wait for it, so the first one uses the editor's settings.
     pub configured: tokio::sync::watch::Sender<bool>,
@@ -248,7 +247,6 @@ impl State {
             editor_settings: Mutex::default(),
             sessions: Mutex::default(),
             approvals: Approvals::default(),
-            next_turn: Mutex::new(0),
             configured: tokio::sync::watch::Sender::new(false),
 
             trust_notice_shown: std::sync::atomic::AtomicBool::new(false),
@@ -363,9 +361,8 @@ impl State {
     pub fn stop_everything(&self) {
         let sessions = self.lock_sessions();
         for session in sessions.values() {
-            if let Some(running) = &session.running {
-                running.cancel.cancel();
-            }
+            // Sent now; the session's task cancels its turn.
+            drop(session.handle.cancel(None));
             session.core.background().kill_all();
             if let Some(mcp) = session.core.mcp() {
                 mcp.stop_now();
@@ -466,12 +463,6 @@ impl State {
         text: impl Into<String>,
     ) {
         self.client.show_message(kind, text.into()).await;
-    }
-
-    pub fn next_turn(&self) -> u64 {
-        let mut next = self.next_turn.locked();
-        *next += 1;
-        *next
     }
 }
 

@@ -16,12 +16,11 @@ use super::approvals::EditorApprover;
 use super::chat::{self, ChatWriter};
 use super::editor::EditorWorkspace;
 use super::editor_event::{EditorEvent, SessionSpend, TurnEvent};
-use super::session::Running;
 use super::state::{MAIN_SESSION, State};
 use crate::agent::{LoopError, Message, TurnOutcome};
 use crate::events::{AgentEvent, EventSink, Spend, usage_line};
 use crate::provider::Usage;
-use crate::session::{Counted, TurnIo};
+use crate::session::{Afterwards, Busy, Counted, RunQueued, RunTurn, Started, Turn, TurnIo};
 use crate::sessions::SessionFile;
 
 pub struct Ask {
@@ -33,82 +32,110 @@ pub struct Ask {
 
 /// Starts a turn, or, when the session is busy, hands the prompt to the
 /// running turn (it reaches the model at its next step, or right after the
-/// answer it is writing). Answers at once.
-pub fn start(state: &Arc<State>, ask: Ask) -> Value {
-    let mut sessions = state.lock_sessions();
-    start_locked(state, &mut sessions, ask)
-}
-
-/// [`start`], with the sessions already locked.
-pub(super) fn start_locked(
-    state: &Arc<State>,
-    sessions: &mut std::collections::HashMap<String, super::session::Session>,
-    ask: Ask,
-) -> Value {
-    let session = sessions
-        .entry(ask.session.clone())
-        .or_insert_with(|| super::session::Session::new(&state.init().root));
-    if let Some(running) = &session.running {
-        session.core.inbox().push_user(ask.prompt);
-        return json!({
-            "turn": running.id, "queued": true,
-            "message": "queued: the running turn reads it at its next step",
-        });
-    }
-    let id = state.next_turn();
-    let cancel = CancellationToken::new();
-    let progress_token = format!("bareagent/turn/{id}");
-    session.running = Some(Running {
-        id,
-        cancel: cancel.clone(),
-        progress_token: progress_token.clone(),
-    });
-    if ask.session == MAIN_SESSION && session.core.file().is_none() {
-        let file = SessionFile::create(&state.init().paths);
-        session.core.set_file(Arc::new(file));
-    }
-    let turn = Turn {
-        state: state.clone(),
-        id,
-        session: ask.session.clone(),
-        cancel,
-        progress_token,
-        core: session.core.clone(),
-        before: session.core.totals(),
+/// answer it is writing). Answers once the session's task has taken it.
+pub async fn start(state: &Arc<State>, ask: Ask) -> Value {
+    let handle = {
+        let mut sessions = state.lock_sessions();
+        let session = sessions
+            .entry(ask.session.clone())
+            .or_insert_with(|| super::session::Session::new(&state.init().root));
+        if ask.session == MAIN_SESSION && session.core.file().is_none() {
+            let file = SessionFile::create(&state.init().paths);
+            session.core.set_file(Arc::new(file));
+        }
+        session.handle.clone()
     };
-    tokio::spawn(turn.run(ask));
-    json!({"turn": id, "queued": false})
+    let queued = queued_turns(state, &ask.session);
+    let run = runner(state, ask.session.clone(), ask.prompt_in_chat);
+    match handle
+        .prompt(Message::user_text(ask.prompt), Busy::Queue(queued), run)
+        .await
+    {
+        Ok(Started::Turn(id)) => json!({"turn": id, "queued": false}),
+        Ok(Started::Queued(id)) => json!({
+            "turn": id, "queued": true,
+            "message": "queued: the running turn reads it at its next step",
+        }),
+        Err(error) => json!({"turn": null, "queued": false, "message": error.to_string()}),
+    }
 }
 
-/// `bareagent.newSession`: removes the session and cancels its turn, under
-/// one lock, so no ask can slip in between and see the old session.
-pub fn clear_session(state: &State, name: &str) {
+/// Runs a turn of the session `name` the way the editor shows it.
+fn runner(state: &Arc<State>, name: String, prompt_in_chat: bool) -> RunTurn {
+    let state = state.clone();
+    Box::new(move |turn| {
+        Box::pin(async move {
+            let Turn {
+                id,
+                session: core,
+                prompt,
+                cancel,
+            } = turn;
+            let turn = EditorTurn {
+                state,
+                id,
+                session: name,
+                cancel,
+                progress_token: format!("bareagent/turn/{id}"),
+                before: core.totals(),
+                core,
+            };
+            turn.run(prompt.text(), prompt_in_chat).await
+        })
+    })
+}
+
+/// Runs the turns queued prompts start in the session `name` (their
+/// prompt is not in the chat file yet).
+fn queued_turns(state: &Arc<State>, name: &str) -> RunQueued {
+    let (state, name) = (state.clone(), name.to_string());
+    Arc::new(move |turn| runner(&state, name.clone(), false)(turn))
+}
+
+/// `bareagent.newSession`: removes the session and closes it (its turn
+/// cancelled); a later ask starts a new one.
+pub async fn clear_session(state: &State, name: &str) {
     let removed = state.lock_sessions().remove(name);
-    if let Some(running) = removed.and_then(|s| s.running) {
-        running.cancel.cancel();
-        state.approvals.clear_turn(running.id);
+    if let Some(session) = removed {
+        // Cancelled before its questions are withdrawn: a withdrawn
+        // question is a refusal, which a turn not cancelled would go on from.
+        if let Some(id) = session.handle.cancel(None).await {
+            state.approvals.clear_turn(id);
+        }
+        // Sent now; the session's task does the rest.
+        drop(session.handle.close());
     }
 }
 
 /// Cancels the running turn of a session (or, by progress token, any).
-pub fn cancel(state: &State, session: Option<&str>, progress_token: Option<&str>) -> Option<u64> {
-    let sessions = state.lock_sessions();
-    let running = sessions
-        .iter()
-        .filter_map(|(name, s)| s.running.as_ref().map(|r| (name, r)))
-        .find(|(name, r)| match (session, progress_token) {
-            (_, Some(token)) => r.progress_token == token,
-            (Some(wanted), None) => name.as_str() == wanted,
-            (None, None) => name.as_str() == MAIN_SESSION,
-        })?;
-    running.1.cancel.cancel();
-    let id = running.1.id;
-    drop(sessions);
+pub async fn cancel(
+    state: &State,
+    session: Option<&str>,
+    progress_token: Option<&str>,
+) -> Option<u64> {
+    let (handle, turn) = match progress_token {
+        Some(token) => {
+            let id: u64 = token.strip_prefix("bareagent/turn/")?.parse().ok()?;
+            let sessions = state.lock_sessions();
+            let handle = sessions
+                .values()
+                .find(|s| s.handle.running() == Some(id))?
+                .handle
+                .clone();
+            (handle, Some(id))
+        }
+        None => {
+            let name = session.unwrap_or(MAIN_SESSION);
+            (state.lock_sessions().get(name)?.handle.clone(), None)
+        }
+    };
+    let id = handle.cancel(turn).await?;
     state.approvals.clear_turn(id);
     Some(id)
 }
 
-struct Turn {
+/// A turn as the editor shows it.
+struct EditorTurn {
     state: Arc<State>,
     id: u64,
     session: String,
@@ -119,8 +146,9 @@ struct Turn {
     before: (Usage, Spend),
 }
 
-impl Turn {
-    async fn run(self, ask: Ask) {
+impl EditorTurn {
+    /// Runs the turn; then, once the session is free, says how it ended.
+    async fn run(self, prompt: String, prompt_in_chat: bool) -> Afterwards {
         let state = self.state.clone();
         let in_chat = self.session == MAIN_SESSION;
         let mut chat = in_chat.then(|| ChatWriter::start(state.clone()));
@@ -133,8 +161,8 @@ impl Turn {
                 tracing::warn!(%error, "cannot create the chat file");
             }
             let current = chat::current_text(&state).unwrap_or_default();
-            chat.write(chat::turn_header(&current, &ask.prompt, ask.prompt_in_chat));
-            if let Some(notice) = super::resume::take_notice(&state) {
+            chat.write(chat::turn_header(&current, &prompt, prompt_in_chat));
+            if let Some(notice) = take_notice(&state) {
                 chat.write(format!("_{notice}_\n\n"));
             }
         }
@@ -142,10 +170,10 @@ impl Turn {
             .event(EditorEvent::TurnStarted {
                 turn: self.id,
                 session: self.session.clone(),
-                prompt: ask.prompt.clone(),
+                prompt: prompt.clone(),
             })
             .await;
-        let progress = self.begin_progress(&ask.prompt).await;
+        let progress = self.begin_progress(&prompt).await;
 
         let (sender, receiver) = mpsc::unbounded_channel();
         let sink = LspSink { sender };
@@ -168,7 +196,7 @@ impl Turn {
             id: self.id,
             core: self.core.clone(),
             cancel: self.cancel.clone(),
-            prompt: ask.prompt.clone(),
+            prompt: prompt.clone(),
         };
         let worker = tokio::spawn(run_agent(parts, sink));
         let (outcome, totals) = match worker.await {
@@ -196,50 +224,18 @@ impl Turn {
             chat.write(footer(layout, &totals, self.before, &outcome));
             chat.finish().await;
         }
-        {
-            // Only while the session is still this turn's: `newSession` may
-            // have removed it (and another turn may run in its successor),
-            // so a cancelled turn must not bring the old history back or
-            // mark someone else's turn as ended.
-            let mut sessions = state.lock_sessions();
-            match sessions.get_mut(&self.session) {
-                Some(session) if session.running.as_ref().is_some_and(|r| r.id == self.id) => {
-                    session.running = None;
-                    // Prompts the loop did not take (they came after its
-                    // last look, or the turn failed): the next turn starts
-                    // with them now, not after the user's next prompt. Under
-                    // this lock no ask can queue behind it. A cancelled turn
-                    // starts nothing: they join the history, in order, for
-                    // the next ask.
-                    let queued = session.core.inbox().take_user_messages();
-                    if self.cancel.is_cancelled() {
-                        let blocks = queued
-                            .iter()
-                            .map(|prompt| crate::agent::ContentBlock::Text {
-                                text: format!("<user-message>\n{prompt}\n</user-message>"),
-                            })
-                            .collect();
-                        let queued = Message {
-                            role: crate::agent::Role::User,
-                            content: blocks,
-                        };
-                        session.core.append(queued);
-                    } else if !queued.is_empty() {
-                        let ask = Ask {
-                            session: self.session.clone(),
-                            prompt: queued.join("\n\n"),
-                            prompt_in_chat: false,
-                        };
-                        start_locked(&state, &mut sessions, ask);
-                    }
-                }
-                _ => tracing::info!(
-                    turn = self.id,
-                    session = %self.session,
-                    "the session was cleared during the turn; its history is dropped"
-                ),
-            }
-        }
+        Afterwards::new(self.ended(outcome, summary, progress))
+    }
+
+    /// Says how the turn ended: the approvals it asked for withdrawn, its
+    /// progress ended, `turn_finished` or `turn_failed`, a message.
+    async fn ended(
+        self,
+        outcome: Result<TurnOutcome, String>,
+        summary: String,
+        progress: Option<Arc<TurnProgress>>,
+    ) {
+        let state = self.state.clone();
         state.approvals.clear_turn(self.id);
         state.publish_approvals().await;
         // The forwarder (the other holder) has ended.
@@ -519,4 +515,12 @@ fn footer(
     )));
     text.push_str(&layout.section(chat::YOU));
     text
+}
+
+/// A notice kept for the main session's next turn, taken.
+fn take_notice(state: &State) -> Option<String> {
+    state
+        .lock_sessions()
+        .get_mut(MAIN_SESSION)
+        .and_then(|s| s.chat_notice.take())
 }

@@ -12,6 +12,7 @@
 //! the MCP servers', the system prompt and instructions — is built here,
 //! once, from the [`SessionSettings`].
 
+mod handle;
 mod settings;
 mod tally;
 
@@ -22,6 +23,10 @@ use crate::sync::Locked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use handle::{
+    Afterwards, Busy, Compacting, HandleError, Job, Rewound, RunQueued, RunTurn, SessionHandle,
+    Started, Turn,
+};
 pub use settings::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ITERATIONS, Layer, Layers, ProviderSettings, SessionSettings,
     Surface,

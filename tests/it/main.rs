@@ -40,6 +40,7 @@ mod rewind;
 mod sandbox;
 mod secrets;
 mod session_core;
+mod session_handle;
 mod sessions;
 mod shell_differential;
 mod terminal;
