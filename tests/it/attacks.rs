@@ -1243,3 +1243,114 @@ async fn every_attack_gets_its_outcome() {
         failures.join("\n")
     );
 }
+
+/// An answer carried where it was not given: "allow for this session" in
+/// one mode, then the mode switched (`/mode`, `session/set_mode`, the
+/// editor's setting). The switch starts the gate from the settings again,
+/// so the same command is judged afresh in the new mode — never allowed on
+/// the old answer. The first row is the control: without a switch the
+/// answer holds.
+#[tokio::test]
+async fn a_session_answer_does_not_outlive_a_mode_switch() {
+    use PermissionMode::*;
+    let rows = [
+        ("no switch: the answer holds", Default, Default, Allowed),
+        ("to accept-edits: asked again", Default, AcceptEdits, Asked),
+        ("to plan: refused", Default, Plan, Denied),
+        (
+            "from accept-edits to default: asked again",
+            AcceptEdits,
+            Default,
+            Asked,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, answered_in, switched_to, expected) in rows {
+        match switched_mode_outcome(answered_in, switched_to).await {
+            Ok(outcome) if outcome == expected => {}
+            Ok(outcome) => failures.push(format!("{name}: expected {expected:?}, got {outcome:?}")),
+            Err(broken) => failures.push(format!("{name}: {broken}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Says "allow for this session" to every question.
+struct AllowsForSession;
+
+#[async_trait]
+impl Approver for AllowsForSession {
+    async fn ask(&self, _question: &Question<'_>) -> Approval {
+        Approval::AllowForSession
+    }
+}
+
+/// Two turns of one session running the same command: the first in
+/// `answered_in`, allowed for the session; the second, after a switch to
+/// `switched_to`, asking someone who says no.
+async fn switched_mode_outcome(
+    answered_in: PermissionMode,
+    switched_to: PermissionMode,
+) -> Result<Outcome, String> {
+    use bareagent::agent::Message;
+    use bareagent::session::{Given, Layer, Layers, Session, Surface, TurnIo};
+    let dir = workspace(&[]);
+    let call = || Reply::tool("bash", json!({"command": "touch made-by-the-agent"}));
+    let server = ModelServer::start(vec![
+        call().into(),
+        Reply::text("one").into(),
+        call().into(),
+        Reply::text("two").into(),
+    ]);
+    let given = Given {
+        provider: Some(provider(Api::Anthropic, &server)),
+        sandbox: Some(Arc::new(bareagent::sandbox::Sandbox::off())),
+        ..Given::default()
+    };
+    let layers = Layers {
+        command_line: Layer {
+            mode: Some(answered_in),
+            ..Layer::default()
+        },
+        ..Layers::default()
+    };
+    let root = dir.path().to_path_buf();
+    let session = Session::open_with(root, Surface::Terminal, layers, None, given)
+        .map_err(|e| e.to_string())?;
+    let disk = bareagent::workspace::DiskWorkspace::new(dir.path()).map_err(|e| e.to_string())?;
+    let sink = crate::common::Recorded::default();
+    let turn = |approver: Box<dyn Approver>| TurnIo {
+        workspace: &disk,
+        approver,
+        sink: &sink,
+        cancel: Default::default(),
+        near: Vec::new(),
+    };
+    let first = session
+        .run_turn(Message::user_text("go"), turn(Box::new(AllowsForSession)))
+        .await;
+    first
+        .result
+        .map_err(|e| format!("the first turn failed: {e}"))?;
+    if !dir.path().join("made-by-the-agent").exists() {
+        return Err("the first turn's command did not run".into());
+    }
+    std::fs::remove_file(dir.path().join("made-by-the-agent")).map_err(|e| e.to_string())?;
+    session
+        .reconfigure(|layers| layers.session.mode = Some(switched_to))
+        .map_err(|e| e.to_string())?;
+    let asked = SaysNo::default();
+    let second = session
+        .run_turn(Message::user_text("again"), turn(Box::new(asked.clone())))
+        .await;
+    second
+        .result
+        .map_err(|e| format!("the second turn failed: {e}"))?;
+    let ran = dir.path().join("made-by-the-agent").exists();
+    let questions = asked.0.lock().unwrap().len();
+    Ok(match (questions, ran) {
+        (0, true) => Allowed,
+        (0, false) => Denied,
+        _ => Asked,
+    })
+}
