@@ -551,9 +551,20 @@ impl Session {
         self.connect().map(|_| ())
     }
 
-    /// The model asked, if it has a name.
+    /// The model asked, if it has a name: the provider's, once built;
+    /// before, what the settings name (a question builds no provider).
     pub fn model(&self) -> Option<String> {
-        self.connect().ok()?.name.clone()
+        if let Some(model) = &*self.model.locked() {
+            return model.name.clone();
+        }
+        let wanted = &self.settings().provider;
+        let choice = ProviderChoice {
+            kind: wanted.kind,
+            model: wanted.model.clone(),
+            replay: wanted.replay.clone(),
+            ..ProviderChoice::default()
+        };
+        choice.resolved_model().ok().flatten()
     }
 
     /// The model's price, if known.
