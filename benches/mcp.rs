@@ -3,7 +3,10 @@
 //! measured to the first model request — which goes out once both have
 //! answered `initialize` and listed their tools — against the same run
 //! without servers; and the size of that first request with the everything
-//! server's tools sent in full and behind the `mcp_search` budget.
+//! server's tools sent in full and behind the `mcp_search` budget; and the
+//! look at the workspace taken before and after each call of a tool not
+//! marked read-only (`workspace::Look`), on trees of 1,000 to 100,000
+//! files (this part needs no server).
 //!
 //! `cargo bench --bench mcp`, with `BAREAGENT_MCP_EVERYTHING` and
 //! `BAREAGENT_MCP_GIT` set as `.ci/run` sets them. Knobs: `RUNS` (default
@@ -68,7 +71,45 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
+/// A tree of `files` small files, 100 to a directory.
+fn tree(root: &Path, files: usize) {
+    for n in 0..files {
+        let dir = root.join(format!("d{}", n / 100));
+        if n % 100 == 0 {
+            std::fs::create_dir_all(&dir).expect("dir");
+        }
+        std::fs::write(dir.join(format!("f{n}.rs")), "fn main() {}\n").expect("file");
+    }
+}
+
+/// What the look around a call costs: a walk and a `stat` per file, twice.
+fn look_cost(runs: usize) {
+    for files in [1_000, 10_000, 100_000] {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+        tree(dir.path(), files);
+        let _ = bareagent::workspace::Look::take(dir.path());
+        let times: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let look = bareagent::workspace::Look::take(dir.path());
+                let elapsed = start.elapsed();
+                assert!(look.changes_to(&look).is_empty());
+                elapsed
+            })
+            .collect();
+        println!(
+            "a look at {files} files (warm page cache), median of {runs}: {:.1} ms; a call looks twice",
+            median(times).as_secs_f64() * 1e3
+        );
+    }
+}
+
 fn main() {
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(10);
+    look_cost(runs);
     let (Ok(everything), Ok(git)) = (
         std::env::var("BAREAGENT_MCP_EVERYTHING"),
         std::env::var("BAREAGENT_MCP_GIT"),
@@ -78,10 +119,6 @@ fn main() {
         );
         return;
     };
-    let runs: usize = std::env::var("RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(10);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).expect("repo dir");

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::history::Usage;
+use crate::workspace::Touch;
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -52,6 +53,15 @@ pub enum AgentEvent {
         path: String,
         diff: String,
         asked: bool,
+    },
+    /// A file was created, modified or deleted while a tool we cannot see
+    /// into (an MCP server's) ran: seen by looking at the workspace before
+    /// and after it. No diff: what the file held before is not known.
+    FileTouched {
+        path: String,
+        /// The tool's name, as the model called it.
+        tool: String,
+        how: Touch,
     },
     /// The model's plan, as it just wrote it.
     Todos {

@@ -13,7 +13,10 @@
 //! followed.
 
 mod beneath;
+mod look;
 mod view;
+
+pub use look::{Look, Touch};
 
 pub use view::{CommandView, CommandViews, MountedCopy, PinnedMount, namespaces_available};
 
@@ -605,14 +608,21 @@ fn clean_stale_temp_files_once(paths: &PathResolver) {
     }
 }
 
-pub fn clean_stale_temp_files(paths: &PathResolver) -> usize {
-    let walker = ignore::WalkBuilder::new(&paths.root)
+/// The workspace's tree as git sees it: `.gitignore` honoured (whether or
+/// not it is a repository), hidden files walked, `.git` skipped, links not
+/// followed.
+fn tree_walker(root: &Path) -> ignore::WalkBuilder {
+    let mut walker = ignore::WalkBuilder::new(root);
+    walker
         .hidden(false)
         .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .build();
+        .filter_entry(|entry| entry.file_name() != ".git");
+    walker
+}
+
+pub fn clean_stale_temp_files(paths: &PathResolver) -> usize {
     let mut removed = 0;
-    for entry in walker.flatten() {
+    for entry in tree_walker(&paths.root).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file())
             || !beneath::is_temp_name(entry.file_name())
         {

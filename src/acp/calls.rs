@@ -31,6 +31,8 @@ struct OpenCall {
     id: String,
     tool: String,
     input: Value,
+    /// Files the call changed that it does not name (an MCP tool's).
+    touched: Vec<PathBuf>,
 }
 
 impl Calls {
@@ -43,7 +45,22 @@ impl Calls {
             id: id.to_string(),
             tool: tool.to_string(),
             input: input.clone(),
+            touched: Vec::new(),
         });
+    }
+
+    /// The latest open call of `tool` changed `path` (resolved), unseen: the
+    /// text last read or written is no longer the file's. Returns the call
+    /// and every file it has changed so far, for its locations.
+    pub fn touched(&self, tool: &str, path: &Path) -> Option<(String, Vec<PathBuf>)> {
+        let mut inner = self.lock();
+        inner.texts.remove(path);
+        inner.written.remove(path);
+        let call = inner.open.iter_mut().rev().find(|call| call.tool == tool)?;
+        if !call.touched.iter().any(|seen| seen == path) {
+            call.touched.push(path.to_path_buf());
+        }
+        Some((call.id.clone(), call.touched.clone()))
     }
 
     /// The call ended; returns the terminal its command ran in, if any.

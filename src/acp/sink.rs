@@ -154,6 +154,20 @@ impl EventSink for ClientSink {
                     id, fields,
                 )));
             }
+            // The files an MCP tool changed become its call's locations, so
+            // a client that follows the agent can open them.
+            AgentEvent::FileTouched { path, tool, .. } => {
+                let resolved = self.root.join(&path);
+                let Some((id, touched)) = self.calls.touched(&tool, &resolved) else {
+                    return;
+                };
+                let locations: Vec<ToolCallLocation> =
+                    touched.into_iter().map(ToolCallLocation::new).collect();
+                let fields = ToolCallUpdateFields::new().locations(locations);
+                self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    id, fields,
+                )));
+            }
             AgentEvent::Todos { todos } => {
                 let entries = todos
                     .into_iter()

@@ -61,7 +61,9 @@ impl EventSink for ToParent<'_> {
     fn emit(&self, event: AgentEvent) {
         if matches!(
             event,
-            AgentEvent::Usage { .. } | AgentEvent::FileChanged { .. }
+            AgentEvent::Usage { .. }
+                | AgentEvent::FileChanged { .. }
+                | AgentEvent::FileTouched { .. }
         ) {
             self.0.emit(event);
         }

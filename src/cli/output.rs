@@ -171,6 +171,12 @@ impl EventSink for TerminalSink {
                     eprint!("{}", super::diff_view::for_stderr(&diff));
                 }
             }
+            AgentEvent::FileTouched { path, tool, how } => {
+                if !self.quiet {
+                    drop(state);
+                    self.notice(&format!("  ({path} {} while {tool} ran)", how.as_str()));
+                }
+            }
             AgentEvent::Compacted {
                 before_tokens,
                 after_tokens,

@@ -498,7 +498,7 @@ fn footer(
         let files: Vec<String> = totals
             .changed
             .iter()
-            .map(|(path, lines)| format!("`{path}` (+{} −{})", lines.added, lines.removed))
+            .map(|(path, count)| format!("`{path}` ({})", count.describe()))
             .collect();
         text.push_str(&layout.section(&format!("**Edited:** {}", files.join(", "))));
     }

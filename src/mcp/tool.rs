@@ -8,6 +8,7 @@
 //! The hint is the server's word, not a guarantee: it is trusted as far as
 //! the server itself is (the user chose to run it).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -15,12 +16,13 @@ use serde_json::{Map, Value};
 
 use super::result;
 use super::server::{CallError, Server};
+use crate::events::AgentEvent;
 use crate::history::ToolSpec;
 use crate::permission::ActionKind;
 use crate::tools::{
     AnyTool, FileChange, Invocation, PreparedCall, ToolContext, ToolError, ToolOutput, plain_action,
 };
-use crate::workspace::PathResolver;
+use crate::workspace::{Look, PathResolver};
 
 /// The longest tool name the providers accept (OpenAI's limit; Anthropic's
 /// is the same or longer).
@@ -167,19 +169,49 @@ impl Invocation for Call<'_> {
 
     /// Dropping this future (the turn was cancelled: the loop answers the
     /// call as cancelled) makes the SDK send `notifications/cancelled`.
-    async fn run(self: Box<Self>, _cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError> {
+    ///
+    /// A call that may change things is looked around: the files it
+    /// created, modified or deleted in the workspace are told as
+    /// `FileTouched`, so the turn counts them (a failed call's too: it may
+    /// have done part of its work). A read-only one is trusted not to.
+    async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError> {
         let Call { tool, arguments } = *self;
-        let answer = tool
-            .server
-            .call(&tool.remote, arguments)
-            .await
-            .map_err(|error: CallError| ToolError::failed(error.to_string()))?;
+        let root = cx.workspace.paths().root().to_path_buf();
+        let before = match tool.read_only {
+            true => None,
+            false => look(&root).await,
+        };
+        let answer = tool.server.call(&tool.remote, arguments).await;
+        if let Some(before) = before
+            && let Some(after) = look(&root).await
+        {
+            for (path, how) in before.changes_to(&after) {
+                cx.sink.emit(AgentEvent::FileTouched {
+                    path: path.display().to_string(),
+                    tool: tool.spec.name.clone(),
+                    how,
+                });
+            }
+        }
+        let answer = answer.map_err(|error: CallError| ToolError::failed(error.to_string()))?;
         let json = serde_json::to_value(&answer).unwrap_or_default();
         let (output, is_error) = result::to_output(&json, tool.max_result_bytes);
         if is_error {
             Err(ToolError::failed(output.text))
         } else {
             Ok(output)
+        }
+    }
+}
+
+/// The workspace's files now, looked at on a blocking thread.
+async fn look(root: &Path) -> Option<Look> {
+    let root = root.to_path_buf();
+    match tokio::task::spawn_blocking(move || Look::take(&root)).await {
+        Ok(look) => Some(look),
+        Err(error) => {
+            tracing::warn!(%error, "cannot look at the workspace around an MCP call");
+            None
         }
     }
 }

@@ -31,7 +31,7 @@ pub use settings::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ITERATIONS, Layer, Layers, ProviderSettings, SessionSettings,
     Surface,
 };
-pub use tally::{Counted, LineCounts, line_counts};
+pub use tally::{Counted, FileCount, LineCounts, line_counts};
 
 use crate::agent::{
     Agent, AgentParts, CompactError, CompactRequest, Compacted, Compaction, CompactionSettings,

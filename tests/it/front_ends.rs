@@ -423,3 +423,113 @@ fn an_idle_compactions_retry_is_told() {
     assert!(told["turn"].is_null(), "{told}");
     client.wait_for_notification(LONG, "the compaction", |m, p| is_event(m, p, "compacted"));
 }
+
+/// Files an MCP tool changed are counted as the file tools' edits are, in
+/// every front end: mcp-server-git's `git_checkout` rewrites one file and
+/// adds another, and emits no `FileChanged` (it is not our file tool); the
+/// look at the workspace around the call finds both. `run` says so on
+/// stderr, the language server in the chat file's footer, ACP as the
+/// call's locations.
+#[test]
+fn an_mcp_tools_changes_are_counted_in_every_front_end() {
+    let Some(program) = crate::mcp::git_server() else {
+        return;
+    };
+    const TOOL: &str = "mcp__git__git_checkout";
+    in_every_front_end(|front| {
+        let dir = workspace(&[("greet.py", "print('helo')\n")]);
+        let root = dir.path().canonicalize().expect("root");
+        let git = |args: &[&str]| crate::mcp::git(&root, args);
+        git(&["init", "-q"]);
+        git(&["add", "greet.py"]);
+        git(&["commit", "-qm", "first"]);
+        git(&["checkout", "-qb", "fix"]);
+        std::fs::write(root.join("greet.py"), "print('hello')\n").expect("write");
+        std::fs::write(root.join("NEW.md"), "new\n").expect("write");
+        git(&["add", "greet.py", "NEW.md"]);
+        git(&["commit", "-qm", "fix"]);
+        git(&["checkout", "-q", "-"]);
+        let server = ModelServer::start(vec![
+            Reply::tool(TOOL, json!({"repo_path": root, "branch_name": "fix"})).into(),
+            Reply::text("checked out").into(),
+        ]);
+        let server_args = json!(["--repository", root]);
+        let told = match front {
+            FrontEnd::Run => {
+                let config = dir.path().join(".no-user-config/bareagent/config.toml");
+                std::fs::create_dir_all(config.parent().expect("a parent")).expect("dir");
+                let toml = format!(
+                    "[mcp.servers.git]\ncommand = {}\nargs = {server_args}\n",
+                    json!(program)
+                );
+                std::fs::write(&config, toml).expect("config");
+                let out = run_against_model(&mut bareagent(&root), &server)
+                    .args(["--permission-mode", "bypass", "check out fix"])
+                    .output()
+                    .expect("bareagent run");
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                expect(out.status.success(), || stderr.clone())?;
+                let want = [
+                    format!("(NEW.md created while {TOOL} ran)"),
+                    format!("(greet.py modified while {TOOL} ran)"),
+                ];
+                expect(want.iter().all(|line| stderr.contains(line)), || {
+                    format!("{want:?} on stderr: {stderr}")
+                })?;
+                stderr
+            }
+            FrontEnd::Lsp => {
+                let mut options = options(&root, &server, "bypass");
+                options.initialization_options["mcp"] = json!({"servers": {
+                    "git": {"command": program, "args": server_args},
+                }});
+                let client = start(&root, options);
+                let turn = ask(&client, json!({"prompt": "check out fix"}))["turn"]
+                    .as_u64()
+                    .expect("a turn");
+                let end = turn_end(&client, turn);
+                expect(end["type"] == "turn_finished", || end.to_string())?;
+                let chat = std::fs::read_to_string(root.join(".bareagent/chat.md")).expect("chat");
+                let want = format!(
+                    "**Edited:** `NEW.md` (created while `{TOOL}` ran), \
+                     `greet.py` (modified while `{TOOL}` ran)"
+                );
+                expect(chat.contains(&want), || {
+                    format!("{want} in the chat: {chat}")
+                })?;
+                chat
+            }
+            FrontEnd::Acp => {
+                let Some(python) = python() else {
+                    return Ok(());
+                };
+                let transcript = drive(
+                    &python,
+                    &root,
+                    &server,
+                    json!({"fs": true, "steps": [
+                        {"new": {"mcp": [{"name": "git", "command": program, "args": server_args}]}},
+                        {"set_mode": "bypass"},
+                        {"prompt": "check out fix"},
+                    ]}),
+                );
+                let located: Vec<&Value> = of_type(&transcript, "update")
+                    .into_iter()
+                    .filter(|e| e["update"]["sessionUpdate"] == "tool_call_update")
+                    .filter_map(|e| e["update"].get("locations"))
+                    .collect();
+                let want = json!([
+                    {"path": root.join("NEW.md")},
+                    {"path": root.join("greet.py")},
+                ]);
+                expect(located.last() == Some(&&want), || {
+                    format!("the call's locations {want}: {located:?}")
+                })?;
+                format!("{located:?}")
+            }
+        };
+        // The checkout happened: what was counted is what the tool did.
+        let greet = std::fs::read_to_string(root.join("greet.py")).expect("greet.py");
+        expect(greet == "print('hello')\n", || format!("{greet:?}; {told}"))
+    });
+}

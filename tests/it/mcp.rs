@@ -34,6 +34,29 @@ pub(crate) fn everything() -> Option<String> {
     server_program("BAREAGENT_MCP_EVERYTHING")
 }
 
+/// mcp-server-git (PyPI), or `None` when the test must skip.
+pub(crate) fn git_server() -> Option<String> {
+    server_program("BAREAGENT_MCP_GIT")
+}
+
+/// Runs `git args` in `dir` as a fixed author; panics when git fails.
+pub(crate) fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/mcp")
@@ -259,22 +282,11 @@ fn everything_servers_echo_over_streamable_http() {
 
 #[test]
 fn git_status_comes_from_mcp_server_git() {
-    let Some(program) = server_program("BAREAGENT_MCP_GIT") else {
+    let Some(program) = git_server() else {
         return;
     };
     let dir = workspace(&[("tracked.txt", "one\n"), ("notes-untracked.txt", "two\n")]);
-    let git = |args: &[&str]| {
-        let status = Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "git {args:?}");
-    };
+    let git = |args: &[&str]| git(dir.path(), args);
     git(&["init", "-q"]);
     git(&["add", "tracked.txt"]);
     git(&["commit", "-qm", "first"]);

@@ -186,6 +186,20 @@ export type EditorEvent =
           session: string;
         }
       | {
+          type: 'file_touched';
+          path: string;
+          /**
+           * The tool's name, as the model called it.
+           */
+          tool: string;
+          how: Touch;
+          /**
+           * Absent for a compaction asked for between turns (`bareagent.compact`).
+           */
+          turn?: number;
+          session: string;
+        }
+      | {
           type: 'todos';
           todos: TodoItem[];
           /**
@@ -224,6 +238,10 @@ export type EditorEvent =
           session: string;
         }
     );
+/**
+ * How a file changed between two looks.
+ */
+export type Touch = 'created' | 'modified' | 'deleted';
 /**
  * One step of the model's plan (the `todo_write` tool's input, and what
  * the user sees).

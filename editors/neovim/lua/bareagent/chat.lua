@@ -285,6 +285,11 @@ function render.file_changed(event)
   block({ string.format('- ✎ %s (+%d −%d)', str(event.path) or '?', added, removed) })
 end
 
+-- A file changed while an MCP tool ran: how, no lines (not known).
+function render.file_touched(event)
+  block({ string.format('- ✎ %s (%s while %s ran)', str(event.path) or '?', str(event.how) or 'changed', str(event.tool) or '?') })
+end
+
 function render.todos(event)
   local lines = { '- Plan:' }
   for _, todo in ipairs(type(event.todos) == 'table' and event.todos or {}) do

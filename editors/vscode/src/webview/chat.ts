@@ -129,6 +129,9 @@ function onEvent(e: Ev): void {
       case 'file_changed':
         log.append(el('div', 'file-changed', `edited ${e.path} (${diffStat(String(e.diff ?? ''))})`));
         break;
+      case 'file_touched':
+        log.append(el('div', 'file-changed', `${e.how} ${e.path} (while ${e.tool} ran)`));
+        break;
       case 'todos':
         renderTodos(e.todos ?? []);
         break;
