@@ -49,14 +49,19 @@ impl Calls {
         });
     }
 
-    /// The latest open call of `tool` changed `path` (resolved), unseen: the
+    /// The latest open call of `tool` (or of `mcp_call`, which calls it by
+    /// name past the tool budget) changed `path` (resolved), unseen: the
     /// text last read or written is no longer the file's. Returns the call
     /// and every file it has changed so far, for its locations.
     pub fn touched(&self, tool: &str, path: &Path) -> Option<(String, Vec<PathBuf>)> {
         let mut inner = self.lock();
         inner.texts.remove(path);
         inner.written.remove(path);
-        let call = inner.open.iter_mut().rev().find(|call| call.tool == tool)?;
+        let call = inner
+            .open
+            .iter_mut()
+            .rev()
+            .find(|call| call.tool == tool || call.tool == crate::mcp::search::CALL_NAME)?;
         if !call.touched.iter().any(|seen| seen == path) {
             call.touched.push(path.to_path_buf());
         }
@@ -151,5 +156,51 @@ impl Calls {
     /// The last write to `path` (text before, after), once.
     pub fn take_written(&self, path: &Path) -> Option<(Option<String>, String)> {
         self.lock().written.remove(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file an MCP tool changed is located on the call that ran it —
+    /// called by its name, or through `mcp_call` — and its text last seen
+    /// is forgotten (a later diff must not show it as the old text).
+    #[test]
+    fn a_touched_file_is_located_on_its_call_and_its_text_forgotten() {
+        let a = Path::new("/w/a.txt");
+        let b = Path::new("/w/b.txt");
+        // (open calls, the tool said to have touched, the call located)
+        let cases: [(&[(&str, &str)], &str, Option<&str>); 4] = [
+            (
+                &[("1", "mcp__git__git_checkout")],
+                "mcp__git__git_checkout",
+                Some("1"),
+            ),
+            (
+                &[("1", "read_file"), ("2", "mcp_call")],
+                "mcp__git__git_checkout",
+                Some("2"),
+            ),
+            (&[("1", "bash")], "mcp__git__git_checkout", None),
+            (&[], "mcp__git__git_checkout", None),
+        ];
+        for (open, tool, want) in cases {
+            let calls = Calls::default();
+            for (id, name) in open {
+                calls.opened(id, name, &Value::Null);
+            }
+            calls.wrote(a, "mine\n");
+            let first = calls.touched(tool, a);
+            assert_eq!(first.as_ref().map(|(id, _)| id.as_str()), want, "{open:?}");
+            assert_eq!(calls.text(a), None, "the text last seen is forgotten");
+            assert_eq!(calls.take_written(a), None);
+            if want.is_some() {
+                let (_, located) = calls.touched(tool, b).expect("the same call");
+                assert_eq!(located, vec![a.to_path_buf(), b.to_path_buf()]);
+                let (_, again) = calls.touched(tool, a).expect("the same call");
+                assert_eq!(again.len(), 2, "each file once");
+            }
+        }
     }
 }
