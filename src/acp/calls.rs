@@ -170,8 +170,13 @@ mod tests {
     fn a_touched_file_is_located_on_its_call_and_its_text_forgotten() {
         let a = Path::new("/w/a.txt");
         let b = Path::new("/w/b.txt");
-        // (open calls, the tool said to have touched, the call located)
-        let cases: [(&[(&str, &str)], &str, Option<&str>); 4] = [
+        /// (open calls as (id, tool), the tool said to have touched, the call located)
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            &'static str,
+            Option<&'static str>,
+        );
+        let cases: [Case; 4] = [
             (
                 &[("1", "mcp__git__git_checkout")],
                 "mcp__git__git_checkout",
