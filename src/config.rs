@@ -14,6 +14,9 @@
 //! provider = "anthropic"          # or "openai"
 //! model = "claude-sonnet-4-5"
 //! prompt_cache_key = true         # OpenAI-compatible: default only for api.openai.com
+//! effort = "high"                 # minimal | low | medium | high | xhigh | max
+//! thinking = "auto"               # or "off"
+//! wire = "responses"              # OpenAI: or "chat" (default: responses for api.openai.com)
 //! [permissions]
 //! mode = "accept-edits"           # default | accept-edits | plan | bypass
 //! allow = ["bash(cargo test:*)", "edit_file(src/**)"]
@@ -47,6 +50,12 @@ pub struct Config {
     /// Send OpenAI's `prompt_cache_key`; unset: only to api.openai.com
     /// (a strict compatible server may refuse a field it does not know).
     pub prompt_cache_key: Option<bool>,
+    /// How much the model spends on an answer (`provider::Effort`).
+    pub effort: Option<crate::provider::Effort>,
+    /// `auto` or `off` (`provider::Thinking`).
+    pub thinking: Option<crate::provider::Thinking>,
+    /// OpenAI only: `responses` or `chat` (`provider::OpenAiWire`).
+    pub wire: Option<crate::provider::OpenAiWire>,
     /// Prices per model, over the built-in table (`provider::models`).
     #[serde(default)]
     pub prices: BTreeMap<String, crate::provider::Price>,
@@ -252,6 +261,11 @@ impl Config {
         config.model = project.model.or(config.model);
         // Not a permission: it only helps the provider route a request.
         config.prompt_cache_key = project.prompt_cache_key.or(config.prompt_cache_key);
+        // Not permissions: how the model is asked, which the project may
+        // know best (a pinned model's wire, a cheap default effort).
+        config.effort = project.effort.or(config.effort);
+        config.thinking = project.thinking.or(config.thinking);
+        config.wire = project.wire.or(config.wire);
         // A repository's prices could hide what a session costs the user.
         if trusted {
             config.prices.extend(project.prices);

@@ -32,7 +32,7 @@ use serde_json::Value;
 use super::context::{context_window, estimate_fixed, estimate_messages};
 use crate::events::{AgentEvent, CompactHow, EventSink};
 use crate::history::{ContentBlock, Message, Role, push_user_blocks};
-use crate::provider::{Provider, ProviderError, Request, ToolSpec};
+use crate::provider::{Provider, ProviderError, Reasoning, Request, ToolSpec};
 use crate::sync::Locked;
 
 /// The share of the window at which compaction starts, by default.
@@ -115,6 +115,8 @@ pub struct CompactStep<'a> {
     pub system: &'a str,
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
+    /// The turn's, so the summary call asks as the turn's calls do.
+    pub reasoning: Reasoning,
     /// Where the summary call's usage is counted.
     pub sink: &'a dyn EventSink,
     /// The user's agent (not a sub-agent): only it takes the user's request.
@@ -218,7 +220,7 @@ impl Compaction {
         provider: &dyn Provider,
         system: &str,
         tools: &[ToolSpec],
-        max_tokens: u32,
+        (max_tokens, reasoning): (u32, Reasoning),
         sink: &dyn EventSink,
         messages: &mut Vec<Message>,
     ) -> Result<Option<Compacted>, CompactError> {
@@ -232,6 +234,7 @@ impl Compaction {
             system,
             tools,
             max_tokens,
+            reasoning,
             sink,
             main: true,
         };
@@ -391,6 +394,7 @@ async fn summarise(
         messages: &asked,
         tools: step.tools,
         max_tokens: step.max_tokens,
+        reasoning: step.reasoning,
     };
     let response = step.provider.create(request).await?;
     // Through the loop's usage tally (the step's sink), which adds it to

@@ -26,6 +26,7 @@ pub(super) async fn compact_now(
         system: &agent.config.system,
         tools: agent.tools.specs(),
         max_tokens: agent.config.max_tokens,
+        reasoning: agent.config.reasoning,
         sink: agent.sink,
         main: agent.depth == 0,
     };

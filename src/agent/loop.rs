@@ -255,6 +255,7 @@ fn request<'a>(agent: &'a Agent<'_>, messages: &'a [Message]) -> Request<'a> {
         messages,
         tools: agent.tools.specs(),
         max_tokens: agent.config.max_tokens,
+        reasoning: agent.config.reasoning,
     }
 }
 

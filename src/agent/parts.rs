@@ -179,7 +179,10 @@ pub struct LoopConfig {
     pub system: String,
     /// Model calls per turn before the turn ends with an error.
     pub max_iterations: usize,
+    /// The output limit of one call: the model's, from the model table.
     pub max_tokens: u32,
+    /// How hard the model is asked to think.
+    pub reasoning: crate::provider::Reasoning,
     /// Stream responses (falling back to a plain call where streaming fails).
     pub stream: bool,
     /// The model's price, for the cost the usage events report; `None`:
@@ -194,7 +197,8 @@ impl Default for LoopConfig {
         LoopConfig {
             system: String::new(),
             max_iterations: 200,
-            max_tokens: 8192,
+            max_tokens: crate::provider::models::DEFAULT_MAX_OUTPUT,
+            reasoning: crate::provider::Reasoning::default(),
             stream: true,
             price: None,
             context_window: None,

@@ -410,6 +410,9 @@ fn parse_usage(usage: Option<&Value>) -> Usage {
         output_tokens: field("output_tokens"),
         cache_creation_input_tokens: field("cache_creation_input_tokens"),
         cache_read_input_tokens: field("cache_read_input_tokens"),
+        // Anthropic counts thinking inside `output_tokens` and does not say
+        // how much of it was thinking.
+        reasoning_tokens: 0,
     }
 }
 
@@ -738,6 +741,7 @@ mod tests {
                 messages: &messages,
                 tools: &tools,
                 max_tokens: 10,
+                reasoning: Default::default(),
             };
             let body = Messages.body("m", request, false).unwrap();
             let text = String::from_utf8(body.to_vec()).unwrap();

@@ -104,6 +104,8 @@ pub struct ProviderChoice {
     pub cache_key: Option<String>,
     /// Whether to send it; `None`: only to api.openai.com.
     pub send_cache_key: Option<bool>,
+    /// OpenAI's API to speak; `None`: [`ProviderChoice::resolved_wire`].
+    pub wire: Option<super::OpenAiWire>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -140,6 +142,21 @@ impl ProviderChoice {
             .model
             .clone()
             .or_else(|| default_model(kind).map(str::to_string)))
+    }
+
+    /// The OpenAI API an `openai` provider speaks: as chosen, else the
+    /// Responses API for OpenAI's own endpoint and Chat Completions for any
+    /// other base URL (the compatible servers speak only that).
+    pub fn resolved_wire(&self) -> Result<super::OpenAiWire, ProviderError> {
+        if let Some(wire) = self.wire {
+            return Ok(wire);
+        }
+        let base = self.base_url_or_env("OPENAI_BASE_URL")?;
+        Ok(match base.as_deref() {
+            None => super::OpenAiWire::Responses,
+            Some(url) if super::openai::is_openai_endpoint(url) => super::OpenAiWire::Responses,
+            Some(_) => super::OpenAiWire::Chat,
+        })
     }
 
     pub fn build(&self) -> Result<Box<dyn Provider>, ProviderError> {

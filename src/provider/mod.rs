@@ -20,6 +20,7 @@ mod http;
 mod http_provider;
 pub mod models;
 pub mod openai;
+pub mod reasoning;
 mod record;
 mod replay;
 pub mod retry;
@@ -46,6 +47,7 @@ pub use http::HttpSettings;
 pub use http_provider::HttpProvider;
 pub use models::{Price, builtin_price, context_window};
 pub use openai::OpenAi;
+pub use reasoning::{Effort, OpenAiWire, Reasoning, Thinking};
 pub use record::Recorder;
 pub use replay::Replay;
 pub use wire::{OwnHeader, SseDecoder, WireFormat};
@@ -58,6 +60,8 @@ pub struct Request<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
+    /// How hard to think: each wire maps it onto its API, as the model takes it.
+    pub reasoning: Reasoning,
 }
 
 /// One complete model response.

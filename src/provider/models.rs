@@ -118,6 +118,25 @@ pub fn context_window(model: &str) -> Option<u64> {
     Some(window)
 }
 
+/// The output limit asked for when the table does not know the model: what
+/// every model of the last years takes.
+pub const DEFAULT_MAX_OUTPUT: u32 = 8192;
+
+/// The `max_tokens` to ask of `model`: its output limit, if the table knows
+/// it; else [`DEFAULT_MAX_OUTPUT`].
+pub fn max_output_tokens(model: &str) -> u32 {
+    let model = undated(model);
+    if model.starts_with("claude-") {
+        64_000
+    } else if model.starts_with("gpt-4.1") {
+        32_768
+    } else if model.starts_with("gpt-5") || ["o1", "o3", "o3-mini", "o4-mini"].contains(&model) {
+        100_000
+    } else {
+        DEFAULT_MAX_OUTPUT
+    }
+}
+
 /// `model` without a snapshot date: `-20250929`, `-2025-04-14`, `@20250805`.
 fn undated(model: &str) -> &str {
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());

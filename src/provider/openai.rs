@@ -70,9 +70,12 @@ pub fn session_cache_key(root: &std::path::Path, started: std::time::SystemTime)
 /// when the settings do not say: only to api.openai.com, since a strict
 /// compatible server may refuse a field it does not know.
 pub fn sends_cache_key_by_default(base_url: Option<&str>) -> bool {
-    base_url.is_none_or(|url| {
-        reqwest::Url::parse(url).is_ok_and(|url| url.host_str() == Some("api.openai.com"))
-    })
+    base_url.is_none_or(is_openai_endpoint)
+}
+
+/// Whether `url` is OpenAI's own API (not a compatible server's).
+pub fn is_openai_endpoint(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|url| url.host_str() == Some("api.openai.com"))
 }
 
 impl WireFormat for ChatCompletions {
@@ -353,6 +356,7 @@ fn parse_usage(usage: &Value) -> Usage {
         output_tokens: field("/completion_tokens"),
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: cached,
+        reasoning_tokens: field("/completion_tokens_details/reasoning_tokens"),
     }
 }
 
@@ -687,7 +691,8 @@ mod tests {
                 input_tokens: 4,
                 output_tokens: 4,
                 cache_creation_input_tokens: 0,
-                cache_read_input_tokens: 6
+                cache_read_input_tokens: 6,
+                reasoning_tokens: 0,
             }
         );
         let calls: Vec<_> = Message::assistant(response.content.clone())

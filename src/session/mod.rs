@@ -425,7 +425,7 @@ impl Session {
             model.provider.as_ref(),
             &system,
             tools.specs(),
-            LoopConfig::default().max_tokens,
+            (max_tokens(&model), settings.reasoning),
             sink,
             &mut messages,
         );
@@ -726,7 +726,16 @@ fn loop_config(settings: &SessionSettings, model: &Model, system: String) -> Loo
             .as_deref()
             .and_then(|name| settings.files.price(name)),
         context_window: model.name.as_deref().and_then(context_window),
-        ..LoopConfig::default()
+        max_tokens: max_tokens(model),
+        reasoning: settings.reasoning,
+    }
+}
+
+/// The output limit of the session's model, from the model table.
+fn max_tokens(model: &Model) -> u32 {
+    match model.name.as_deref() {
+        Some(name) => crate::provider::models::max_output_tokens(name),
+        None => crate::provider::models::DEFAULT_MAX_OUTPUT,
     }
 }
 
@@ -762,6 +771,7 @@ impl Builder<'_> {
             http: wanted.http(Some(on_retry)),
             cache_key: Some(session_cache_key(&settings.root, self.started)),
             send_cache_key: wanted.send_cache_key,
+            wire: wanted.wire,
         };
         let (provider, name) = match &self.given.provider {
             Some(provider) => (provider.clone(), wanted.model.clone()),

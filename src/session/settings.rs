@@ -7,6 +7,8 @@
 //! |------------------|---------|--------------|--------|-------------|-------|
 //! | provider, model  | ✓       | ✓            | ✓      | ✓           | ✓     |
 //! | mode             | ✓       | ✓            | ✓      |             | ✓     |
+//! | effort, thinking | ✓       | ✓            | ✓      |             | ✓     |
+//! | wire (OpenAI)    |         | ✓            | ✓      |             | ✓     |
 //! | base URL, replay, record, idle timeout, attempts, stream, iterations | | ✓ | ✓ | | |
 //! | context window, compact at | | | ✓        |             | ✓     |
 //!
@@ -23,7 +25,10 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::permission::PermissionMode;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{FromEnvironment, HttpSettings, ProviderError, ProviderKind};
+use crate::provider::{
+    Effort, FromEnvironment, HttpSettings, OpenAiWire, ProviderError, ProviderKind, Reasoning,
+    Thinking,
+};
 
 /// One layer's answer for each setting it can give; `None`: it says nothing.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -42,6 +47,9 @@ pub struct Layer {
     pub stream: Option<bool>,
     pub context_window: Option<u64>,
     pub compact_at: Option<f64>,
+    pub effort: Option<Effort>,
+    pub thinking: Option<Thinking>,
+    pub wire: Option<OpenAiWire>,
 }
 
 impl Layer {
@@ -65,6 +73,9 @@ impl Layer {
             mode: files.permissions.mode,
             context_window: files.context.window,
             compact_at: files.context.compact_at,
+            effort: files.effort,
+            thinking: files.thinking,
+            wire: files.wire,
             ..Layer::default()
         }
     }
@@ -106,6 +117,9 @@ pub struct ProviderSettings {
     pub max_attempts: u32,
     /// Send OpenAI's `prompt_cache_key` (`None`: only to api.openai.com).
     pub send_cache_key: Option<bool>,
+    /// Which OpenAI API (`None`: the Responses API for OpenAI's own
+    /// endpoint, Chat Completions for any other).
+    pub wire: Option<OpenAiWire>,
 }
 
 impl ProviderSettings {
@@ -135,6 +149,8 @@ pub struct SessionSettings {
     pub stream: bool,
     pub context_window: Option<u64>,
     pub compact_at: Option<f64>,
+    /// How hard the model is asked to think, at every call.
+    pub reasoning: Reasoning,
     /// The merged rules, sandbox, MCP servers, prices and edits.
     pub files: Config,
 }
@@ -173,6 +189,11 @@ impl SessionSettings {
                     .unwrap_or(RetryPolicy::default().max_attempts)
                     .max(1),
                 send_cache_key: layers.files.prompt_cache_key,
+                wire: first!(wire),
+            },
+            reasoning: Reasoning {
+                thinking: first!(thinking).unwrap_or_default(),
+                effort: first!(effort),
             },
             mode: first!(mode).unwrap_or_default(),
             max_iterations: first!(max_iterations).unwrap_or(DEFAULT_MAX_ITERATIONS),
@@ -269,6 +290,38 @@ mod tests {
                 say: |l, n| l.stream = Some(n % 2 == 0),
                 in_files: None,
                 resolved: |s| s.stream.to_string(),
+            },
+            Setting {
+                name: "effort",
+                say: |l, n| l.effort = Some(Effort::ALL[n as usize]),
+                in_files: Some(|c, n| c.effort = Some(Effort::ALL[n as usize])),
+                resolved: |s| format!("{:?}", s.reasoning.effort),
+            },
+            Setting {
+                name: "thinking",
+                // Off is the only value that is not the default: a layer
+                // below says auto, which would be the default too.
+                say: |l, n| {
+                    l.thinking = Some([Thinking::Auto, Thinking::Off, Thinking::Auto][n as usize])
+                },
+                in_files: Some(|c, n| {
+                    c.thinking = Some([Thinking::Auto, Thinking::Off, Thinking::Auto][n as usize])
+                }),
+                resolved: |s| format!("{:?}", s.reasoning.thinking),
+            },
+            Setting {
+                name: "wire",
+                say: |l, n| {
+                    l.wire = Some(
+                        [OpenAiWire::Chat, OpenAiWire::Responses, OpenAiWire::Chat][n as usize],
+                    )
+                },
+                in_files: Some(|c, n| {
+                    c.wire = Some(
+                        [OpenAiWire::Chat, OpenAiWire::Responses, OpenAiWire::Chat][n as usize],
+                    )
+                }),
+                resolved: |s| format!("{:?}", s.provider.wire),
             },
             Setting {
                 name: "context window",

@@ -261,6 +261,11 @@ export interface Usage {
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+  /**
+   * Of `output_tokens`, those the model spent thinking, where the API
+   * says (OpenAI's `reasoning_tokens`); priced as output, shown apart.
+   */
+  reasoning_tokens?: number;
 }
 /**
  * A file a rewind left as it is, and why.
