@@ -93,6 +93,19 @@ pub enum ContentBlock {
         /// The encrypted payload.
         data: String,
     },
+    /// A reasoning item of OpenAI's Responses API: sent back as is (its
+    /// encrypted content under `store: false`) to the wire that made it;
+    /// the other wires leave it out (their APIs cannot take it).
+    Reasoning {
+        /// The item's id (`rs_…`).
+        id: String,
+        /// Its summary, shown as thinking.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+        /// Its encrypted content (`include: ["reasoning.encrypted_content"]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+    },
     /// A tool call the model asked for.
     ToolUse {
         /// The call's id, unique in the history (repeats are renamed).

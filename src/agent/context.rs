@@ -41,6 +41,14 @@ fn estimate_block(block: &ContentBlock) -> u64 {
                 signature,
             } => estimate_text(thinking) + estimate_text(signature),
             ContentBlock::RedactedThinking { data } => estimate_text(data),
+            ContentBlock::Reasoning {
+                summary,
+                encrypted_content,
+                ..
+            } => {
+                summary.iter().map(|s| estimate_text(s)).sum::<u64>()
+                    + encrypted_content.as_deref().map_or(0, estimate_text)
+            }
             ContentBlock::ToolUse { name, input, .. } => {
                 estimate_text(name) + estimate_text(&input.to_string())
             }

@@ -295,47 +295,51 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
         let content = message
             .content
             .iter()
-            .map(|block| match block {
-                ContentBlock::Text { text } => WireBlock::Text {
-                    text: Cow::Borrowed(text),
-                    cache_control: None,
-                },
-                ContentBlock::Image(image) => image_block(image),
-                ContentBlock::Thinking {
-                    thinking,
-                    signature,
-                } => WireBlock::Thinking {
-                    thinking,
-                    signature,
-                },
-                ContentBlock::RedactedThinking { data } => WireBlock::RedactedThinking { data },
-                ContentBlock::ToolUse {
-                    id, name, input, ..
-                } => WireBlock::ToolUse { id, name, input },
-                ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error,
-                    images,
-                } => WireBlock::ToolResult {
-                    tool_use_id,
-                    content: if images.is_empty() {
-                        ResultContent::Text(content)
-                    } else {
-                        // The API refuses an empty text block: none then.
-                        let text = (!content.is_empty()).then(|| WireBlock::Text {
-                            text: Cow::Borrowed(content),
-                            cache_control: None,
-                        });
-                        ResultContent::Parts(
-                            text.into_iter()
-                                .chain(images.iter().map(image_block))
-                                .collect(),
-                        )
+            .filter_map(|block| {
+                Some(match block {
+                    // Another API's reasoning: this one cannot take it.
+                    ContentBlock::Reasoning { .. } => return None,
+                    ContentBlock::Text { text } => WireBlock::Text {
+                        text: Cow::Borrowed(text),
+                        cache_control: None,
                     },
-                    is_error: *is_error,
-                    cache_control: None,
-                },
+                    ContentBlock::Image(image) => image_block(image),
+                    ContentBlock::Thinking {
+                        thinking,
+                        signature,
+                    } => WireBlock::Thinking {
+                        thinking,
+                        signature,
+                    },
+                    ContentBlock::RedactedThinking { data } => WireBlock::RedactedThinking { data },
+                    ContentBlock::ToolUse {
+                        id, name, input, ..
+                    } => WireBlock::ToolUse { id, name, input },
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                        images,
+                    } => WireBlock::ToolResult {
+                        tool_use_id,
+                        content: if images.is_empty() {
+                            ResultContent::Text(content)
+                        } else {
+                            // The API refuses an empty text block: none then.
+                            let text = (!content.is_empty()).then(|| WireBlock::Text {
+                                text: Cow::Borrowed(content),
+                                cache_control: None,
+                            });
+                            ResultContent::Parts(
+                                text.into_iter()
+                                    .chain(images.iter().map(image_block))
+                                    .collect(),
+                            )
+                        },
+                        is_error: *is_error,
+                        cache_control: None,
+                    },
+                })
             })
             .collect();
         WireMessage {
