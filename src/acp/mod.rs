@@ -18,6 +18,7 @@
 
 mod approver;
 mod calls;
+mod config_options;
 mod replay;
 mod server;
 mod session;
@@ -49,16 +50,19 @@ pub struct AcpArgs {
     /// Seconds without data from the model before a call fails [default: 120].
     #[arg(long, value_name = "SECS")]
     pub idle_timeout: Option<u64>,
+
+    #[command(flatten)]
+    pub reasoning: crate::session::ReasoningArgs,
 }
 
 impl AcpArgs {
     /// The command line's layer of the sessions' settings.
     pub fn layer(&self) -> crate::session::Layer {
-        crate::session::Layer {
+        self.reasoning.onto(crate::session::Layer {
             base_url: self.base_url.clone(),
             max_iterations: self.max_iterations,
             idle_timeout: self.idle_timeout.map(std::time::Duration::from_secs),
             ..crate::session::Layer::default()
-        }
+        })
     }
 }

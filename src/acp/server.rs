@@ -17,11 +17,13 @@ use agent_client_protocol::v1::schema::{
     EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, SessionId, SessionMode, SessionModeState,
-    SetSessionModeRequest, SetSessionModeResponse,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, ErrorCode};
 
 use super::calls::Calls;
+use super::config_options;
 use super::replay::replay;
 use super::session::{Session, root_of};
 use super::sink::ClientSink;
@@ -47,7 +49,8 @@ pub async fn serve(args: AcpArgs) -> bool {
         can: Mutex::default(),
         sessions: Mutex::default(),
     });
-    let (s1, s2, s3, s4, s5, s6, s7) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+        server.clone(),
         server.clone(),
         server.clone(),
         server.clone(),
@@ -104,6 +107,17 @@ pub async fn serve(args: AcpArgs) -> bool {
                         responder: Responder<SetSessionModeResponse>,
                         _peer: Peer| {
                 match s5.set_mode(request).await {
+                    Ok(response) => responder.respond(response),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse>,
+                        _peer: Peer| {
+                match s8.set_config_option(request) {
                     Ok(response) => responder.respond(response),
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -316,7 +330,9 @@ impl Server {
         if let Some(notice) = notice {
             session.tell(notice);
         }
-        let response = NewSessionResponse::new(session.id.clone()).modes(modes(session.mode()));
+        let response = NewSessionResponse::new(session.id.clone())
+            .modes(modes(session.mode()))
+            .config_options(config_options::options(session.core.reasoning()));
         self.sessions
             .locked()
             .insert(session.id.clone(), Arc::new(session));
@@ -341,7 +357,9 @@ impl Server {
                 )));
             }
             self.replay_to(&session, peer);
-            return Ok(LoadSessionResponse::new().modes(modes(session.mode())));
+            return Ok(LoadSessionResponse::new()
+                .modes(modes(session.mode()))
+                .config_options(config_options::options(session.core.reasoning())));
         }
         let paths = crate::workspace::PathResolver::new(&root)
             .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
@@ -359,7 +377,9 @@ impl Server {
             session.tell(notice);
         }
         self.replay_to(&session, peer);
-        let response = LoadSessionResponse::new().modes(modes(session.mode()));
+        let response = LoadSessionResponse::new()
+            .modes(modes(session.mode()))
+            .config_options(config_options::options(session.core.reasoning()));
         self.sessions
             .locked()
             .insert(session.id.clone(), Arc::new(session));
@@ -396,6 +416,32 @@ impl Server {
             })?;
         session.set_mode(mode).await.map_err(invalid)?;
         Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/set_config_option`: the effort or thinking from the next
+    /// prompt on; the answer carries every option as it now stands.
+    fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let session = self
+            .session(&request.session_id)
+            .ok_or_else(|| session_not_found(&request.session_id))?;
+        let mut applied = Ok(());
+        session
+            .core
+            .reconfigure(|layers| {
+                applied = config_options::apply(
+                    &request.config_id.0,
+                    &request.value,
+                    &mut layers.session,
+                );
+            })
+            .map_err(|error| invalid(error.to_string()))?;
+        applied.map_err(invalid)?;
+        Ok(SetSessionConfigOptionResponse::new(
+            config_options::options(session.core.reasoning()),
+        ))
     }
 
     /// Starts the turn in a task of its own and returns: the task answers.

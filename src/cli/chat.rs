@@ -30,6 +30,8 @@ use super::terminal_agent::TerminalAgent;
 use super::{ChatArgs, PermissionModeArg};
 use crate::agent::{LoopError, Message, Role};
 use crate::permission::PermissionMode;
+use crate::provider::{Effort, Thinking};
+use crate::session::Layer;
 use crate::sessions::SessionFile;
 use crate::workspace::Workspace;
 
@@ -171,6 +173,18 @@ impl Chat {
                 mode_names()
             ),
             Slash::Mode(Some(name)) => self.set_mode(&name),
+            Slash::Effort(None) | Slash::Thinking(None) => eprintln!("{}", self.reasoning_line()),
+            Slash::Effort(Some(name)) => match name.as_str() {
+                "default" => self.change_reasoning(|layer| layer.effort = None),
+                name => match Effort::parse(name) {
+                    Ok(effort) => self.change_reasoning(|layer| layer.effort = Some(effort)),
+                    Err(error) => eprintln!("bareagent: unchanged: {error}"),
+                },
+            },
+            Slash::Thinking(Some(name)) => match Thinking::parse(&name) {
+                Ok(thinking) => self.change_reasoning(|layer| layer.thinking = Some(thinking)),
+                Err(error) => eprintln!("bareagent: unchanged: {error}"),
+            },
             Slash::Rewind => {
                 let said = rewind_last_turn(self).await;
                 eprintln!("{said}");
@@ -199,6 +213,30 @@ impl Chat {
             None => "context window unknown".to_string(),
         };
         format!("model {name} · {price} · {window}")
+    }
+
+    /// `effort high · thinking auto`, as the next call asks.
+    fn reasoning_line(&self) -> String {
+        let reasoning = self.agent.session.reasoning();
+        format!(
+            "effort {} · thinking {}",
+            reasoning
+                .effort
+                .map_or("default (the model's)", Effort::as_str),
+            reasoning.thinking.as_str()
+        )
+    }
+
+    /// Changes the session's layer as `change` says, from the next turn on.
+    fn change_reasoning(&mut self, change: impl FnOnce(&mut Layer)) {
+        match self
+            .agent
+            .session
+            .reconfigure(|layers| change(&mut layers.session))
+        {
+            Ok(()) => eprintln!("from the next turn on, {}", self.reasoning_line()),
+            Err(error) => eprintln!("bareagent: unchanged: {error:#}"),
+        }
     }
 
     fn set_mode(&mut self, name: &str) {

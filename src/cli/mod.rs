@@ -209,6 +209,9 @@ pub struct AgentArgs {
     /// included [default: 4].
     #[arg(long, value_name = "N")]
     pub max_attempts: Option<u32>,
+
+    #[command(flatten)]
+    pub reasoning: crate::session::ReasoningArgs,
 }
 
 /// `--provider`'s values: the command line's names for [`ProviderKind`],

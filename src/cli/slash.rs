@@ -19,6 +19,10 @@ pub enum Slash {
     Model(Option<String>),
     /// `None`: show the mode.
     Mode(Option<String>),
+    /// `None`: show the effort and thinking.
+    Effort(Option<String>),
+    /// `None`: show the effort and thinking.
+    Thinking(Option<String>),
     Rewind,
     Clear,
     Exit,
@@ -68,6 +72,16 @@ pub const COMMANDS: &[Spec] = &[
         name: "mode",
         argument: Some("[MODE]"),
         help: "show the permission mode, or switch to default, accept-edits, plan or bypass",
+    },
+    Spec {
+        name: "effort",
+        argument: Some("[LEVEL]"),
+        help: "show the effort, or ask minimal, low, medium, high, xhigh, max or default from the next turn on",
+    },
+    Spec {
+        name: "thinking",
+        argument: Some("[auto|off]"),
+        help: "show whether the model thinks, or switch it auto or off from the next turn on",
     },
     Spec {
         name: "rewind",
@@ -156,6 +170,8 @@ pub fn parse(typed: &str) -> Result<Input, SlashError> {
         "compact" => Slash::Compact,
         "model" => Slash::Model(argument),
         "mode" => Slash::Mode(argument),
+        "effort" => Slash::Effort(argument),
+        "thinking" => Slash::Thinking(argument),
         "rewind" => Slash::Rewind,
         "clear" => Slash::Clear,
         "exit" => Slash::Exit,
@@ -215,6 +231,15 @@ mod tests {
                 Ok(Command(Slash::Model(Some("claude-haiku-4-5".into())))),
             ),
             ("/mode plan", Ok(Command(Slash::Mode(Some("plan".into()))))),
+            ("/effort", Ok(Command(Slash::Effort(None)))),
+            (
+                "/effort high",
+                Ok(Command(Slash::Effort(Some("high".into())))),
+            ),
+            (
+                "/thinking off",
+                Ok(Command(Slash::Thinking(Some("off".into())))),
+            ),
             ("/rewind", Ok(Command(Slash::Rewind))),
             ("/clear", Ok(Command(Slash::Clear))),
             ("/exit", Ok(Command(Slash::Exit))),

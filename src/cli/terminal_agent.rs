@@ -119,7 +119,7 @@ impl TerminalAgent {
 
 /// The command line's layer of the settings.
 fn command_line(args: &AgentArgs) -> Layer {
-    Layer {
+    args.reasoning.onto(Layer {
         provider: args.provider,
         model: args.model.clone(),
         base_url: args.base_url.clone(),
@@ -131,5 +131,5 @@ fn command_line(args: &AgentArgs) -> Layer {
         max_attempts: args.max_attempts,
         stream: args.no_stream.then_some(false),
         ..Layer::default()
-    }
+    })
 }

@@ -10,6 +10,7 @@ mod diagnostics;
 mod documents;
 mod editor;
 pub mod editor_event;
+mod effort;
 mod mcp;
 mod model;
 mod parent;

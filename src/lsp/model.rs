@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use super::state::{Chosen, State};
+use super::state::State;
 use crate::provider::{
     FromEnvironment, ProviderChoice, ProviderKind, default_model, is_configured, parse_kind,
     suggested_models,
@@ -101,7 +101,10 @@ pub fn set_model(state: &State, argument: &Value) -> Result<Value, String> {
         .map(str::trim)
         .filter(|m| !m.is_empty());
     if argument.get("reset").and_then(Value::as_bool) == Some(true) {
-        state.model_override.set(Chosen::default());
+        // The model's choice only: an effort chosen stays.
+        let mut chosen = state.model_override.get();
+        (chosen.kind, chosen.model) = (None, None);
+        state.model_override.set(chosen);
         return Ok(json!({"reset": true, "current": status(state)}));
     }
     if provider.is_none() && model.is_none() {

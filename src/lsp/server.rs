@@ -18,7 +18,7 @@ use crate::permission::{Approval, DENIED_BY_USER};
 use crate::sync::Locked;
 use crate::workspace::PathResolver;
 
-pub const COMMANDS: [&str; 15] = [
+pub const COMMANDS: [&str; 16] = [
     "bareagent.ask",
     "bareagent.cancel",
     "bareagent.approve",
@@ -31,6 +31,7 @@ pub const COMMANDS: [&str; 15] = [
     "bareagent.openChat",
     "bareagent.trustWorkspace",
     "bareagent.setModel",
+    "bareagent.setEffort",
     "bareagent.showDiff",
     "bareagent.compact",
     "bareagent.rewind",
@@ -288,6 +289,10 @@ impl LanguageServer for Backend {
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
             "bareagent.setModel" => {
                 super::model::set_model(&self.state, arguments.first().unwrap_or(&Value::Null))
+                    .map_err(invalid)?
+            }
+            "bareagent.setEffort" => {
+                super::effort::set_effort(&self.state, arguments.first().unwrap_or(&Value::Null))
                     .map_err(invalid)?
             }
             "bareagent.showDiff" => self.show_diff(&arguments).await?,
@@ -690,5 +695,9 @@ pub fn status(state: &State) -> Value {
         Err(error) => format!("unknown: {error}"),
     };
     let model = super::model::status(state);
-    json!({"sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox, "model": model})
+    let reasoning = super::effort::status(state);
+    json!({
+        "sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox, "model": model,
+        "reasoning": reasoning,
+    })
 }

@@ -74,6 +74,12 @@ pub struct EditorSettings {
     pub context_window: Option<u64>,
     /// Compact past this share of the window (over `[context] compact_at`).
     pub compact_at: Option<f64>,
+    /// How much the model spends on an answer (over config.toml's `effort`).
+    pub effort: Option<crate::provider::Effort>,
+    /// `auto` or `off` (over config.toml's `thinking`).
+    pub thinking: Option<crate::provider::Thinking>,
+    /// OpenAI's API, `responses` or `chat` (over config.toml's `wire`).
+    pub wire: Option<crate::provider::OpenAiWire>,
     /// A permission setting that could not be read: turns refuse to start
     /// until it is fixed (see `from_value`).
     #[serde(skip)]
@@ -161,6 +167,9 @@ impl EditorSettings {
             idle_timeout: self.idle_timeout_secs.map(std::time::Duration::from_secs),
             context_window: self.context_window,
             compact_at: self.compact_at,
+            effort: self.effort,
+            thinking: self.thinking,
+            wire: self.wire,
             ..crate::session::Layer::default()
         }
     }
@@ -339,11 +348,22 @@ impl State {
     /// files' (with the editor's rules and servers added).
     pub async fn layers(self: &std::sync::Arc<Self>) -> Result<crate::session::Layers, String> {
         let files = self.load_settings().await?;
+        self.layers_over(files)
+    }
+
+    /// [`State::layers`], reading the files on this thread.
+    pub fn layers_now(&self) -> Result<crate::session::Layers, String> {
+        self.layers_over(self.settings()?)
+    }
+
+    fn layers_over(&self, files: Config) -> Result<crate::session::Layers, String> {
         let chosen = self.model_override.get();
         Ok(crate::session::Layers {
             session: crate::session::Layer {
                 provider: chosen.kind,
                 model: chosen.model,
+                effort: chosen.effort,
+                thinking: chosen.thinking,
                 ..crate::session::Layer::default()
             },
             command_line: crate::session::Layer::default(),
@@ -489,7 +509,8 @@ impl Init {
     }
 }
 
-/// What `bareagent.setModel` chose; empty until it is used.
+/// What `bareagent.setModel` and `bareagent.setEffort` chose; empty until
+/// they are used.
 #[derive(Debug, Default)]
 pub struct ModelOverride(Mutex<Chosen>);
 
@@ -497,6 +518,8 @@ pub struct ModelOverride(Mutex<Chosen>);
 pub struct Chosen {
     pub kind: Option<ProviderKind>,
     pub model: Option<String>,
+    pub effort: Option<crate::provider::Effort>,
+    pub thinking: Option<crate::provider::Thinking>,
 }
 
 impl ModelOverride {

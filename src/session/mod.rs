@@ -28,8 +28,8 @@ pub use handle::{
     Started, Turn,
 };
 pub use settings::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ITERATIONS, Layer, Layers, ProviderSettings, SessionSettings,
-    Surface,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ITERATIONS, Layer, Layers, ProviderSettings, ReasoningArgs,
+    SessionSettings, Surface,
 };
 pub use tally::{Counted, FileCount, LineCounts, line_counts};
 
@@ -525,6 +525,11 @@ impl Session {
 
     pub fn mode(&self) -> PermissionMode {
         self.settings().mode
+    }
+
+    /// How hard the model is asked to think at the next call.
+    pub fn reasoning(&self) -> crate::provider::Reasoning {
+        self.settings().reasoning
     }
 
     /// The provider, built once for the session: one HTTP client, so its

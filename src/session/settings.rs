@@ -81,6 +81,37 @@ impl Layer {
     }
 }
 
+/// How hard the model thinks: `run`, `chat` and `acp` take the same flags.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct ReasoningArgs {
+    /// How much the model spends on an answer: minimal, low, medium, high,
+    /// xhigh or max (over config.toml's `effort`; the nearest level the model
+    /// takes is sent) [default: the model's].
+    #[arg(long, value_name = "LEVEL", value_parser = Effort::parse)]
+    pub effort: Option<Effort>,
+
+    /// Whether the model thinks before it answers: auto or off [default: auto].
+    #[arg(long, value_name = "auto|off", value_parser = Thinking::parse)]
+    pub thinking: Option<Thinking>,
+
+    /// OpenAI's API: responses or chat [default: responses for api.openai.com,
+    /// chat for any other server].
+    #[arg(long, value_name = "responses|chat", value_parser = OpenAiWire::parse)]
+    pub wire: Option<OpenAiWire>,
+}
+
+impl ReasoningArgs {
+    /// Into the command line's layer.
+    pub fn onto(&self, layer: Layer) -> Layer {
+        Layer {
+            effort: self.effort,
+            thinking: self.thinking,
+            wire: self.wire,
+            ..layer
+        }
+    }
+}
+
 /// Where the session is used: it decides the system prompt and the tools
 /// (the editor's have the diagnostics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,7 +17,7 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   cancel_on_permission: send session/cancel when asked, then answer
                 cancelled
   steps:        [{"new": {"mcp": [name | {name, command, args}]}}, {"prompt": "text"}, {"load": "id"},
-                 {"set_mode": "plan"}]; a prompt may also be a list of blocks,
+                 {"set_mode": "plan"}, {"set_config": ["effort", "high"]}]; a prompt may also be a list of blocks,
                  {"text": "..."} or {"image": {"data": base64, "mime_type": "image/png"}}
 """
 
@@ -233,6 +233,12 @@ async def main():
                 elif "set_mode" in step:
                     await conn.set_session_mode(session_id=editor.session_id, mode_id=step["set_mode"])
                     editor.log("mode_set", mode=step["set_mode"])
+                elif "set_config" in step:
+                    config_id, value = step["set_config"]
+                    response = await conn.set_config_option(
+                        session_id=editor.session_id, config_id=config_id, value=value
+                    )
+                    editor.log("config_set", response=dump(response))
                 elif "prompt" in step:
                     prompt = step["prompt"]
                     if isinstance(prompt, str):

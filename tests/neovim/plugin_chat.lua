@@ -17,7 +17,7 @@ T.check(T.statusline() == 'bareagent: idle', 'statusline at start: ' .. T.status
 local subs = vim.fn.getcompletion('BareAgent ca', 'cmdline')
 T.check(vim.deep_equal(subs, { 'cancel' }), 'subcommands: ' .. vim.inspect(subs))
 local all = vim.fn.getcompletion('BareAgent ', 'cmdline')
-for _, name in ipairs({ 'cancel', 'chat', 'model', 'new', 'status', 'review', 'approve' }) do
+for _, name in ipairs({ 'cancel', 'chat', 'model', 'effort', 'new', 'status', 'review', 'approve' }) do
   T.check(vim.list_contains(all, name), name .. ' in ' .. vim.inspect(all))
 end
 local files = vim.fn.getcompletion('BareAgent explain @gr', 'cmdline')
@@ -111,6 +111,21 @@ end
 vim.cmd('BareAgent model')
 T.wait_for('the model chosen', function()
   return offered ~= nil and T.noted('next turn') ~= nil
+end)
+
+-- :BareAgent effort picks through vim.ui.select too; the status says it.
+vim.ui.select = function(items, opts, on_choice)
+  for i, item in ipairs(items) do
+    if item.label == 'effort high' then
+      return on_choice(item, i)
+    end
+  end
+  on_choice(nil, nil)
+end
+vim.cmd('BareAgent effort')
+T.wait_for('the effort in the status', function()
+  vim.cmd('BareAgent status')
+  return T.noted('effort: high, thinking auto') ~= nil
 end)
 
 -- :BareAgent new

@@ -1,4 +1,4 @@
--- :[range]BareAgent {prompt} | cancel | new | rewind | chat | status | model | approve |
+-- :[range]BareAgent {prompt} | cancel | new | rewind | chat | status | model | effort | approve |
 -- approve-session | approve-always | reject | review  (see :help bareagent).
 -- The command sets the plugin up with its defaults if setup() was not called.
 
@@ -12,7 +12,7 @@ vim.api.nvim_create_user_command('BareAgent', function(o)
 end, {
   nargs = '*',
   range = true,
-  desc = 'bareagent: ask the agent, or cancel|new|rewind|chat|status|model|approve|reject|review',
+  desc = 'bareagent: ask the agent, or cancel|new|rewind|chat|status|model|effort|approve|reject|review',
   complete = function(arglead, cmdline, cursorpos)
     return require('bareagent.command').complete(arglead, cmdline, cursorpos)
   end,

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { Agent } from './agent';
 import { setPath } from './binary';
 import { ChatView } from './chatView';
+import { pickEffort } from './effort';
 import { Dialogs } from './dialogs';
 import { ProposedDocuments, SCHEME } from './review';
 import { StatusItem } from './status';
@@ -114,6 +115,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('bareagent.vscode.openChat', () => agent.run('bareagent.openChat'));
   command('bareagent.vscode.status', () => showStatus(agent));
   command('bareagent.vscode.setModel', () => pickModel(agent, chat));
+  command('bareagent.vscode.setEffort', () => pickEffort(agent));
   command('bareagent.vscode.setPath', () => setPath());
   command('bareagent.vscode.restart', () => agent.restart());
 
@@ -134,6 +136,7 @@ type Status = {
   pendingApprovals?: { id: number; tool: string; summary: string }[];
   sandbox?: string;
   model?: { provider?: string; model?: string; providerFrom?: string; modelFrom?: string; error?: string };
+  reasoning?: { effort?: string | null; thinking?: string; wire?: string | null; error?: string };
 };
 
 async function showStatus(agent: Agent): Promise<void> {
@@ -141,6 +144,9 @@ async function showStatus(agent: Agent): Promise<void> {
   const m = s.model;
   const lines = [
     m?.error ? `model: ${m.error}` : `model: ${m?.provider} ${m?.model} (${m?.modelFrom ?? m?.providerFrom ?? ''})`,
+    s.reasoning?.error
+      ? `effort: ${s.reasoning.error}`
+      : `effort: ${s.reasoning?.effort ?? 'the model\'s default'}, thinking ${s.reasoning?.thinking ?? '?'}${s.reasoning?.wire ? `, OpenAI ${s.reasoning.wire} API` : ''}`,
     `sandbox: ${s.sandbox ?? '?'}`,
     ...(s.sessions ?? []).map(
       (x) =>

@@ -55,6 +55,9 @@ export interface ServerSettings {
   maxIterations?: number;
   edits?: { save: string };
   diagnosticsSettleMs?: number;
+  effort?: string;
+  thinking?: string;
+  wire?: string;
 }
 
 /**
@@ -84,6 +87,11 @@ export function serverSettings(inspect: Inspect, trusted: boolean): ServerSettin
   if (save) out.edits = { save };
   const settle = resolve<number | null>(inspect, 'diagnosticsSettleMs', trusted);
   if (typeof settle === 'number' && settle >= 0) out.diagnosticsSettleMs = Math.floor(settle);
+  // How the model is asked: like the model's name, a workspace may say.
+  for (const key of ['effort', 'thinking', 'wire'] as const) {
+    const value = nonEmpty(resolve(inspect, key, trusted));
+    if (value) out[key] = value;
+  }
   return out;
 }
 

@@ -73,6 +73,16 @@ const attacks: { name: string; levels: Levels; untrusted: object; trusted: objec
     untrusted: { model: 'claude-haiku-4-5', edits: { save: 'never' }, maxIterations: 12 },
     trusted: { model: 'claude-haiku-4-5', edits: { save: 'never' }, maxIterations: 12 },
   },
+  {
+    name: 'how the model is asked comes from the workspace either way; empty is left out',
+    levels: {
+      effort: { defaultValue: '', globalValue: 'high', workspaceValue: 'low' },
+      thinking: { defaultValue: '', workspaceValue: 'off' },
+      wire: { defaultValue: '' },
+    },
+    untrusted: { effort: 'low', thinking: 'off' },
+    trusted: { effort: 'low', thinking: 'off' },
+  },
 ];
 
 for (const c of attacks) {

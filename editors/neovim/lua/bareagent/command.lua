@@ -15,6 +15,7 @@ local SUBCOMMANDS = {
   chat = function() agent().chat() end,
   status = function() agent().status() end,
   model = function() agent().model() end,
+  effort = function() agent().effort() end,
   approve = function() agent().answer('allow') end,
   ['approve-session'] = function() agent().answer('session') end,
   ['approve-always'] = function() agent().answer('always') end,

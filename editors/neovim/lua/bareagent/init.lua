@@ -171,6 +171,14 @@ local function status_text(s)
   else
     table.insert(lines, string.format('model: %s %s (from %s)', tostring(model.provider), tostring(model.model), tostring(model.modelFrom)))
   end
+  local reasoning = type(s.reasoning) == 'table' and s.reasoning or {}
+  if type(reasoning.error) == 'string' then
+    table.insert(lines, 'effort: ' .. reasoning.error)
+  else
+    local effort = type(reasoning.effort) == 'string' and reasoning.effort or "the model's default"
+    local wire = type(reasoning.wire) == 'string' and (', OpenAI ' .. reasoning.wire .. ' API') or ''
+    table.insert(lines, string.format('effort: %s, thinking %s%s', effort, tostring(reasoning.thinking), wire))
+  end
   table.insert(lines, 'sandbox: ' .. tostring(s.sandbox))
   for _, session in ipairs(type(s.sessions) == 'table' and s.sessions or {}) do
     local busy = type(session.running) == 'number'
@@ -210,6 +218,33 @@ function M.model()
     }, function(choice)
       if choice then
         run('bareagent.setModel', { provider = choice.provider, model = choice.model })
+      end
+    end)
+  end)
+end
+
+--- Picks the effort or thinking for the next turn (vim.ui.select).
+function M.effort()
+  run('bareagent.setEffort', nil, function(offered)
+    if type(offered) ~= 'table' then
+      return
+    end
+    local choices = {}
+    for _, effort in ipairs(type(offered.efforts) == 'table' and offered.efforts or {}) do
+      table.insert(choices, { label = 'effort ' .. effort, pick = { effort = effort } })
+    end
+    for _, thinking in ipairs(type(offered.thinking) == 'table' and offered.thinking or {}) do
+      table.insert(choices, { label = 'thinking ' .. thinking, pick = { thinking = thinking } })
+    end
+    table.insert(choices, { label = 'back to the settings', pick = { effort = 'default' } })
+    vim.ui.select(choices, {
+      prompt = 'Effort for the next turn',
+      format_item = function(c)
+        return c.label
+      end,
+    }, function(choice)
+      if choice then
+        run('bareagent.setEffort', choice.pick)
       end
     end)
   end)
