@@ -44,6 +44,7 @@ mod session_handle;
 mod sessions;
 mod shell_differential;
 mod terminal;
+mod thinking;
 mod tool_ids;
 mod tools;
 mod transcripts;
