@@ -396,6 +396,8 @@ fn refused_setting(status: u16, body: &[u8]) -> Option<&'static str> {
         "does not support",
         "cannot be disabled",
         "not available",
+        "unrecognized",
+        "supported values",
     ]
     .iter()
     .any(|words| lower.contains(words));
@@ -515,6 +517,11 @@ mod tests {
                 r#"{"error":{"message":"Unsupported parameter: 'reasoning_effort' is not supported with this model.","type":"invalid_request_error","param":"reasoning_effort","code":"unsupported_parameter"}}"#,
                 Some("effort"),
             ),
+            // Older servers' words, without `param`.
+            (
+                r#"{"error":{"message":"Unrecognized request argument supplied: reasoning_effort","type":"invalid_request_error","param":null,"code":null}}"#,
+                Some("effort"),
+            ),
             // A malformed history mentions thinking but refuses no setting.
             (
                 r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."}}"#,
@@ -522,6 +529,10 @@ mod tests {
             ),
             (
                 r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}"#,
+                None,
+            ),
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 200000 > 128000, which is the maximum allowed number of output tokens"}}"#,
                 None,
             ),
         ];
