@@ -118,9 +118,11 @@ impl ProviderError {
                 };
                 let change = match (*setting, sent.as_deref()) {
                     ("thinking", Some("disabled")) => {
-                        "set `thinking = \"auto\"` (config.toml or --thinking)"
+                        "set `thinking = \"auto\"` (config.toml, --thinking or /thinking)"
                     }
-                    ("thinking", _) => "set `thinking = \"off\"` (config.toml or --thinking)",
+                    ("thinking", _) => {
+                        "set `thinking = \"off\"` (config.toml, --thinking or /thinking)"
+                    }
                     ("effort", _) => {
                         "set another `effort`, or none (config.toml, --effort or /effort)"
                     }
@@ -159,11 +161,11 @@ mod tests {
         let cases = [
             (
                 refused("thinking", Some("adaptive")),
-                "claude-x does not take `thinking = adaptive` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set `thinking = \"off\"` (config.toml or --thinking), or pick another model",
+                "claude-x does not take `thinking = adaptive` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set `thinking = \"off\"` (config.toml, --thinking or /thinking), or pick another model",
             ),
             (
                 refused("thinking", Some("disabled")),
-                "claude-x does not take `thinking = disabled` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set `thinking = \"auto\"` (config.toml or --thinking), or pick another model",
+                "claude-x does not take `thinking = disabled` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set `thinking = \"auto\"` (config.toml, --thinking or /thinking), or pick another model",
             ),
             (
                 refused("effort", Some("max")),
