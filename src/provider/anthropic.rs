@@ -6,6 +6,11 @@
 //! (`cache_control`, see [`breakpoints`]), so that in a long session
 //! nearly every input token is read from the cache. Unknown block and event types are skipped, never fatal: the API
 //! grows new ones, and an old client must keep working.
+//!
+//! How the model thinks is asked per call from the settings and the model
+//! table ([`ThinkingParams`]); the thinking blocks it wrote go back exactly
+//! as they came, signatures and redacted blocks included, as the API
+//! requires of a tool-use loop.
 
 use std::borrow::Cow;
 
