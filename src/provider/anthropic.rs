@@ -6,6 +6,11 @@
 //! (`cache_control`, see [`breakpoints`]), so that in a long session
 //! nearly every input token is read from the cache. Unknown block and event types are skipped, never fatal: the API
 //! grows new ones, and an old client must keep working.
+//!
+//! How the model thinks is asked per call from the settings and the model
+//! table ([`ThinkingParams`]); the thinking blocks it wrote go back exactly
+//! as they came, signatures and redacted blocks included, as the API
+//! requires of a tool-use loop.
 
 use std::borrow::Cow;
 
@@ -16,13 +21,20 @@ use serde_json::{Value, json};
 use super::credentials::Credentials;
 use super::http::HttpSettings;
 use super::http_provider::HttpProvider;
+use super::models::{self, AnthropicThinking, ModelReasoning};
+use super::reasoning::{Effort, Reasoning, Thinking};
 use super::sse::SseEvent;
-use super::wire::{OwnHeader, SseDecoder, WireFormat, clip, encode, tool_use_from_json};
+use super::wire::{
+    CallHeader, OwnHeader, SseDecoder, WireFormat, clip, encode, tool_use_from_json,
+};
 use super::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::history::{ContentBlock, Image, Message, Role};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
+/// Lets a Claude 4 model think between tool calls on a budget; adaptive
+/// thinking does it without.
+const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 
 /// The Messages API over HTTP.
 pub type Anthropic = HttpProvider<Messages>;
@@ -95,9 +107,19 @@ impl WireFormat for Messages {
             })
             .collect();
         let last_tool = request.tools.len().checked_sub(1);
+        let thinking = ThinkingParams::for_call(model, request.reasoning, request.max_tokens);
+        if thinking.turned_down {
+            tracing::info!(
+                model,
+                effort = ?thinking.effort,
+                "the model cannot turn thinking off: it thinks at its lowest effort instead"
+            );
+        }
         let body = WireRequest {
             model,
             max_tokens: request.max_tokens,
+            thinking: thinking.thinking,
+            output_config: thinking.effort.map(|effort| OutputConfig { effort }),
             system: if request.system.is_empty() {
                 Vec::new()
             } else {
@@ -124,9 +146,127 @@ impl WireFormat for Messages {
         encode(&body)
     }
 
+    fn call_headers(&self, model: &str, request: &Request<'_>) -> Vec<CallHeader> {
+        let thinking = ThinkingParams::for_call(model, request.reasoning, request.max_tokens);
+        if thinking.interleaved_beta {
+            vec![("anthropic-beta", INTERLEAVED_THINKING_BETA.to_string())]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn parse_response(&self, body: &Value) -> Result<Response, String> {
         parse_message(body)
     }
+}
+
+/// The `thinking` and `output_config.effort` of one call, from the
+/// reasoning asked and what the model takes ([`models::info`]).
+#[derive(Debug, Default, PartialEq)]
+struct ThinkingParams {
+    thinking: Option<WireThinking>,
+    effort: Option<Effort>,
+    /// The call thinks on a budget between tool calls: it needs the beta.
+    interleaved_beta: bool,
+    /// Thinking was asked off, but the model cannot stop thinking: it was
+    /// turned down to the lowest effort instead (worth a log line).
+    turned_down: bool,
+}
+
+/// `thinking` as the API takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireThinking {
+    Enabled { budget_tokens: u32 },
+    Adaptive,
+    Disabled,
+}
+
+#[derive(Serialize)]
+struct OutputConfig {
+    effort: Effort,
+}
+
+/// The least thinking budget the API takes.
+const MIN_BUDGET: u32 = 1024;
+
+impl ThinkingParams {
+    fn for_call(model: &str, asked: Reasoning, max_tokens: u32) -> ThinkingParams {
+        let info = models::info(model).map(|info| info.reasoning);
+        let Some(ModelReasoning::Anthropic {
+            thinking,
+            refuses_disabled,
+            interleaved_beta,
+            efforts,
+        }) = info
+        else {
+            // A model the table does not know: only what the user set, as
+            // they set it (`auto` is the default, so it sends nothing); a
+            // refusal comes back as an error that names the setting.
+            return ThinkingParams {
+                thinking: (asked.thinking == Thinking::Off).then_some(WireThinking::Disabled),
+                effort: asked.effort,
+                ..ThinkingParams::default()
+            };
+        };
+        let effort = asked
+            .effort
+            .and_then(|effort| models::effort_for(model, effort));
+        match (thinking, asked.thinking) {
+            (AnthropicThinking::None, _) | (AnthropicThinking::Budget, Thinking::Off) => {
+                ThinkingParams::default()
+            }
+            (AnthropicThinking::Budget, Thinking::Auto) => {
+                let budget = budget_tokens(asked.effort, max_tokens);
+                ThinkingParams {
+                    thinking: budget.map(|budget_tokens| WireThinking::Enabled { budget_tokens }),
+                    interleaved_beta: interleaved_beta && budget.is_some(),
+                    ..ThinkingParams::default()
+                }
+            }
+            (AnthropicThinking::Adaptive | AnthropicThinking::AdaptiveOnly, Thinking::Auto) => {
+                ThinkingParams {
+                    thinking: Some(WireThinking::Adaptive),
+                    effort,
+                    ..ThinkingParams::default()
+                }
+            }
+            // The 4.6 models do not think unless asked to.
+            (AnthropicThinking::Adaptive, Thinking::Off) => ThinkingParams {
+                effort,
+                ..ThinkingParams::default()
+            },
+            (AnthropicThinking::AdaptiveOnly, Thinking::Off) if !refuses_disabled => {
+                ThinkingParams {
+                    thinking: Some(WireThinking::Disabled),
+                    effort,
+                    ..ThinkingParams::default()
+                }
+            }
+            (AnthropicThinking::AdaptiveOnly, Thinking::Off) => ThinkingParams {
+                effort: efforts.first().copied(),
+                turned_down: true,
+                ..ThinkingParams::default()
+            },
+        }
+    }
+}
+
+/// A thinking budget for a model that thinks on one: sized by the effort
+/// (none set: Anthropic's default effort, high), at least the API's least,
+/// and below `max_tokens` as the API requires. `None` when `max_tokens`
+/// leaves no room for the least budget.
+fn budget_tokens(effort: Option<Effort>, max_tokens: u32) -> Option<u32> {
+    let wanted = match effort.unwrap_or(Effort::High) {
+        Effort::Minimal => MIN_BUDGET,
+        Effort::Low => 4_096,
+        Effort::Medium => 10_000,
+        Effort::High => 16_000,
+        Effort::Xhigh => 32_000,
+        Effort::Max => 63_999,
+    };
+    let budget = wanted.min(max_tokens.saturating_sub(1));
+    (budget >= MIN_BUDGET).then_some(budget)
 }
 
 /// Which messages get a cache breakpoint on their last block: the last
@@ -170,6 +310,10 @@ const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
 struct WireRequest<'a> {
     model: &'a str,
     max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<WireThinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<SystemBlock<'a>>,
     messages: Vec<WireMessage<'a>>,
@@ -299,6 +443,12 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                 Some(match block {
                     // Another API's reasoning: this one cannot take it.
                     ContentBlock::Reasoning { .. } => return None,
+                    // Reasoning an OpenAI-compatible server sent
+                    // (`reasoning_content`): unsigned, and the API refuses
+                    // a thinking block without its signature.
+                    ContentBlock::Thinking { signature, .. } if signature.is_empty() => {
+                        return None;
+                    }
                     ContentBlock::Text { text } => WireBlock::Text {
                         text: Cow::Borrowed(text),
                         cache_control: None,
@@ -801,6 +951,244 @@ mod tests {
                 {"type":"tool_result","tool_use_id":"c","content":[{"type":"image","source":source}]},
                 {"type":"image","source":source},
                 {"type":"text","text":note},
+            ]})
+        );
+    }
+
+    #[test]
+    fn thinking_and_effort_follow_the_model() {
+        use Effort::*;
+        use Thinking::{Auto, Off};
+        let asked = |thinking, effort| Reasoning { thinking, effort };
+        let budget = |budget_tokens| Some(WireThinking::Enabled { budget_tokens });
+        let adaptive = Some(WireThinking::Adaptive);
+        let disabled = Some(WireThinking::Disabled);
+        // (model, asked, max_tokens, thinking, effort, beta)
+        let cases = [
+            // Budget models: a budget sized by the effort, below max_tokens;
+            // Claude 4 ones interleave with the beta, 3.7 cannot.
+            (
+                "claude-sonnet-4-5",
+                asked(Auto, None),
+                64_000,
+                budget(16_000),
+                None,
+                true,
+            ),
+            (
+                "claude-sonnet-4-5-20250929",
+                asked(Auto, Some(Low)),
+                64_000,
+                budget(4_096),
+                None,
+                true,
+            ),
+            (
+                "claude-opus-4-1",
+                asked(Auto, Some(Max)),
+                32_000,
+                budget(31_999),
+                None,
+                true,
+            ),
+            (
+                "claude-3-7-sonnet",
+                asked(Auto, Some(Minimal)),
+                64_000,
+                budget(1_024),
+                None,
+                false,
+            ),
+            (
+                "claude-haiku-4-5",
+                asked(Auto, None),
+                1_024,
+                None,
+                None,
+                false,
+            ),
+            (
+                "claude-sonnet-4-5",
+                asked(Off, Some(High)),
+                64_000,
+                None,
+                None,
+                false,
+            ),
+            // No thinking at all.
+            (
+                "claude-3-5-haiku",
+                asked(Auto, Some(High)),
+                8_192,
+                None,
+                None,
+                false,
+            ),
+            // Adaptive, with the effort clamped to a level the model takes.
+            (
+                "claude-opus-4-6",
+                asked(Auto, None),
+                128_000,
+                adaptive,
+                None,
+                false,
+            ),
+            (
+                "claude-opus-4-6",
+                asked(Auto, Some(Xhigh)),
+                128_000,
+                adaptive,
+                Some(High),
+                false,
+            ),
+            (
+                "claude-sonnet-4-6",
+                asked(Off, Some(Low)),
+                128_000,
+                None,
+                Some(Low),
+                false,
+            ),
+            (
+                "claude-opus-4-7",
+                asked(Auto, Some(Xhigh)),
+                128_000,
+                adaptive,
+                Some(Xhigh),
+                false,
+            ),
+            (
+                "claude-opus-4-7",
+                asked(Auto, Some(Minimal)),
+                128_000,
+                adaptive,
+                Some(Low),
+                false,
+            ),
+            (
+                "claude-opus-4-7",
+                asked(Off, None),
+                128_000,
+                disabled,
+                None,
+                false,
+            ),
+            // Thinking cannot be turned off: turned down instead.
+            (
+                "claude-fable-5",
+                asked(Off, Some(High)),
+                128_000,
+                None,
+                Some(Low),
+                false,
+            ),
+            (
+                "claude-sonnet-5-5",
+                asked(Off, None),
+                128_000,
+                None,
+                Some(Low),
+                false,
+            ),
+            (
+                "claude-fable-5-1",
+                asked(Auto, Some(Max)),
+                128_000,
+                adaptive,
+                Some(Max),
+                false,
+            ),
+            // Not in the table: only what the user set, as set.
+            ("claude-test", asked(Auto, None), 8_192, None, None, false),
+            (
+                "claude-test",
+                asked(Off, Some(Minimal)),
+                8_192,
+                disabled,
+                Some(Minimal),
+                false,
+            ),
+            (
+                "glm-4.6",
+                asked(Auto, Some(Max)),
+                8_192,
+                None,
+                Some(Max),
+                false,
+            ),
+        ];
+        for (model, asked, max_tokens, thinking, effort, beta) in cases {
+            let params = ThinkingParams::for_call(model, asked, max_tokens);
+            assert_eq!(
+                (params.thinking, params.effort, params.interleaved_beta),
+                (thinking, effort, beta),
+                "{model} {asked:?} {max_tokens}"
+            );
+            let request = Request {
+                system: "",
+                messages: &[],
+                tools: &[],
+                max_tokens,
+                reasoning: asked,
+            };
+            let headers = Messages.call_headers(model, &request);
+            assert_eq!(
+                headers
+                    .iter()
+                    .any(|(name, value)| *name == "anthropic-beta"
+                        && value == INTERLEAVED_THINKING_BETA),
+                beta,
+                "{model}"
+            );
+            let body: Value =
+                serde_json::from_slice(&Messages.body(model, request, false).unwrap()).unwrap();
+            assert_eq!(
+                body.get("output_config"),
+                effort.map(|e| json!({"effort": e.as_str()})).as_ref(),
+                "{model}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_wire_names_of_thinking() {
+        let cases = [
+            (WireThinking::Adaptive, json!({"type": "adaptive"})),
+            (WireThinking::Disabled, json!({"type": "disabled"})),
+            (
+                WireThinking::Enabled {
+                    budget_tokens: 2048,
+                },
+                json!({"type": "enabled", "budget_tokens": 2048}),
+            ),
+        ];
+        for (thinking, wire) in cases {
+            assert_eq!(serde_json::to_value(thinking).unwrap(), wire);
+        }
+    }
+
+    #[test]
+    fn unsigned_thinking_from_another_server_is_left_out() {
+        let message = Message::assistant(vec![
+            ContentBlock::Thinking {
+                thinking: "from reasoning_content".into(),
+                signature: String::new(),
+            },
+            ContentBlock::Thinking {
+                thinking: String::new(),
+                signature: "sig-omitted-display".into(),
+            },
+            ContentBlock::RedactedThinking {
+                data: "EmwK".into(),
+            },
+            ContentBlock::Text { text: "ok".into() },
+        ]);
+        assert_eq!(
+            serde_json::to_value(WireMessage::from(&message)).unwrap(),
+            json!({"role":"assistant","content":[
+                {"type":"thinking","thinking":"","signature":"sig-omitted-display"},
+                {"type":"redacted_thinking","data":"EmwK"},
+                {"type":"text","text":"ok"},
             ]})
         );
     }

@@ -37,6 +37,22 @@ pub enum ProviderError {
     #[error("{provider}: the request is longer than the model's context window ({message})")]
     ContextTooLong { provider: String, message: String },
 
+    /// The model refused a setting the request carried: a 400 that names
+    /// `thinking`, an effort, a sampling parameter. Only the user can fix
+    /// it (another setting, another model), so it is never retried, and
+    /// it says in one line which setting to change.
+    #[error("{}", self.reason())]
+    Refused {
+        provider: String,
+        model: String,
+        /// The setting, by the name the user knows it by (`thinking`,
+        /// `effort`, `temperature`).
+        setting: &'static str,
+        /// What the request sent for it (`adaptive`, `enabled`, `max`).
+        sent: Option<String>,
+        message: String,
+    },
+
     #[error("{provider}: streaming is not supported")]
     StreamingUnsupported { provider: String },
 
@@ -89,6 +105,34 @@ impl ProviderError {
             }
             ProviderError::Stream { message, .. } => format!("stream failed: {message}"),
             ProviderError::Decode { message, .. } => format!("unexpected response: {message}"),
+            ProviderError::Refused {
+                provider,
+                model,
+                setting,
+                sent,
+                message,
+            } => {
+                let asked = match sent {
+                    Some(sent) => format!("`{setting} = {sent}`"),
+                    None => format!("`{setting}`"),
+                };
+                let change = match (*setting, sent.as_deref()) {
+                    ("thinking", Some("disabled")) => {
+                        "set `thinking = \"auto\"` (config.toml, --thinking or /thinking)"
+                    }
+                    ("thinking", _) => {
+                        "set `thinking = \"off\"` (config.toml, --thinking or /thinking)"
+                    }
+                    ("effort", _) => {
+                        "set another `effort`, or none (config.toml, --effort or /effort)"
+                    }
+                    _ => "remove it from the request",
+                };
+                let said = message.replace(['\n', '\r'], " ");
+                format!(
+                    "{model} does not take {asked} ({provider} said: {said}): {change}, or pick another model"
+                )
+            }
             other => other.to_string(),
         }
     }
@@ -97,6 +141,40 @@ impl ProviderError {
         match self {
             ProviderError::Status { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProviderError;
+
+    #[test]
+    fn a_refused_setting_says_in_one_line_which_setting_to_change() {
+        let refused = |setting, sent: Option<&str>| ProviderError::Refused {
+            provider: "anthropic".into(),
+            model: "claude-x".into(),
+            setting,
+            sent: sent.map(str::to_string),
+            message: "\"thinking.type.adaptive\" is not supported\nfor this model".into(),
+        };
+        let cases = [
+            (
+                refused("thinking", Some("adaptive")),
+                "claude-x does not take `thinking = adaptive` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set `thinking = \"off\"` (config.toml, --thinking or /thinking), or pick another model",
+            ),
+            (
+                refused("thinking", Some("disabled")),
+                "claude-x does not take `thinking = disabled` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set `thinking = \"auto\"` (config.toml, --thinking or /thinking), or pick another model",
+            ),
+            (
+                refused("effort", Some("max")),
+                "claude-x does not take `effort = max` (anthropic said: \"thinking.type.adaptive\" is not supported for this model): set another `effort`, or none (config.toml, --effort or /effort), or pick another model",
+            ),
+        ];
+        for (error, want) in cases {
+            assert_eq!(error.to_string(), want);
+            assert!(!error.is_retryable() && !error.allows_fallback());
         }
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::retry::{RetryObserver, RetryPolicy, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
-use super::wire::SseDecoder;
+use super::wire::{CallHeader, SseDecoder};
 use super::{EventStream, ProviderError, StreamEvent};
 
 #[derive(Clone, Debug)]
@@ -44,6 +44,8 @@ impl Default for HttpSettings {
 pub(crate) struct HttpClient {
     client: reqwest::Client,
     provider: &'static str,
+    /// The model every request asks for: named when it refuses a setting.
+    model: String,
     settings: HttpSettings,
     /// Sent with every request: the key, a gateway's token and headers.
     headers: HeaderMap,
@@ -57,6 +59,7 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 impl HttpClient {
     pub fn new(
         provider: &'static str,
+        model: &str,
         settings: HttpSettings,
         headers: HeaderMap,
         mut secrets: Vec<String>,
@@ -74,30 +77,45 @@ impl HttpClient {
         Ok(HttpClient {
             client,
             provider,
+            model: model.to_string(),
             settings,
             headers,
             secrets,
         })
     }
 
-    /// POSTs `body`, retrying failures that happen before any response body
-    /// was read. Returns a response with a success status.
-    pub async fn post(&self, url: &str, body: &Bytes) -> Result<reqwest::Response, ProviderError> {
+    /// POSTs `body` with the client's headers and `extra` (this call's
+    /// own, such as a beta flag), retrying failures that happen before any
+    /// response body was read. Returns a response with a success status.
+    pub async fn post(
+        &self,
+        url: &str,
+        body: &Bytes,
+        extra: &[CallHeader],
+    ) -> Result<reqwest::Response, ProviderError> {
         self.settings
             .retry
             .run(self.settings.on_retry.as_ref(), || {
-                self.post_once(url, body.clone())
+                self.post_once(url, body.clone(), extra)
             })
             .await
     }
 
-    async fn post_once(&self, url: &str, body: Bytes) -> Result<reqwest::Response, ProviderError> {
-        let request = self
+    async fn post_once(
+        &self,
+        url: &str,
+        body: Bytes,
+        extra: &[CallHeader],
+    ) -> Result<reqwest::Response, ProviderError> {
+        let mut request = self
             .client
             .post(url)
             .header("content-type", "application/json")
-            .headers(self.headers.clone())
-            .body(body);
+            .headers(self.headers.clone());
+        for (name, value) in extra {
+            request = request.header(*name, value);
+        }
+        let request = request.body(body.clone());
         let response = tokio::time::timeout(self.settings.idle_timeout, request.send())
             .await
             .map_err(|_| self.idle())?
@@ -117,6 +135,15 @@ impl HttpClient {
                 message: self.redact(&server_message(&text)),
             });
         }
+        if let Some(setting) = refused_setting(status, &text) {
+            return Err(ProviderError::Refused {
+                provider: self.provider.to_string(),
+                model: self.model.clone(),
+                setting,
+                sent: sent_for(setting, &body),
+                message: self.redact(&server_message(&text)),
+            });
+        }
         Err(ProviderError::Status {
             provider: self.provider.to_string(),
             status,
@@ -128,11 +155,16 @@ impl HttpClient {
     /// POSTs and reads a whole JSON body. The whole exchange is retried:
     /// nothing is shown before the body is complete, so a body cut short is
     /// as retryable as a refused connection.
-    pub async fn post_for_json(&self, url: &str, body: &Bytes) -> Result<Value, ProviderError> {
+    pub async fn post_for_json(
+        &self,
+        url: &str,
+        body: &Bytes,
+        extra: &[CallHeader],
+    ) -> Result<Value, ProviderError> {
         self.settings
             .retry
             .run(self.settings.on_retry.as_ref(), || async {
-                let response = self.post_once(url, body.clone()).await?;
+                let response = self.post_once(url, body.clone(), extra).await?;
                 self.read_json(response).await.map_err(|error| match error {
                     ProviderError::Stream { provider, message } => {
                         ProviderError::Connect { provider, message }
@@ -318,6 +350,81 @@ fn says_context_too_long(status: u16, body: &[u8]) -> bool {
                 || message.contains("maximum context length")))
 }
 
+/// The settings a refusal may name, by the words the APIs use for them
+/// (in `error.param` or the message), and the name the user knows each by.
+const SETTINGS: &[(&str, &str)] = &[
+    ("thinking", "thinking"),
+    ("budget_tokens", "thinking"),
+    ("output_config", "effort"),
+    ("reasoning_effort", "effort"),
+    ("reasoning", "effort"),
+    ("effort", "effort"),
+    ("temperature", "temperature"),
+    ("top_p", "temperature"),
+    ("top_k", "temperature"),
+];
+
+/// Which setting a 400 says the model does not take, in either API's
+/// shape: OpenAI names it in `error.param` (`reasoning.effort`); Anthropic
+/// in the message (`"thinking.type.enabled" is not supported for this
+/// model`). A message must also say it refuses ("not supported"…): a 400
+/// that merely mentions thinking (a malformed history) is not a refusal.
+/// The setting named first wins: Anthropic's message goes on to name the
+/// one to use instead.
+fn refused_setting(status: u16, body: &[u8]) -> Option<&'static str> {
+    if status != 400 {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let named_first = |text: &str| {
+        SETTINGS
+            .iter()
+            .filter_map(|(word, setting)| text.find(word).map(|at| (at, *setting)))
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, setting)| setting)
+    };
+    if let Some(param) = value.pointer("/error/param").and_then(Value::as_str)
+        && let Some(setting) = named_first(param)
+    {
+        return Some(setting);
+    }
+    let message = value.pointer("/error/message").and_then(Value::as_str)?;
+    let lower = message.to_lowercase();
+    let refuses = [
+        "not supported",
+        "unsupported",
+        "does not support",
+        "cannot be disabled",
+        "not available",
+        "unrecognized",
+        "supported values",
+    ]
+    .iter()
+    .any(|words| lower.contains(words));
+    refuses.then(|| named_first(&lower)).flatten()
+}
+
+/// What the request body sent for `setting`, in whichever API's shape it
+/// has: `thinking.type` (and its budget), `output_config.effort`,
+/// `reasoning.effort`, `reasoning_effort`, `temperature`.
+fn sent_for(setting: &str, body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let text = |pointer: &str| {
+        value.pointer(pointer).map(|v| match v {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+    };
+    match setting {
+        "thinking" => text("/thinking/type"),
+        "effort" => text("/output_config/effort")
+            .or_else(|| text("/reasoning/effort"))
+            .or_else(|| text("/reasoning_effort")),
+        "temperature" => text("/temperature"),
+        _ => None,
+    }
+}
+
 /// A request that got no response, in a few words that say what and to
 /// where: `connection refused to 127.0.0.1:9`, `cannot resolve the host
 /// api.example.com`, not reqwest's chain of five wrappers.
@@ -383,7 +490,90 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::says_context_too_long;
+    use super::{refused_setting, says_context_too_long, sent_for};
+
+    #[test]
+    fn a_refused_setting_is_told_from_other_bad_requests() {
+        let cases = [
+            // Anthropic, as the API words it (and the setting it names first).
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior."}}"#,
+                Some("thinking"),
+            ),
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"output_config.effort: \"xhigh\" is not supported for this model"}}"#,
+                Some("effort"),
+            ),
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"temperature is not supported when thinking is enabled"}}"#,
+                Some("temperature"),
+            ),
+            // OpenAI names it in `param`.
+            (
+                r#"{"error":{"message":"Unsupported value: 'minimal' is not supported with the 'gpt-5.1' model. Supported values are: 'none', 'low', 'medium', and 'high'.","type":"invalid_request_error","param":"reasoning.effort","code":"unsupported_value"}}"#,
+                Some("effort"),
+            ),
+            (
+                r#"{"error":{"message":"Unsupported parameter: 'reasoning_effort' is not supported with this model.","type":"invalid_request_error","param":"reasoning_effort","code":"unsupported_parameter"}}"#,
+                Some("effort"),
+            ),
+            // Older servers' words, without `param`.
+            (
+                r#"{"error":{"message":"Unrecognized request argument supplied: reasoning_effort","type":"invalid_request_error","param":null,"code":null}}"#,
+                Some("effort"),
+            ),
+            // A malformed history mentions thinking but refuses no setting.
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."}}"#,
+                None,
+            ),
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}"#,
+                None,
+            ),
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 200000 > 128000, which is the maximum allowed number of output tokens"}}"#,
+                None,
+            ),
+        ];
+        for (body, want) in cases {
+            assert_eq!(refused_setting(400, body.as_bytes()), want, "{body}");
+        }
+        let body = cases[0].0.as_bytes();
+        assert_eq!(refused_setting(500, body), None);
+        assert_eq!(refused_setting(429, body), None);
+    }
+
+    #[test]
+    fn what_was_sent_is_read_from_either_apis_body() {
+        let cases = [
+            (
+                r#"{"thinking":{"type":"adaptive"}}"#,
+                "thinking",
+                Some("adaptive"),
+            ),
+            (
+                r#"{"output_config":{"effort":"max"}}"#,
+                "effort",
+                Some("max"),
+            ),
+            (
+                r#"{"reasoning":{"effort":"minimal"}}"#,
+                "effort",
+                Some("minimal"),
+            ),
+            (r#"{"reasoning_effort":"high"}"#, "effort", Some("high")),
+            (r#"{"temperature":0.2}"#, "temperature", Some("0.2")),
+            (r#"{"model":"m"}"#, "thinking", None),
+        ];
+        for (body, setting, want) in cases {
+            assert_eq!(
+                sent_for(setting, body.as_bytes()).as_deref(),
+                want,
+                "{body}"
+            );
+        }
+    }
 
     #[test]
     fn a_context_too_long_answer_is_told_from_other_bad_requests() {

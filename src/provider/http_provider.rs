@@ -40,7 +40,7 @@ impl<W: WireFormat> HttpProvider<W> {
     ) -> Result<Self, ProviderError> {
         let own = wire.auth_headers(&credentials)?;
         let headers = credentials.headers(&own)?;
-        let http = HttpClient::new(W::NAME, settings, headers, credentials.secrets())?;
+        let http = HttpClient::new(W::NAME, model, settings, headers, credentials.secrets())?;
         Ok(HttpProvider {
             http: Arc::new(http),
             url: format!("{}{}", base_url.trim_end_matches('/'), W::PATH),
@@ -71,7 +71,8 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     async fn create(&self, request: Request<'_>) -> Result<Response, ProviderError> {
         let body = self.wire.body(&self.model, request, false)?;
-        let value = self.http.post_for_json(&self.url, &body).await?;
+        let headers = self.wire.call_headers(&self.model, &request);
+        let value = self.http.post_for_json(&self.url, &body, &headers).await?;
         self.wire
             .parse_response(&value)
             .map_err(|message| self.http.decode(message))
@@ -79,7 +80,8 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
         let body = self.wire.body(&self.model, request, true)?;
-        let response = self.http.post(&self.url, &body).await?;
+        let headers = self.wire.call_headers(&self.model, &request);
+        let response = self.http.post(&self.url, &body, &headers).await?;
         Ok(self
             .http
             .clone()

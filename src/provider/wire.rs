@@ -23,6 +23,9 @@ use crate::history::ContentBlock;
 /// is a secret (marked sensitive, never indexed by HTTP/2).
 pub type OwnHeader = (&'static str, String, bool);
 
+/// A header one call carries besides the provider's own: `(name, value)`.
+pub type CallHeader = (&'static str, String);
+
 /// One model API's request and response shapes.
 pub trait WireFormat: Send + Sync + 'static {
     /// The provider's name in messages and logs (`anthropic`, `openai`).
@@ -40,6 +43,13 @@ pub trait WireFormat: Send + Sync + 'static {
     /// The JSON body for one call to `model`; `stream` asks for SSE.
     fn body(&self, model: &str, request: Request<'_>, stream: bool)
     -> Result<Bytes, ProviderError>;
+
+    /// Headers this one call needs besides the provider's own (a beta flag
+    /// that depends on what the body asks for). None by default.
+    fn call_headers(&self, model: &str, request: &Request<'_>) -> Vec<CallHeader> {
+        let _ = (model, request);
+        Vec::new()
+    }
 
     /// Reads a whole (non-streamed) response body. The error says what is
     /// missing or malformed; the provider names itself around it.

@@ -259,6 +259,11 @@ pub enum Block {
         thinking: String,
         signature: String,
     },
+    /// Anthropic only: thinking the safety systems encrypted; `data` is
+    /// opaque and must come back as it went.
+    RedactedThinking {
+        data: String,
+    },
     /// `input_json` is raw JSON text and may be deliberately invalid or truncated.
     ToolUse {
         id: String,
@@ -338,6 +343,15 @@ impl Reply {
         self
     }
 
+    /// Prepends a redacted thinking block.
+    pub fn with_redacted_thinking(mut self, data: &str) -> Reply {
+        let block = Block::RedactedThinking {
+            data: data.to_string(),
+        };
+        self.blocks.insert(0, block);
+        self
+    }
+
     fn with_blocks(blocks: Vec<Block>) -> Reply {
         Reply {
             blocks,
@@ -401,6 +415,11 @@ pub enum Fault {
     /// each API says it (Anthropic: `invalid_request_error` "prompt is too
     /// long: …"; OpenAI: code `context_length_exceeded`).
     ContextTooLong,
+    /// HTTP 400: the model does not take a parameter the request set, as
+    /// each API says it (Anthropic: `invalid_request_error` naming
+    /// `thinking.type.enabled`; OpenAI: `unsupported_value` with `param`
+    /// `reasoning.effort`).
+    RefusedParameter,
 }
 
 // ---------------------------------------------------------------------------
@@ -966,6 +985,10 @@ async fn respond_fault(mut out: Responder<'_>, call: &Call, fault: Fault) -> io:
             let body = call.provider.context_too_long().to_string();
             send_json(out, 400, &body, &[]).await
         }
+        Fault::RefusedParameter => {
+            let body = call.provider.refused_parameter().to_string();
+            send_json(out, 400, &body, &[]).await
+        }
         Fault::ResetMidStream { reply, after_text } => {
             if call.stream {
                 let events = call.events(&reply);
@@ -1179,6 +1202,22 @@ impl Provider {
         }
     }
 
+    /// The body of `Fault::RefusedParameter`, in the words each API uses.
+    fn refused_parameter(self) -> Json {
+        match self {
+            Provider::Anthropic => anthropic::error(
+                ErrorKind::InvalidRequest,
+                "\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior.",
+            ),
+            Provider::OpenAi => serde_json::json!({"error": {
+                "message": "Unsupported value: 'minimal' is not supported with the 'gpt-5.1' model. Supported values are: 'none', 'low', 'medium', and 'high'.",
+                "type": "invalid_request_error",
+                "param": "reasoning.effort",
+                "code": "unsupported_value",
+            }}),
+        }
+    }
+
     /// The in-stream error event of `Fault::ErrorEvent`.
     fn error_event(self) -> String {
         match self {
@@ -1231,6 +1270,7 @@ mod anthropic {
                 thinking,
                 signature,
             } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+            Block::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
             Block::ToolUse {
                 id,
                 name,
@@ -1316,6 +1356,8 @@ mod anthropic {
         match block {
             Block::Text(_) => json!({"type": "text", "text": ""}),
             Block::Thinking { .. } => json!({"type": "thinking", "thinking": ""}),
+            // Whole in its start event: it has no deltas.
+            Block::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
             Block::ToolUse { id, name, .. } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}})
             }
@@ -1357,6 +1399,7 @@ mod anthropic {
                 ));
                 events
             }
+            Block::RedactedThinking { .. } => Vec::new(),
             Block::ToolUse { input_json, .. } => {
                 // The API opens every tool input with an empty partial_json.
                 std::iter::once("")
