@@ -256,10 +256,14 @@ const SONNET_5_5: ModelInfo = claude(
     true,
     CLAUDE_EFFORTS,
 );
+/// Sonnet 5: $3 / $15 (cache $3.75 / $0.30), as Claude Code 2.1.197's own
+/// price table has it (observed 2026-12, issue 21). A copy of the pricing
+/// page found by search said $2 / $10; the higher is kept until a bill says
+/// otherwise: a cost shown too high is corrected, one shown too low misleads.
 const SONNET_5: ModelInfo = claude(
     M,
     128 * K,
-    Price::new(2.0, 10.0, 2.50, 0.20),
+    Price::new(3.0, 15.0, 3.75, 0.30),
     AnthropicThinking::AdaptiveOnly,
     false,
     CLAUDE_EFFORTS,
@@ -587,7 +591,7 @@ mod tests {
             ("claude-opus-4-5", Some(5.0)),
             ("claude-opus-4-5-20251101", Some(5.0)),
             ("claude-opus-4-8", Some(5.0)),
-            ("claude-sonnet-5", Some(2.0)),
+            ("claude-sonnet-5", Some(3.0)),
             ("claude-fable-5", Some(10.0)),
             ("claude-mythos-5-1", Some(10.0)),
             ("claude-haiku-4-5-20251001", Some(1.0)),

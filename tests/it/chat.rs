@@ -731,3 +731,41 @@ fn rewind_undoes_the_last_turn_and_the_model_forgets_it() {
         "the rewound turn is not sent"
     );
 }
+
+/// `/effort` and `/thinking` show and set how hard the model thinks, from
+/// the next turn on, over `--effort`; a level that is none is an error that
+/// changes nothing.
+#[test]
+fn effort_and_thinking_are_set_from_the_chat() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::text("First answer.").into(),
+        Reply::text("Second answer.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &["--effort", "low"]);
+    // A model that takes effort (provider::models).
+    chat.command("/model claude-opus-4-6", "from the next turn on, model");
+    chat.command("/effort", "effort low · thinking auto");
+    chat.turn("first question");
+    chat.command("/effort huge", "`huge` is not an effort");
+    chat.command(
+        "/effort high",
+        "from the next turn on, effort high · thinking auto",
+    );
+    chat.command(
+        "/thinking off",
+        "from the next turn on, effort high · thinking off",
+    );
+    chat.turn("second question");
+    chat.quit();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let (first, second) = (&requests[0].body, &requests[1].body);
+    assert_eq!(first["output_config"]["effort"], "low", "{first}");
+    assert_eq!(second["output_config"]["effort"], "high", "{second}");
+    assert_ne!(
+        first["thinking"], second["thinking"],
+        "thinking off: {second}"
+    );
+}

@@ -533,3 +533,82 @@ fn an_mcp_tools_changes_are_counted_in_every_front_end() {
         expect(greet == "print('hello')\n", || format!("{greet:?}; {told}"))
     });
 }
+
+/// The effort set in each front end's own words reaches the model request
+/// (`output_config.effort` on Anthropic's wire), over a lower layer that
+/// says another: `run`'s `--effort` over config.toml's, the language
+/// server's `bareagent.setEffort` over the editor's setting, an ACP
+/// client's `session/set_config_option` over config.toml's. (`chat`'s
+/// `/effort` is tested with the chat, tests/it/chat.rs.)
+#[test]
+fn the_effort_each_front_end_sets_reaches_the_request() {
+    // A model that takes every level from low to max (provider::models).
+    const MODEL: &str = "claude-opus-4-6";
+    let files = format!("model = \"{MODEL}\"\neffort = \"low\"\n");
+    in_every_front_end(|front| {
+        let dir = workspace(&[]);
+        let root = dir.path().canonicalize().expect("root");
+        let server = ModelServer::start(vec![Reply::text("done").into()]);
+        match front {
+            FrontEnd::Run => {
+                let config = root.join(".no-user-config/bareagent/config.toml");
+                std::fs::create_dir_all(config.parent().expect("a parent")).expect("dir");
+                std::fs::write(&config, &files).expect("config");
+                let out = run_against_model(&mut bareagent(&root), &server)
+                    .args(["--effort", "high", "go on"])
+                    .output()
+                    .expect("bareagent run");
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                expect(out.status.success(), || stderr)?;
+            }
+            FrontEnd::Lsp => {
+                let mut options = options(&root, &server, "bypass");
+                options.initialization_options["model"] = json!(MODEL);
+                options.initialization_options["effort"] = json!("low");
+                let client = start(&root, options);
+                let set = client
+                    .execute("bareagent.setEffort", json!([{"effort": "high"}]))
+                    .map_err(|error| error.to_string())?;
+                expect(set["current"]["effort"] == "high", || set.to_string())?;
+                let turn = ask(&client, json!({"prompt": "go on"}))["turn"]
+                    .as_u64()
+                    .expect("a turn");
+                let end = turn_end(&client, turn);
+                expect(end["type"] == "turn_finished", || end.to_string())?;
+            }
+            FrontEnd::Acp => {
+                let Some(python) = python() else {
+                    return Ok(());
+                };
+                let transcript = drive(
+                    &python,
+                    &root,
+                    &server,
+                    json!({"fs": true, "user_config": files, "steps": [
+                        {"new": {}},
+                        {"set_config": ["effort", "high"]},
+                        {"prompt": "go on"},
+                    ]}),
+                );
+                let offered = of_type(&transcript, "session");
+                let shown = offered
+                    .first()
+                    .map(|s| s["response"]["configOptions"][0]["currentValue"].clone());
+                expect(shown == Some(json!("low")), || {
+                    format!("session/new offers the files' effort: {offered:?}")
+                })?;
+                let set = of_type(&transcript, "config_set");
+                let now = set
+                    .first()
+                    .map(|s| s["response"]["configOptions"][0]["currentValue"].clone());
+                expect(now == Some(json!("high")), || format!("{set:?}"))?;
+            }
+        }
+        let requests = server.requests();
+        let sent = requests.first().map(|r| r.body.clone()).unwrap_or_default();
+        expect(sent["model"] == MODEL, || format!("the model: {sent}"))?;
+        expect(sent["output_config"]["effort"] == "high", || {
+            format!("the effort in the request: {sent}")
+        })
+    });
+}
