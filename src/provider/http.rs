@@ -98,6 +98,23 @@ impl HttpClient {
             .header("content-type", "application/json")
             .headers(self.headers.clone())
             .body(body);
+        self.send_once(request).await
+    }
+
+    /// GETs a JSON body once, without retries: for a question a person is
+    /// waiting on (the model list), whose caller has an answer without it.
+    pub async fn get_json(&self, url: &str) -> Result<Value, ProviderError> {
+        let request = self.client.get(url).headers(self.headers.clone());
+        let response = self.send_once(request).await?;
+        self.read_json(response).await
+    }
+
+    /// Sends `request` with the idle timer; a status other than success is
+    /// an error carrying the server's message (scrubbed).
+    async fn send_once(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ProviderError> {
         let response = tokio::time::timeout(self.settings.idle_timeout, request.send())
             .await
             .map_err(|_| self.idle())?
