@@ -410,7 +410,7 @@ fn models_asked(server: &ModelServer) -> Vec<(String, String)> {
     server
         .requests()
         .iter()
-        .filter(|r| !r.path.ends_with("/models"))
+        .filter(|r| !r.path.contains("/v1/models"))
         .map(|r| {
             let api = if r.path.ends_with("/chat/completions") {
                 "openai"
