@@ -38,6 +38,7 @@ mod read_ledger;
 mod redact;
 mod rewind;
 mod sandbox;
+mod sdk_chat;
 mod secrets;
 mod session_core;
 mod session_handle;
