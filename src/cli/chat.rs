@@ -161,9 +161,12 @@ impl Chat {
             Slash::Resume(id) => self.resume(id),
             Slash::Compact => self.compact().await,
             Slash::Model(None) => {
-                let listing = self.agent.session.list_models().await;
                 eprintln!("{}", self.model_line());
-                eprint!("{}", model_choices(&listing, self.agent.session.model()));
+                // A replay answers from its file: there is nothing to pick.
+                if self.agent.session.model().is_some() {
+                    let listing = self.agent.session.list_models().await;
+                    eprint!("{}", model_choices(&listing, self.agent.session.model()));
+                }
             }
             Slash::Model(Some(name)) => match self.agent.set_model(&name) {
                 Ok(()) => eprintln!("from the next turn on, {}", self.model_line()),

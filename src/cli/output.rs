@@ -138,9 +138,10 @@ impl TerminalSink {
         }
     }
 
-    /// `text` dimmed where stderr is a terminal; as it is elsewhere.
+    /// `text` dimmed where stderr is a terminal (and `NO_COLOR` is not
+    /// set); as it is elsewhere.
     fn dim(text: &str) -> String {
-        if std::io::stderr().is_terminal() {
+        if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
             format!("\x1b[2m{text}\x1b[0m")
         } else {
             text.to_string()
