@@ -598,4 +598,23 @@ fn set_model_offers_what_the_api_lists() {
         "{offered}"
     );
     client.shutdown();
+
+    // A server that is not there: the built-in list too, and why.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let mut unreachable = options();
+    unreachable
+        .env
+        .retain(|(name, _)| name.as_str() != "OPENAI_BASE_URL");
+    unreachable.env.push(("OPENAI_BASE_URL".into(), gone));
+    let client = start(dir.path(), unreachable);
+    let offered = command(&client, "bareagent.setModel", json!([])).unwrap();
+    assert_eq!(offered["listedBy"]["source"], "built-in", "{offered}");
+    let note = offered["listedBy"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("could not list the models (openai: "),
+        "{offered}"
+    );
+    client.shutdown();
 }
