@@ -177,8 +177,13 @@ pub fn usage_line(usage: &Usage, spend: &Spend) -> String {
         None => "cost unknown (no price for this model: add [prices.\"MODEL\"] to config.toml)"
             .to_string(),
     };
+    // Of the output, the tokens spent thinking, where the API counts them.
+    let reasoning = match usage.reasoning_tokens {
+        0 => String::new(),
+        tokens => format!(" ({} reasoning)", thousands(tokens)),
+    };
     let mut line = format!(
-        "{} in · {} cache write · {} cache read · {} out · {cost}",
+        "{} in · {} cache write · {} cache read · {} out{reasoning} · {cost}",
         thousands(usage.input_tokens),
         thousands(usage.cache_creation_input_tokens),
         thousands(usage.cache_read_input_tokens),

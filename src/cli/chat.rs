@@ -162,7 +162,14 @@ impl Chat {
             }
             Slash::Resume(id) => self.resume(id),
             Slash::Compact => self.compact().await,
-            Slash::Model(None) => eprintln!("{}", self.model_line()),
+            Slash::Model(None) => {
+                eprintln!("{}", self.model_line());
+                // A replay answers from its file: there is nothing to pick.
+                if self.agent.session.model().is_some() {
+                    let listing = self.agent.session.list_models().await;
+                    eprint!("{}", model_choices(&listing, self.agent.session.model()));
+                }
+            }
             Slash::Model(Some(name)) => match self.agent.set_model(&name) {
                 Ok(()) => eprintln!("from the next turn on, {}", self.model_line()),
                 Err(error) => eprintln!("bareagent: the model is unchanged: {error:#}"),
@@ -464,4 +471,28 @@ fn capitalised(text: &str) -> String {
         Some(first) => first.to_uppercase().chain(chars).collect(),
         None => String::new(),
     }
+}
+
+/// What `/model` lists: the models to pick from, the one in use marked,
+/// and the note when the list is the built-in one.
+fn model_choices(
+    listing: &crate::provider::model_list::Listing,
+    current: Option<String>,
+) -> String {
+    let mut text = match listing.source {
+        "api" => String::from("the models your key can use (/model NAME to ask one):\n"),
+        _ => String::from("models (/model NAME to ask one; any name the provider serves works):\n"),
+    };
+    for model in &listing.models {
+        let mark = if current.as_deref() == Some(model.as_str()) {
+            "*"
+        } else {
+            " "
+        };
+        text.push_str(&format!("  {mark} {model}\n"));
+    }
+    if let Some(note) = &listing.note {
+        text.push_str(&format!("  ({note})\n"));
+    }
+    text
 }

@@ -193,7 +193,8 @@ pub struct AgentArgs {
     pub replay: Option<PathBuf>,
 
     /// Do not print the diff of each edit applied without asking (as
-    /// `--permission-mode accept-edits` applies them).
+    /// `--permission-mode accept-edits` applies them), nor the model's
+    /// thinking.
     #[arg(long)]
     pub quiet: bool,
 

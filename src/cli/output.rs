@@ -5,6 +5,11 @@
 //! the agent waits for the model (from the turn's start, and again once
 //! every tool call has its result) and is cleared before anything else is
 //! written. It is never drawn off a terminal or with `--json`.
+//!
+//! The model's thinking never takes the answer's place: while it thinks,
+//! its latest line stands dimmed in the spinner's line; once it is done,
+//! one line on stderr says how long it was (`(thought for 12 lines)`).
+//! `--quiet` shows none of it.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
@@ -41,7 +46,7 @@ pub struct TerminalSink {
     state: Mutex<TerminalState>,
     /// stderr is a terminal: the spinner may be drawn.
     spinner: bool,
-    /// `--quiet`: no diff of the edits applied without asking.
+    /// `--quiet`: no diff of the edits applied without asking, no thinking.
     quiet: bool,
 }
 
@@ -56,6 +61,20 @@ struct TerminalState {
     waiting: Option<ProgressBar>,
     /// The turn's spend, as its last usage event said.
     spend: Spend,
+    /// The thinking streamed since the last text or tool call.
+    thought: String,
+}
+
+/// The spinner's line: what it waits for, the time, the latest thought.
+const SPINNER_TEMPLATE: &str = "{spinner} {prefix} {elapsed} {wide_msg:.dim}";
+
+/// How long a thought was, in the words the terminal shows it with.
+fn thought_summary(thought: &str) -> String {
+    let lines = thought.trim().lines().count();
+    format!(
+        "  (thought for {lines} line{})",
+        if lines == 1 { "" } else { "s" }
+    )
 }
 
 impl TerminalSink {
@@ -84,19 +103,48 @@ impl TerminalSink {
             return;
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        if let Ok(style) =
-            ProgressStyle::with_template("{spinner} waiting for the model… {elapsed}")
-        {
+        if let Ok(style) = ProgressStyle::with_template(SPINNER_TEMPLATE) {
             bar.set_style(style);
         }
+        bar.set_prefix("waiting for the model…");
         bar.enable_steady_tick(Duration::from_millis(100));
         state.waiting = Some(bar);
     }
 
-    /// Clears the spinner before anything else is written.
+    /// Clears the spinner before anything else is written, and says how
+    /// long the thinking before it was.
     fn stop_waiting(state: &mut TerminalState) {
         if let Some(bar) = state.waiting.take() {
             bar.finish_and_clear();
+        }
+        let thought = std::mem::take(&mut state.thought);
+        if !thought.trim().is_empty() {
+            Self::end_line(state);
+            eprintln!("{}", Self::dim(&thought_summary(&thought)));
+        }
+    }
+
+    /// A thought goes on: its latest line stands in the spinner's line.
+    fn think(&self, state: &mut TerminalState, text: &str) {
+        if self.quiet {
+            return;
+        }
+        state.thought.push_str(text);
+        self.start_waiting(state);
+        if let Some(bar) = &state.waiting {
+            bar.set_prefix("thinking…");
+            let latest = state.thought.trim_end().lines().last().unwrap_or_default();
+            bar.set_message(latest.trim().to_string());
+        }
+    }
+
+    /// `text` dimmed where stderr is a terminal (and `NO_COLOR` is not
+    /// set); as it is elsewhere.
+    fn dim(text: &str) -> String {
+        if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+            format!("\x1b[2m{text}\x1b[0m")
+        } else {
+            text.to_string()
         }
     }
 }
@@ -119,7 +167,8 @@ impl EventSink for TerminalSink {
                 state.streamed = true;
             }
             AgentEvent::Usage { spend, .. } => state.spend = spend,
-            AgentEvent::ThinkingDelta { .. } | AgentEvent::UserMessage { .. } => {}
+            AgentEvent::ThinkingDelta { text } => self.think(&mut state, &text),
+            AgentEvent::UserMessage { .. } => {}
             AgentEvent::ToolCall { name, input, .. } => {
                 Self::stop_waiting(&mut state);
                 Self::end_line(&mut state);
@@ -215,6 +264,7 @@ impl TurnSink for TerminalSink {
         state.streamed = false;
         state.running_tools = 0;
         state.spend = Spend::default();
+        state.thought.clear();
         self.start_waiting(&mut state);
     }
 

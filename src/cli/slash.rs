@@ -66,7 +66,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec {
         name: "model",
         argument: Some("[NAME]"),
-        help: "show the model, or ask NAME from the next turn on",
+        help: "show the model and list those the key can use, or ask NAME from the next turn on",
     },
     Spec {
         name: "mode",

@@ -253,6 +253,8 @@ pub struct Layout {
     /// Line ends at the end of what was written, up to two.
     newlines: usize,
     in_list: bool,
+    /// Inside the folded section of the model's thinking.
+    in_thinking: bool,
 }
 
 impl Default for Layout {
@@ -260,17 +262,58 @@ impl Default for Layout {
         Layout {
             newlines: 2,
             in_list: false,
+            in_thinking: false,
         }
     }
 }
 
+/// Opens the folded section the model's thinking streams into: folded in
+/// every markdown view (GitHub's, VS Code's preview), and in Neovim's chat.
+pub const THINKING_OPEN: &str = "<details><summary>Thinking</summary>";
+pub const THINKING_CLOSE: &str = "</details>";
+
 impl Layout {
+    /// A piece of the model's thinking, as it streams: in a folded
+    /// section, opened by the first piece and closed by whatever follows.
+    pub fn thinking(&mut self, text: &str) -> String {
+        if text.is_empty() {
+            return String::new();
+        }
+        let mut out = String::new();
+        if !self.in_thinking {
+            out.push_str(&self.blank_line());
+            out.push_str(THINKING_OPEN);
+            out.push_str("\n\n");
+            self.in_thinking = true;
+            self.in_list = false;
+            self.newlines = 2;
+        }
+        // A thought that closes the section itself would unfold the rest.
+        let text = text.replace(THINKING_CLOSE, "&lt;/details>");
+        out.push_str(&text);
+        self.note(&text);
+        out
+    }
+
+    /// Ends the thinking's section, if one is open.
+    fn end_thinking(&mut self) -> String {
+        if !std::mem::take(&mut self.in_thinking) {
+            return String::new();
+        }
+        let mut out = self.blank_line();
+        out.push_str(THINKING_CLOSE);
+        out.push_str("\n\n");
+        self.newlines = 2;
+        out
+    }
+
     /// A piece of the model's text, as it streams.
     pub fn text(&mut self, text: &str) -> String {
         if text.is_empty() {
             return String::new();
         }
-        let mut out = if self.in_list {
+        let mut out = self.end_thinking();
+        out += &if self.in_list {
             self.blank_line()
         } else {
             String::new()
@@ -283,7 +326,8 @@ impl Layout {
 
     /// One line of a list (a tool call, or its error under it).
     pub fn list_item(&mut self, line: &str) -> String {
-        let mut out = if self.in_list {
+        let mut out = self.end_thinking();
+        out += &if self.in_list {
             String::new()
         } else {
             self.blank_line()
@@ -298,7 +342,8 @@ impl Layout {
     /// A block of its own (a heading, a footer line), with a blank line
     /// before and after it.
     pub fn section(&mut self, block: &str) -> String {
-        let mut out = self.blank_line();
+        let mut out = self.end_thinking();
+        out.push_str(&self.blank_line());
         out.push_str(block.trim_end_matches('\n'));
         out.push_str("\n\n");
         self.in_list = false;
@@ -405,6 +450,21 @@ mod tests {
             first.list_item("- x"),
             "- x\n",
             "no blank line to add at the start"
+        );
+    }
+
+    #[test]
+    fn thinking_is_folded_and_closed_by_whatever_follows_it() {
+        let mut layout = Layout::default();
+        let mut chat = String::from("## Agent\n\n");
+        chat += &layout.thinking("Look at");
+        chat += &layout.thinking(" a.py </details> first.");
+        chat += &layout.list_item("- `read_file` a.py");
+        chat += &layout.thinking("Now fix it.\n");
+        chat += &layout.section("_2 model calls_");
+        assert_eq!(
+            chat,
+            "## Agent\n\n<details><summary>Thinking</summary>\n\nLook at a.py &lt;/details> first.\n\n</details>\n\n- `read_file` a.py\n\n<details><summary>Thinking</summary>\n\nNow fix it.\n\n</details>\n\n_2 model calls_\n\n"
         );
     }
 

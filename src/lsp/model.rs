@@ -9,9 +9,12 @@
 //! guessed from which keys are set). Each turn resolves it anew, so a
 //! change takes effect at the next turn, never in the middle of one.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
-use super::state::State;
+use super::state::{MAIN_SESSION, State};
+use crate::provider::model_list::Listing;
 use crate::provider::{
     FromEnvironment, ProviderChoice, ProviderKind, default_model, is_configured, parse_kind,
     suggested_models,
@@ -93,7 +96,7 @@ pub fn status(state: &State) -> Value {
 /// `bareagent.setModel`: with no argument, the choices to offer; with
 /// `{provider?, model?}`, the choice for the next turns (a provider alone
 /// brings its default model; `{"reset": true}` goes back to the settings).
-pub fn set_model(state: &State, argument: &Value) -> Result<Value, String> {
+pub async fn set_model(state: &Arc<State>, argument: &Value) -> Result<Value, String> {
     let provider = argument.get("provider").and_then(Value::as_str);
     let model = argument
         .get("model")
@@ -111,7 +114,8 @@ pub fn set_model(state: &State, argument: &Value) -> Result<Value, String> {
         if argument.get("model").is_some() {
             return Err("model: give a model's name".into());
         }
-        return Ok(choices(state));
+        let listed = listed(state).await;
+        return Ok(choices(state, listed));
     }
     let kind = provider
         .map(|name| parse_kind(name).map_err(|e| format!("provider `{name}`: {e}")))
@@ -134,17 +138,51 @@ pub fn set_model(state: &State, argument: &Value) -> Result<Value, String> {
     }))
 }
 
-/// What a client offers the user to pick from.
-fn choices(state: &State) -> Value {
+/// What the main session's provider lists for its key (asked once per
+/// session, through its own client): the session is made, under the
+/// editor's settings, if no turn made it yet.
+async fn listed(state: &Arc<State>) -> Listing {
+    let (core, new) = {
+        let mut sessions = state.lock_sessions();
+        let new = !sessions.contains_key(MAIN_SESSION);
+        let session = sessions
+            .entry(MAIN_SESSION.to_string())
+            .or_insert_with(|| super::session::Session::new(&state.init().root));
+        (session.core.clone(), new)
+    };
+    if new {
+        // A running turn's settings are never changed from here: only a
+        // session no turn has used yet is brought up to the settings.
+        match state.layers().await {
+            Ok(layers) => {
+                if let Err(error) = core.reconfigure(|current| *current = layers) {
+                    tracing::warn!(%error, "the model list uses the session's settings as they are");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot read the settings for the model list"),
+        }
+    }
+    core.list_models().await
+}
+
+/// What a client offers the user to pick from: for the provider in use,
+/// the models its API lists (else the built-in ones, and `note` says
+/// why); for the other, the built-in suggestions.
+fn choices(state: &State, listed: Listing) -> Value {
     let current = status(state);
+    let note = listed.note.clone();
     let choices: Vec<Value> = [ProviderKind::Anthropic, ProviderKind::Openai]
         .into_iter()
         .flat_map(|kind| {
             let configured = is_configured(kind);
-            let mut models: Vec<String> = suggested_models(kind)
-                .iter()
-                .map(|m| m.to_string())
-                .collect();
+            let mut models: Vec<String> = if kind == listed.kind {
+                listed.models.clone()
+            } else {
+                suggested_models(kind)
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect()
+            };
             // The model in use, if it is this provider's and not a suggestion.
             if current["provider"] == json!(kind)
                 && let Some(model) = current["model"].as_str()
@@ -160,6 +198,7 @@ fn choices(state: &State) -> Value {
     json!({
         "current": current,
         "choices": choices,
+        "listedBy": {"provider": listed.kind, "source": listed.source, "note": note},
         "message": "pass {\"provider\", \"model\"} to choose (any model the provider serves); the next turn uses it",
     })
 }

@@ -289,6 +289,7 @@ impl LanguageServer for Backend {
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
             "bareagent.setModel" => {
                 super::model::set_model(&self.state, arguments.first().unwrap_or(&Value::Null))
+                    .await
                     .map_err(invalid)?
             }
             "bareagent.setEffort" => {

@@ -431,6 +431,11 @@ async fn forward_events(
                     chat.write(layout.text(&text));
                 }
             }
+            AgentEvent::ThinkingDelta { text } => {
+                if let Some(chat) = &to.chat {
+                    chat.write(layout.thinking(&text));
+                }
+            }
             AgentEvent::ToolCall { name, input, .. } => {
                 let line = format!("`{name}` {}", crate::tool_line::brief(&input));
                 if let Some(chat) = &to.chat {

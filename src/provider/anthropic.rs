@@ -64,6 +64,9 @@ impl WireFormat for Messages {
     /// As Claude Code does: the key goes as `x-api-key`, a gateway's token
     /// as `Authorization: Bearer` (both when both are set), and the custom
     /// headers with them.
+    /// The base has no `/v1`; 1000 is the most a page holds (20 by default).
+    const MODELS_PATH: &'static str = "/v1/models?limit=1000";
+
     fn auth_headers(&self, credentials: &Credentials) -> Result<Vec<OwnHeader>, ProviderError> {
         let proves_identity = credentials.api_key.is_some()
             || credentials.auth_token.is_some()

@@ -189,6 +189,7 @@ impl ProviderChoice {
                     .unwrap_or_else(|| super::openai::sends_cache_key_by_default(base.as_deref()));
                 let wire = super::openai::ChatCompletions {
                     prompt_cache_key: self.cache_key.clone().filter(|_| send),
+                    send_output_limit: super::openai::sends_output_limit(base.as_deref()),
                 };
                 Box::new(OpenAi::with_wire(
                     wire,

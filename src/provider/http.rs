@@ -115,7 +115,25 @@ impl HttpClient {
         for (name, value) in extra {
             request = request.header(*name, value);
         }
-        let request = request.body(body.clone());
+        self.send_once(request.body(body.clone()), &body).await
+    }
+
+    /// GETs a JSON body once, without retries: for a question a person is
+    /// waiting on (the model list), whose caller has an answer without it.
+    pub async fn get_json(&self, url: &str) -> Result<Value, ProviderError> {
+        let request = self.client.get(url).headers(self.headers.clone());
+        let response = self.send_once(request, &Bytes::new()).await?;
+        self.read_json(response).await
+    }
+
+    /// Sends `request` (whose body is `body`) with the idle timer; a status
+    /// other than success is an error carrying the server's message
+    /// (scrubbed), a refused setting named from what `body` sent.
+    async fn send_once(
+        &self,
+        request: reqwest::RequestBuilder,
+        body: &Bytes,
+    ) -> Result<reqwest::Response, ProviderError> {
         let response = tokio::time::timeout(self.settings.idle_timeout, request.send())
             .await
             .map_err(|_| self.idle())?
@@ -140,7 +158,7 @@ impl HttpClient {
                 provider: self.provider.to_string(),
                 model: self.model.clone(),
                 setting,
-                sent: sent_for(setting, &body),
+                sent: sent_for(setting, body),
                 message: self.redact(&server_message(&text)),
             });
         }

@@ -23,6 +23,8 @@ use super::{EventStream, Provider, ProviderError, Request, Response};
 pub struct HttpProvider<W> {
     http: Arc<HttpClient>,
     url: String,
+    /// `GET` here lists the models ([`WireFormat::MODELS_PATH`]).
+    models_url: String,
     model: String,
     wire: W,
 }
@@ -41,9 +43,11 @@ impl<W: WireFormat> HttpProvider<W> {
         let own = wire.auth_headers(&credentials)?;
         let headers = credentials.headers(&own)?;
         let http = HttpClient::new(W::NAME, model, settings, headers, credentials.secrets())?;
+        let base_url = base_url.trim_end_matches('/');
         Ok(HttpProvider {
             http: Arc::new(http),
-            url: format!("{}{}", base_url.trim_end_matches('/'), W::PATH),
+            url: format!("{base_url}{}", W::PATH),
+            models_url: format!("{base_url}{}", W::MODELS_PATH),
             model: model.to_string(),
             wire,
         })
@@ -86,5 +90,24 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
             .http
             .clone()
             .event_stream(response, self.wire.decoder()))
+    }
+
+    /// Page after page (Anthropic pages; OpenAI sends all at once), each
+    /// asked once: a refusal or a lost connection is the caller's to
+    /// answer with the built-in list.
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        let mut models = Vec::new();
+        let mut url = self.models_url.clone();
+        for _ in 0..super::model_list::MAX_PAGES {
+            let value = self.http.get_json(&url).await?;
+            let page = super::model_list::parse_page(&value)
+                .map_err(|message| self.http.decode(message))?;
+            models.extend(page.models);
+            match page.after {
+                Some(after) => url = super::model_list::next_page(&self.models_url, &after),
+                None => break,
+            }
+        }
+        Ok(models)
     }
 }

@@ -18,6 +18,7 @@ pub mod credentials;
 mod error;
 mod http;
 mod http_provider;
+pub mod model_list;
 pub mod models;
 pub mod openai;
 pub mod reasoning;
@@ -116,6 +117,16 @@ pub trait Provider: Send + Sync {
         Err(ProviderError::StreamingUnsupported {
             provider: self.name().to_string(),
         })
+    }
+
+    /// The models the credentials may use, as the API lists them
+    /// (`GET /v1/models`). The default: this provider has no such list (a
+    /// replay); callers fall back to [`suggested_models`].
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        Err(ProviderError::Config(format!(
+            "{} cannot list its models",
+            self.name()
+        )))
     }
 }
 

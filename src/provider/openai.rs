@@ -52,6 +52,22 @@ impl OpenAi {
 pub struct ChatCompletions {
     /// Sent as `prompt_cache_key` on every call, when set.
     pub prompt_cache_key: Option<String>,
+    /// Send the request's output limit as `max_completion_tokens`: only to
+    /// OpenAI's own endpoint ([`sends_output_limit`]).
+    pub send_output_limit: bool,
+}
+
+/// Whether to send the output limit to `base_url` (`None`: OpenAI's own).
+///
+/// OpenAI deprecated `max_tokens` for `max_completion_tokens` (its
+/// reasoning models refuse `max_tokens`), and there the limit comes from
+/// the model table, which knows OpenAI's models. A compatible server is
+/// sent no limit: many take only `max_tokens`, its default is the rest of
+/// the context, and our limit for a model the table does not know (8192)
+/// would cut a local reasoning model's answer short or be refused by a
+/// server (vLLM) when it is more than what fits beside the prompt.
+pub fn sends_output_limit(base_url: Option<&str>) -> bool {
+    base_url.is_none_or(is_openai_endpoint)
 }
 
 /// A session's `prompt_cache_key`: the same for every call of the session
@@ -110,6 +126,16 @@ impl WireFormat for ChatCompletions {
         let body = ChatRequest {
             model,
             messages,
+            // Only when the user set one: a strict server may refuse a
+            // field it does not know. A model the table knows gets the
+            // nearest level it takes (none for one that takes none); any
+            // other the level as named (OpenRouter and DeepSeek map it).
+            reasoning_effort: request
+                .reasoning
+                .effort
+                .and_then(|effort| super::models::effort_for(model, effort))
+                .map(|effort| effort.as_str()),
+            max_completion_tokens: self.send_output_limit.then_some(request.max_tokens),
             tools: request
                 .tools
                 .iter()
@@ -140,6 +166,10 @@ impl WireFormat for ChatCompletions {
 struct ChatRequest<'a> {
     model: &'a str,
     messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ChatTool<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -180,6 +210,10 @@ enum ChatMessage<'a> {
     },
     Assistant {
         content: Option<String>,
+        /// The server's own reasoning, sent back with the tool calls it led
+        /// to ([`reasoning_to_send_back`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCall<'a>>,
     },
@@ -247,6 +281,7 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
     match message.role {
         Role::Assistant => out.push(ChatMessage::Assistant {
             content: (!text.is_empty()).then_some(text),
+            reasoning_content: reasoning_to_send_back(message),
             tool_calls: message
                 .tool_calls()
                 .map(|call| ChatToolCall {
@@ -324,6 +359,51 @@ fn push_wire_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) 
     }
 }
 
+/// The reasoning a compatible server wants back on an assistant message:
+/// its own unsigned thinking (signature `""`; a signed block is
+/// Anthropic's and never goes to this wire), on a message with tool calls
+/// only.
+///
+/// DeepSeek's thinking mode (api-docs.deepseek.com/guides/thinking_mode,
+/// read 2026-12-02) requires the `reasoning_content` of every assistant
+/// message that made tool calls in all later requests (a 400 without it),
+/// and ignores it on an answer without tool calls; its older
+/// `deepseek-reasoner` refused it in the input, but that model had no tool
+/// calls, so it never sees one here. vLLM and llama.cpp render it into the
+/// template or ignore it. So: the tool-call messages of every turn, not
+/// only the current one (a plain answer's reasoning stays out, as the
+/// servers drop it anyway).
+fn reasoning_to_send_back(message: &Message) -> Option<String> {
+    message.tool_calls().next()?;
+    let thinking: String = message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } if signature.is_empty() => Some(thinking.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!thinking.is_empty()).then_some(thinking)
+}
+
+/// The reasoning text of a message or a delta: servers name it
+/// `reasoning_content` (DeepSeek, llama.cpp, older vLLM) or `reasoning`
+/// (vLLM since 0.11, Ollama, OpenRouter); one that sends both sends the
+/// same text twice, so the first present wins.
+fn reasoning_text(value: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .into_iter()
+        .find_map(|key| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+        })
+}
+
 /// A tool result's text as Chat Completions carries it. The API has no
 /// error flag, so the block's `is_error` becomes the text's [`ERROR_PREFIX`]:
 /// the flag alone decides (a result that merely reads like an error is sent
@@ -366,6 +446,12 @@ fn parse_completion(value: &Value) -> Result<Response, String> {
         .ok_or_else(|| format!("no choices in the completion: {}", clip(&value.to_string())))?;
     let message = &choice["message"];
     let mut content = Vec::new();
+    if let Some(thinking) = reasoning_text(message) {
+        content.push(ContentBlock::Thinking {
+            thinking: thinking.to_string(),
+            signature: String::new(),
+        });
+    }
     if let Some(text) = message
         .get("content")
         .and_then(Value::as_str)
@@ -416,6 +502,8 @@ struct PartialCall {
 /// the finish reason and the trailing usage chunk.
 #[derive(Default)]
 pub struct StreamDecoder {
+    /// The server's reasoning, kept as an unsigned thinking block.
+    thinking: String,
     text: String,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
@@ -453,16 +541,9 @@ impl SseDecoder for StreamDecoder {
             self.text.push_str(text);
             events.push(StreamEvent::TextDelta(text.to_string()));
         }
-        // Reasoning servers (vLLM, Ollama, DeepSeek) stream thoughts under
-        // one of these names; shown, but not kept: the API takes none back.
-        for key in ["reasoning_content", "reasoning"] {
-            if let Some(text) = delta
-                .get(key)
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                events.push(StreamEvent::ThinkingDelta(text.to_string()));
-            }
+        if let Some(text) = reasoning_text(delta) {
+            self.thinking.push_str(text);
+            events.push(StreamEvent::ThinkingDelta(text.to_string()));
         }
         for call in delta
             .get("tool_calls")
@@ -513,6 +594,13 @@ impl StreamDecoder {
     fn finish(&mut self) -> Response {
         self.done = true;
         let mut content = Vec::new();
+        let thinking = std::mem::take(&mut self.thinking);
+        if !thinking.is_empty() {
+            content.push(ContentBlock::Thinking {
+                thinking,
+                signature: String::new(),
+            });
+        }
         let text = std::mem::take(&mut self.text);
         if !text.is_empty() {
             content.push(ContentBlock::Text { text });
@@ -654,6 +742,116 @@ mod tests {
         for (content, is_error, want) in cases {
             assert_eq!(tool_text(content, is_error), want, "{content:?} {is_error}");
         }
+    }
+
+    fn decode(chunks: &[Value]) -> Response {
+        let mut d = StreamDecoder::default();
+        for chunk in chunks {
+            d.on_event(SseEvent {
+                event: None,
+                data: chunk.to_string(),
+            })
+            .unwrap();
+        }
+        match d.on_end().unwrap().pop() {
+            Some(StreamEvent::Done(response)) => response,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn streamed_and_whole_reasoning_is_kept_as_an_unsigned_thinking_block() {
+        let thinking = |t: &str| ContentBlock::Thinking {
+            thinking: t.into(),
+            signature: String::new(),
+        };
+        // Either name; a server sending both sends one text, kept once.
+        let streamed = decode(&[
+            json!({"choices":[{"index":0,"delta":{"reasoning_content":"look at ","reasoning":"look at "}}]}),
+            json!({"choices":[{"index":0,"delta":{"reasoning":"a.rs"}}]}),
+            json!({"choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}),
+        ]);
+        assert_eq!(
+            streamed.content,
+            vec![
+                thinking("look at a.rs"),
+                ContentBlock::Text {
+                    text: "done".into()
+                }
+            ]
+        );
+        let whole = parse_completion(&json!({"choices":[{"message":{
+            "role":"assistant","content":null,"reasoning_content":"why",
+            "tool_calls":[{"id":"c1","type":"function","function":{"name":"glob","arguments":"{}"}}]},
+            "finish_reason":"tool_calls"}]}))
+        .unwrap();
+        assert_eq!(whole.content[0], thinking("why"));
+        assert_eq!(whole.content.len(), 2);
+    }
+
+    #[test]
+    fn reasoning_goes_back_only_with_the_tool_calls_it_led_to() {
+        let thinking = |t: &str, signature: &str| ContentBlock::Thinking {
+            thinking: t.into(),
+            signature: signature.into(),
+        };
+        let call = ContentBlock::ToolUse {
+            id: "c1".into(),
+            name: "glob".into(),
+            input: json!({}),
+            input_error: None,
+        };
+        let text = |t: &str| ContentBlock::Text { text: t.into() };
+        let cases = [
+            // (the assistant message, the reasoning_content sent)
+            (vec![thinking("plan", ""), call.clone()], Some("plan")),
+            // A plain answer's reasoning: the servers drop it.
+            (vec![thinking("plan", ""), text("hi")], None),
+            // Anthropic's signed thinking never goes to this wire.
+            (vec![thinking("signed", "sig"), call.clone()], None),
+            (vec![call.clone()], None),
+        ];
+        for (content, want) in cases {
+            let message = Message::assistant(content.clone());
+            let mut out = Vec::new();
+            push_wire_messages(&message, &mut out);
+            let sent = serde_json::to_value(&out).unwrap();
+            assert_eq!(
+                sent[0].get("reasoning_content").and_then(Value::as_str),
+                want,
+                "{content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn effort_and_the_output_limit_are_sent_only_when_they_apply() {
+        let body = |wire: &ChatCompletions, effort: Option<crate::provider::Effort>| {
+            let request = Request {
+                system: "",
+                messages: &[],
+                tools: &[],
+                max_tokens: 1234,
+                reasoning: crate::provider::Reasoning {
+                    effort,
+                    ..Default::default()
+                },
+            };
+            serde_json::from_slice::<Value>(&wire.body("m", request, false).unwrap()).unwrap()
+        };
+        let compatible = ChatCompletions::default();
+        let plain = body(&compatible, None);
+        assert!(plain.get("reasoning_effort").is_none(), "{plain}");
+        assert!(plain.get("max_completion_tokens").is_none(), "{plain}");
+        assert!(plain.get("max_tokens").is_none(), "{plain}");
+        let high = body(&compatible, Some(crate::provider::Effort::High));
+        assert_eq!(high["reasoning_effort"], "high");
+        let openai = ChatCompletions {
+            send_output_limit: sends_output_limit(None),
+            ..Default::default()
+        };
+        assert_eq!(body(&openai, None)["max_completion_tokens"], 1234);
+        assert!(!sends_output_limit(Some("http://127.0.0.1:8000/v1")));
     }
 
     #[test]

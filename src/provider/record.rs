@@ -50,6 +50,10 @@ impl Provider for Recorder {
         Ok(response)
     }
 
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        self.inner.list_models().await
+    }
+
     async fn stream(&self, request: Request<'_>) -> Result<EventStream, ProviderError> {
         let inner = self.inner.stream(request).await?;
         let file = self.file.clone();

@@ -32,6 +32,10 @@ pub trait WireFormat: Send + Sync + 'static {
     const NAME: &'static str;
     /// The endpoint, appended to the base URL (`/v1/messages`).
     const PATH: &'static str;
+    /// Where the API lists the models a key may use (`GET`), appended to
+    /// the base URL: OpenAI's and every compatible server's `/models`
+    /// beside `/chat/completions` (the base ends in `/v1`).
+    const MODELS_PATH: &'static str = "/models";
     /// Builds the response of a streamed call from its events.
     type Decoder: SseDecoder + Default;
 

@@ -145,6 +145,8 @@ pub struct Session {
     /// One turn at a time.
     turn: tokio::sync::Mutex<()>,
     given: Given,
+    /// The models the provider listed, asked once.
+    models: crate::provider::model_list::ModelCatalog,
 }
 
 impl Session {
@@ -203,6 +205,7 @@ impl Session {
             refused: Mutex::default(),
             turn: tokio::sync::Mutex::new(()),
             given,
+            models: Default::default(),
         }
     }
 
@@ -570,6 +573,23 @@ impl Session {
             ..ProviderChoice::default()
         };
         choice.resolved_model().ok().flatten()
+    }
+
+    /// The models to offer: what the session's provider lists for its
+    /// credentials (asked once), else the built-in suggestions with a note.
+    pub async fn list_models(&self) -> crate::provider::model_list::Listing {
+        let wanted = &self.settings().provider;
+        let choice = ProviderChoice {
+            kind: wanted.kind,
+            replay: wanted.replay.clone(),
+            ..ProviderChoice::default()
+        };
+        let kind = choice
+            .resolved_kind()
+            .unwrap_or(crate::provider::ProviderKind::Replay);
+        let model = self.connect().map_err(|error| error.to_string());
+        let provider = model.as_ref().map(|model| model.provider.as_ref());
+        self.models.list(provider.map_err(Clone::clone), kind).await
     }
 
     /// The model's price, if known.

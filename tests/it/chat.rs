@@ -226,7 +226,12 @@ fn two_turns_share_a_history_and_cost_adds_up_across_models() {
     assert!(cost.contains(&want), "{cost}");
     chat.quit();
 
-    let requests = server.requests();
+    // `/model` listed the models (a GET the server has no route for).
+    let requests: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|request| request.path.ends_with("/v1/messages"))
+        .collect();
     assert_eq!(
         requests.len(),
         2,
@@ -248,6 +253,50 @@ fn two_turns_share_a_history_and_cost_adds_up_across_models() {
     assert_eq!(turn_ends(&files[0]), 2);
     let id = files[0].file_stem().unwrap().to_string_lossy().into_owned();
     assert!(cost.contains(&format!("session {id}: ")), "{cost}");
+}
+
+/// `/model` lists what the API lists for the key (asked once, with the
+/// key and the API version), the model in use marked; a name off the list
+/// still works, its cost unknown. A refused listing falls back to the
+/// built-in suggestions with a note.
+#[test]
+fn model_lists_what_the_key_can_use_and_falls_back_to_the_built_in_list() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![]);
+    server.serve_models(&["claude-opus-4-5", "claude-sonnet-4-5", "claude-next-1"]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    let listed = chat.command("/model", "claude-next-1");
+    assert!(listed.contains("the models your key can use"), "{listed}");
+    assert!(listed.contains("* claude-sonnet-4-5"), "{listed}");
+    assert!(listed.contains("  claude-opus-4-5"), "{listed}");
+    assert!(
+        !listed.contains("claude-haiku-4-5"),
+        "the built-in list: {listed}"
+    );
+    chat.command("/model", "claude-next-1");
+    chat.command(
+        "/model claude-next-1",
+        "from the next turn on, model claude-next-1 · no price known",
+    );
+    chat.quit();
+    let asked = server.requests();
+    assert_eq!(asked.len(), 1, "listed once: {asked:?}");
+    assert!(asked[0].path.starts_with("/v1/models"), "{}", asked[0].path);
+    assert_eq!(asked[0].header("x-api-key"), Some(TEST_KEY));
+    assert!(asked[0].header("anthropic-version").is_some());
+
+    let server = ModelServer::start(vec![]);
+    server.refuse_models();
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    let listed = chat.command("/model", "any name the provider serves works)");
+    assert!(
+        listed.contains("could not list the models (anthropic: "),
+        "{listed}"
+    );
+    assert!(listed.contains("401"), "{listed}");
+    assert!(listed.contains("  claude-haiku-4-5"), "{listed}");
+    assert!(!listed.contains(TEST_KEY), "{listed}");
+    chat.quit();
 }
 
 /// The prompts typed are kept for the next chat in the user's state

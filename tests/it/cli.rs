@@ -562,3 +562,59 @@ fn a_bare_prompt_and_a_closed_stdin_are_explained() {
         ("Denied: no answer (stdin closed)".to_string(), true)
     );
 }
+
+/// `bareagent run` against the scripted server's Chat Completions API, as
+/// a compatible server (Ollama, vLLM, DeepSeek) is reached.
+fn run_openai_compatible(server: &ModelServer, dir: &Path, extra: &[&str]) -> Output {
+    bareagent(dir)
+        .args(["run", "--provider", "openai", "--base-url"])
+        .arg(server.openai_base())
+        .args(["--model", "deepseek-chat", "--idle-timeout", "2"])
+        .args(extra)
+        .arg(DEMO_PROMPT)
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .output()
+        .unwrap()
+}
+
+/// A compatible server's reasoning: shown as one line on stderr once it
+/// ends (never on stdout, where the answer goes), its tokens in the usage
+/// line, and sent back with the tool calls it led to; `--quiet` shows none
+/// of it.
+#[test]
+fn thinking_is_one_line_on_stderr_and_goes_back_with_its_tool_calls() {
+    let thought = "greet.py has the bug.\nRead it first.\nThen fix it.";
+    let script = || {
+        vec![
+            Reply::tool("read_file", json!({"path": "greet.py"}))
+                .with_reasoning(thought, 40)
+                .into(),
+            Reply::text("It was `nme`.").into(),
+        ]
+    };
+    let dir = demo_dir();
+    let server = ModelServer::start(script());
+    let out = run_openai_compatible(&server, dir.path(), &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim_end(), "It was `nme`.");
+    assert!(
+        stderr.contains("  (thought for 3 lines)\n→ read_file greet.py"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Read it first."), "{stderr}");
+    assert!(stderr.contains(" out (40 reasoning) · "), "{stderr}");
+    let second = &server.requests()[1].body;
+    let assistant = &second["messages"][2];
+    assert_eq!(assistant["role"], "assistant", "{second}");
+    assert_eq!(assistant["reasoning_content"], thought, "{second}");
+    assert!(assistant["tool_calls"].is_array(), "{second}");
+    // No effort was set: none is sent (a strict server refuses what it does not know).
+    assert!(second.get("reasoning_effort").is_none(), "{second}");
+
+    let server = ModelServer::start(script());
+    let quiet = run_openai_compatible(&server, demo_dir().path(), &["--quiet"]);
+    let stderr = text(&quiet.stderr);
+    assert!(quiet.status.success(), "{stderr}");
+    assert!(!stderr.contains("thought for"), "{stderr}");
+}

@@ -404,11 +404,13 @@ fn command(client: &LspClient, name: &str, arguments: Value) -> Result<Value, Va
     )
 }
 
-/// The model of each request, and which API it went to.
+/// The model of each model call, and which API it went to (a picker's
+/// `GET /v1/models` is no call).
 fn models_asked(server: &ModelServer) -> Vec<(String, String)> {
     server
         .requests()
         .iter()
+        .filter(|r| !r.path.contains("/v1/models"))
         .map(|r| {
             let api = if r.path.ends_with("/chat/completions") {
                 "openai"
@@ -538,4 +540,81 @@ fn the_environment_and_set_model_choose_the_model() {
             .contains("BAREAGENT_PROVIDER=gemini"),
         "{end}"
     );
+}
+
+/// `bareagent.setModel`'s choices for the provider in use are what its API
+/// lists for the key (`GET /v1/models`, asked once); refused, they are the
+/// built-in suggestions and `listedBy.note` says why.
+#[test]
+fn set_model_offers_what_the_api_lists() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![]);
+    server.serve_models(&["gpt-5", "qwen3-coder"]);
+    let options = || {
+        let mut options = ClientOptions::new(dir.path());
+        options.env.extend([
+            ("OPENAI_API_KEY".into(), TEST_KEY.into()),
+            ("OPENAI_BASE_URL".into(), server.openai_base()),
+            ("BAREAGENT_PROVIDER".into(), "openai".into()),
+        ]);
+        options
+    };
+    let openai_models = |offered: &Value| -> Vec<String> {
+        offered["choices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|choice| choice["provider"] == "openai")
+            .map(|choice| choice["model"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let client = start(dir.path(), options());
+    let offered = command(&client, "bareagent.setModel", json!([])).unwrap();
+    // The model in use first (it is not on the list), then the API's.
+    assert_eq!(
+        openai_models(&offered),
+        ["gpt-4.1", "gpt-5", "qwen3-coder"],
+        "{offered}"
+    );
+    assert_eq!(offered["listedBy"]["source"], "api", "{offered}");
+    command(&client, "bareagent.setModel", json!([])).unwrap();
+    client.shutdown();
+    let listings: Vec<_> = server.requests();
+    assert_eq!(listings.len(), 1, "asked once: {listings:?}");
+    assert_eq!(listings[0].path, "/v1/models");
+    assert_eq!(
+        listings[0].header("authorization"),
+        Some(format!("Bearer {TEST_KEY}").as_str())
+    );
+
+    server.refuse_models();
+    let client = start(dir.path(), options());
+    let offered = command(&client, "bareagent.setModel", json!([])).unwrap();
+    assert_eq!(offered["listedBy"]["source"], "built-in", "{offered}");
+    let note = offered["listedBy"]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("401"), "{offered}");
+    assert!(
+        openai_models(&offered).contains(&"o4-mini".to_string()),
+        "{offered}"
+    );
+    client.shutdown();
+
+    // A server that is not there: the built-in list too, and why.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let mut unreachable = options();
+    unreachable
+        .env
+        .retain(|(name, _)| name.as_str() != "OPENAI_BASE_URL");
+    unreachable.env.push(("OPENAI_BASE_URL".into(), gone));
+    let client = start(dir.path(), unreachable);
+    let offered = command(&client, "bareagent.setModel", json!([])).unwrap();
+    assert_eq!(offered["listedBy"]["source"], "built-in", "{offered}");
+    let note = offered["listedBy"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("could not list the models (openai: "),
+        "{offered}"
+    );
+    client.shutdown();
 }

@@ -39,6 +39,7 @@ mod redact;
 mod rewind;
 mod sandbox;
 mod sdk_anthropic;
+mod sdk_chat;
 mod secrets;
 mod session_core;
 mod session_handle;

@@ -91,13 +91,20 @@ fn plugin_commands_and_the_chat_split_as_it_streams() {
         Reply::text("Typed answer.").into(),
         Reply::text("Selection explained.").into(),
     ]);
+    server.serve_models(&["claude-sonnet-4-5", "claude-listed-1"]);
     let run = run_script(&nvim, "plugin_chat.lua", dir.path(), &server);
     assert!(run.ok, "{}", run.stderr);
+    // The model calls (`:BareAgent model` listed the models in between).
+    let calls: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|request| !request.path.contains("/v1/models"))
+        .collect();
     assert_eq!(
-        crate::lsp::user_texts(&server.requests()[0].body),
+        crate::lsp::user_texts(&calls[0].body),
         ["say hello about @greet.py"]
     );
-    let results = sent_tool_results(&server.requests()[2].body);
+    let results = sent_tool_results(&calls[2].body);
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results[1].0.contains("nme"), "{results:?}");
     // The split shows the failed read with the model's error text.
@@ -116,11 +123,11 @@ fn plugin_commands_and_the_chat_split_as_it_streams() {
     assert!(run.chat().contains(&"_new session_"), "{:?}", run.chat());
     // After `new`, the model sees only the prompt typed in the chat.
     assert_eq!(
-        crate::lsp::user_texts(&server.requests()[3].body),
+        crate::lsp::user_texts(&calls[3].body),
         ["typed in the chat"]
     );
     assert_eq!(
-        crate::lsp::user_texts(&server.requests()[4].body)
+        crate::lsp::user_texts(&calls[4].body)
             .last()
             .map(String::as_str),
         Some(

@@ -12,7 +12,7 @@ use crate::approvals::{
     bareagent, on_a_terminal, on_a_terminal_with, two_sensitive_reads, wait_exit,
 };
 use crate::common::workspace;
-use crate::support::model_server::{ModelServer, Reply, Step};
+use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 
 /// `inner` run by a shell that, after it, reads one line from the terminal
 /// and says what it read: what a user's shell does with the next line typed.
@@ -200,5 +200,40 @@ fn tool_lines_say_what_the_chat_says_and_commands_show_their_last_lines() {
     assert!(
         stderr.contains("  ✗ exit code 1\n    │ 1\n    │ 2\n    │ 3\n"),
         "{stderr}"
+    );
+}
+
+/// On a terminal, the thought stands in the spinner's line while the model
+/// thinks (its latest line, after `thinking…`), and once it is done one
+/// line says how long it was, before what follows.
+#[test]
+fn on_a_terminal_the_thought_stands_in_the_spinner_line_then_one_line() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let thinking = Reply::tool("read_file", json!({"path": "a.txt"}))
+        .with_thinking("Look in a.txt.\nIt has the answer.", "sig");
+    // The model stalls after the thought's first piece.
+    let stalled = Fault::Stall {
+        reply: thinking,
+        after_text: true,
+        secs: 1,
+    };
+    let server = ModelServer::start(vec![stalled.into(), Reply::text("The answer.").into()]);
+    let (_master, mut child, terminal) =
+        on_a_terminal_with(run_command(dir.path(), &server, &[]), None);
+    let _group = KillGroupOnDrop(child.id());
+    assert!(wait_exit(&mut child).success(), "{}", terminal.text());
+    let shown = terminal.text();
+    let tool = shown.find("→ read_file a.txt").expect(&shown);
+    let before = &shown[..tool];
+    let thinking = before.find("thinking…").expect(before);
+    assert!(before[thinking..].contains("Look in a"), "{before:?}");
+    assert!(
+        before[thinking..].contains("(thought for 2 lines)"),
+        "{before:?}"
+    );
+    // Only ever in the spinner's line, erased with it: never a line of its own.
+    assert!(
+        !shown.contains("It has the answer.\r\n"),
+        "the thought stays folded: {shown:?}"
     );
 }

@@ -1,5 +1,6 @@
 //! Whole outputs as committed `insta` snapshots: the `bareagent run --json`
-//! stream of the demo turn, and the chat file after a turn in the editor.
+//! stream of the demo turn, and the chat file after a turn in the editor
+//! (the model's thinking folded in it).
 //! What changes from run to run (see `redact.rs`) is taken out first, so
 //! the snapshots are stable.
 //!
@@ -65,6 +66,7 @@ fn the_chat_file_after_a_turn_in_the_editor() {
     let server = ModelServer::start(vec![
         Reply::tool("read_file", json!({"path": "greet.py"}))
             .with_text_first("Reading it.")
+            .with_thinking("The greeting is wrong.\n\nRead the file first.", "sig")
             .into(),
         Reply::tool(
             "edit_file",

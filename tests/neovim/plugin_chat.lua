@@ -112,6 +112,14 @@ vim.cmd('BareAgent model')
 T.wait_for('the model chosen', function()
   return offered ~= nil and T.noted('next turn') ~= nil
 end)
+-- The provider in use offers what its API listed for the key.
+local function offers(model)
+  return vim.iter(offered):any(function(item)
+    return item.provider == 'anthropic' and item.model == model
+  end)
+end
+T.check(offers('claude-listed-1'), 'the API list is offered: ' .. vim.inspect(offered))
+T.check(not offers('claude-haiku-4-5'), 'not the built-in list: ' .. vim.inspect(offered))
 
 -- :BareAgent effort picks through vim.ui.select too; the status says it.
 vim.ui.select = function(items, opts, on_choice)

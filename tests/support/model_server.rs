@@ -72,6 +72,19 @@ impl ModelServer {
         }
     }
 
+    /// Serves `ids` at `GET /v1/models`, in Anthropic's shape (pages of
+    /// `limit`, default 20, `after_id`) to a request with
+    /// `anthropic-version`, else in OpenAI's.
+    pub fn serve_models(&self, ids: &[&str]) {
+        let ids = ids.iter().map(|id| id.to_string()).collect();
+        lock(&self.state).models = Some(models::Listing::Models(ids));
+    }
+
+    /// Refuses `GET /v1/models` with a 401 and each API's error body.
+    pub fn refuse_models(&self) {
+        lock(&self.state).models = Some(models::Listing::Unauthorized);
+    }
+
     /// Base URL for an Anthropic client, which POSTs `{base}/v1/messages`.
     pub fn anthropic_base(&self) -> String {
         format!("http://{}", self.addr)
@@ -213,6 +226,10 @@ pub struct Reply {
     pub hold: Option<Hold>,
     /// Stream the text as exactly these deltas, each after a pause.
     pub paced: Option<Paced>,
+    /// An OpenAI-compatible server's reasoning (`reasoning_content`, as
+    /// DeepSeek and llama.cpp send it) and its count in
+    /// `completion_tokens_details.reasoning_tokens`; OpenAI path only.
+    pub reasoning: Option<(String, u64)>,
 }
 
 /// A steady stream for benchmarks: the text as these deltas, each written
@@ -333,6 +350,13 @@ impl Reply {
         Reply::with_blocks(Vec::new())
     }
 
+    /// Reasoning before the answer, as a compatible server streams it in
+    /// `reasoning_content` (OpenAI path only), counted as `tokens`.
+    pub fn with_reasoning(mut self, reasoning: &str, tokens: u64) -> Reply {
+        self.reasoning = Some((reasoning.to_string(), tokens));
+        self
+    }
+
     /// Prepends a thinking block.
     pub fn with_thinking(mut self, thinking: &str, signature: &str) -> Reply {
         let block = Block::Thinking {
@@ -448,6 +472,8 @@ struct State {
     connections: usize,
     deltas_written: Vec<(String, std::time::Instant)>,
     prompt_cache: Option<prompt_cache::PromptCache>,
+    /// What `GET …/models` answers; `None`: 404, as a server without it.
+    models: Option<models::Listing>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -579,6 +605,15 @@ async fn answer(
     };
 
     let Some(provider) = provider else {
+        let listing = lock(state).models.clone();
+        let request = lock(state).requests.get(number - 1).cloned();
+        if let (Some(listing), Some(request)) = (listing, request)
+            && models::is_models_path(&path)
+        {
+            let (status, body) = models::answer(&listing, &request);
+            let out = Responder::new(connection, Provider::OpenAi, number);
+            return written(send_json(out, status, &body.to_string(), &[]).await);
+        }
         let out = Responder::new(connection, Provider::Anthropic, number);
         let message = format!("scripted model server: unknown path {path}");
         return written(send_error(out, 404, ErrorKind::NotFound, &message, &[]).await);
@@ -881,6 +916,7 @@ fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
@@ -1474,12 +1510,16 @@ mod openai {
 
     /// `input_tokens` maps to `prompt_tokens` as is (not summed with cache tokens).
     fn usage(reply: &Reply) -> Json {
-        json!({
+        let mut usage = json!({
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
             "total_tokens": reply.input_tokens + reply.output_tokens,
             "prompt_tokens_details": {"cached_tokens": reply.cache_read_input_tokens},
-        })
+        });
+        if let Some((_, tokens)) = &reply.reasoning {
+            usage["completion_tokens_details"] = json!({"reasoning_tokens": tokens});
+        }
+        usage
     }
 
     /// The non-stream response body.
@@ -1496,6 +1536,9 @@ mod openai {
             })
             .collect();
         let mut message = json!({"role": "assistant", "content": content});
+        if let Some((reasoning, _)) = &reply.reasoning {
+            message["reasoning_content"] = Json::from(reasoning.as_str());
+        }
         if !calls.is_empty() {
             message["tool_calls"] = Json::from(calls);
         }
@@ -1536,6 +1579,14 @@ mod openai {
             EventKind::Frame,
             json!({"role": "assistant", "content": ""}),
         )];
+        if let Some((reasoning, _)) = &reply.reasoning {
+            for piece in pieces(reasoning) {
+                events.push(delta(
+                    EventKind::OtherDelta,
+                    json!({"reasoning_content": piece}),
+                ));
+            }
+        }
         for piece in texts(reply).flat_map(|text| text_pieces(reply, text)) {
             events.push(delta(EventKind::TextDelta, json!({"content": piece})).with_text(piece));
         }
@@ -1573,5 +1624,87 @@ mod openai {
             ErrorKind::InvalidRequest | ErrorKind::NotFound => "invalid_request_error",
         };
         json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+    }
+}
+
+// ---------------------------------------------------------------------------
+// GET /v1/models: the models a key may use (Anthropic's and OpenAI's shapes)
+// ---------------------------------------------------------------------------
+
+mod models {
+    use super::{Json, RecordedRequest};
+    use serde_json::json;
+
+    #[derive(Clone, Debug)]
+    pub enum Listing {
+        Models(Vec<String>),
+        Unauthorized,
+    }
+
+    pub fn is_models_path(path: &str) -> bool {
+        path.split('?')
+            .next()
+            .unwrap_or(path)
+            .ends_with("/v1/models")
+    }
+
+    /// A query parameter's value.
+    fn query<'a>(path: &'a str, name: &str) -> Option<&'a str> {
+        let (_, query) = path.split_once('?')?;
+        query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
+    }
+
+    /// The status and body: Anthropic's shape to a request that names its
+    /// API version, paged as Anthropic pages (newest first, `limit` per
+    /// page, `after_id` the cursor); OpenAI's (all at once) otherwise.
+    pub fn answer(listing: &Listing, request: &RecordedRequest) -> (u16, Json) {
+        let anthropic = request.header("anthropic-version").is_some();
+        let ids = match listing {
+            Listing::Unauthorized if anthropic => {
+                return (
+                    401,
+                    json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+                );
+            }
+            Listing::Unauthorized => {
+                return (
+                    401,
+                    json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}),
+                );
+            }
+            Listing::Models(ids) => ids,
+        };
+        if !anthropic {
+            let data: Vec<Json> = ids
+                .iter()
+                .map(|id| json!({"id": id, "object": "model", "created": 1700000000, "owned_by": "system"}))
+                .collect();
+            return (200, json!({"object": "list", "data": data}));
+        }
+        let limit = query(&request.path, "limit")
+            .and_then(|limit| limit.parse::<usize>().ok())
+            .unwrap_or(20)
+            .clamp(1, 1000);
+        let start = query(&request.path, "after_id")
+            .and_then(|after| ids.iter().position(|id| id == after))
+            .map_or(0, |at| at + 1);
+        let page: Vec<&String> = ids.iter().skip(start).take(limit).collect();
+        let data: Vec<Json> = page
+            .iter()
+            .map(|id| json!({"type": "model", "id": id, "display_name": id, "created_at": "2025-09-29T00:00:00Z"}))
+            .collect();
+        (
+            200,
+            json!({
+                "data": data,
+                "has_more": start + page.len() < ids.len(),
+                "first_id": page.first(),
+                "last_id": page.last(),
+            }),
+        )
     }
 }

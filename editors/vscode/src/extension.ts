@@ -12,6 +12,7 @@ import { pickEffort } from './effort';
 import { Dialogs } from './dialogs';
 import { ProposedDocuments, SCHEME } from './review';
 import { StatusItem } from './status';
+import { Choices, Usage, pickItems, usageText } from './modelChoices';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const started = Date.now();
@@ -130,7 +131,6 @@ function codeOf(code: vscode.Diagnostic['code']): string {
   return typeof code === 'object' && code !== null ? String(code.value) : String(code);
 }
 
-type Usage = { input_tokens?: number; output_tokens?: number };
 type Status = {
   sessions?: { name: string; running: boolean; messages: number; usage?: Usage }[];
   pendingApprovals?: { id: number; tool: string; summary: string }[];
@@ -150,7 +150,7 @@ async function showStatus(agent: Agent): Promise<void> {
     `sandbox: ${s.sandbox ?? '?'}`,
     ...(s.sessions ?? []).map(
       (x) =>
-        `session ${x.name}: ${x.running ? 'running' : 'idle'}, ${x.messages} messages, ${x.usage?.input_tokens ?? 0} in / ${x.usage?.output_tokens ?? 0} out tokens`,
+        `session ${x.name}: ${x.running ? 'running' : 'idle'}, ${x.messages} messages, ${usageText(x.usage ?? {})}`,
     ),
     (s.pendingApprovals ?? []).length === 0
       ? 'no pending approvals'
@@ -159,17 +159,9 @@ async function showStatus(agent: Agent): Promise<void> {
   await vscode.window.showInformationMessage(`bareagent — ${lines.join(' · ')}`, { modal: false });
 }
 
-type Choices = { current?: { provider?: string; model?: string }; choices?: { provider: string; model: string; configured: boolean }[] };
-
 async function pickModel(agent: Agent, chat: ChatView): Promise<void> {
   const answer = await agent.run<Choices>('bareagent.setModel');
-  const items: (vscode.QuickPickItem & { pick?: object })[] = (answer.choices ?? []).map((c) => ({
-    label: `${c.provider} · ${c.model}`,
-    description: c.configured ? undefined : 'not configured (no key or base URL)',
-    picked: c.provider === answer.current?.provider && c.model === answer.current?.model,
-    pick: { provider: c.provider, model: c.model },
-  }));
-  items.push({ label: 'Back to the settings', pick: { reset: true } });
+  const items: (vscode.QuickPickItem & { pick?: object })[] = pickItems(answer);
   const picked = await vscode.window.showQuickPick(items, {
     placeHolder: `Model for the next turn (now ${answer.current?.provider ?? '?'} · ${answer.current?.model ?? '?'}); type to filter`,
   });

@@ -315,7 +315,9 @@ local function usage_text(usage)
   local input = (usage.input_tokens or 0)
     + (usage.cache_creation_input_tokens or 0)
     + (usage.cache_read_input_tokens or 0)
-  return string.format(' · %d tokens in, %d out', input, usage.output_tokens or 0)
+  local reasoning = usage.reasoning_tokens or 0
+  local thought = reasoning > 0 and string.format(' (%d reasoning)', reasoning) or ''
+  return string.format(' · %d tokens in, %d out%s', input, usage.output_tokens or 0, thought)
 end
 
 function render.turn_finished(event)

@@ -210,8 +210,14 @@ function M.model()
     if type(offered) ~= 'table' or type(offered.choices) ~= 'table' then
       return
     end
+    -- The provider in use's models are what its API lists for the key;
+    -- when it could not be asked, the built-in list, and the note says why.
+    local listed = type(offered.listedBy) == 'table' and offered.listedBy or {}
+    if type(listed.note) == 'string' then
+      vim.notify('bareagent: ' .. listed.note, vim.log.levels.INFO)
+    end
     vim.ui.select(offered.choices, {
-      prompt = 'Model for the next turn',
+      prompt = listed.source == 'api' and 'Model for the next turn (listed for your key)' or 'Model for the next turn',
       format_item = function(c)
         return c.provider .. ' ' .. c.model .. (c.configured and '' or '  (no key set)')
       end,

@@ -7,6 +7,7 @@
  */
 import MarkdownIt from 'markdown-it';
 import type { EditorEvent } from '../editorEvent';
+import { usageText } from '../modelChoices';
 
 declare function acquireVsCodeApi(): { postMessage(message: unknown): void };
 const vscode = acquireVsCodeApi();
@@ -136,8 +137,7 @@ function onEvent(e: Ev): void {
         renderTodos(e.todos ?? []);
         break;
       case 'usage': {
-        const t = e.total ?? {};
-        usage.textContent = `${t.input_tokens ?? 0} in · ${t.output_tokens ?? 0} out tokens`;
+        usage.textContent = usageText(e.total ?? {});
         break;
       }
       case 'approval_requested':
