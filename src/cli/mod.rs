@@ -162,7 +162,7 @@ pub struct AgentArgs {
     )]
     pub provider: Option<ProviderKind>,
 
-    /// Model name, over BAREAGENT_MODEL (default: claude-sonnet-4-5 / gpt-4.1).
+    /// Model name, over BAREAGENT_MODEL (default: claude-opus-4-8 / gpt-5.5).
     #[arg(long)]
     pub model: Option<String>,
 

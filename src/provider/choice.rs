@@ -11,8 +11,11 @@ use super::{
     Replay,
 };
 
-pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
-pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1";
+/// The defaults a user of today's models expects: what Claude Code and
+/// Codex ask by default (observed in Claude Code 2.1.197 and Codex 0.171.0,
+/// December 2026), each thinking in its best mode (`provider::models`).
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-opus-4-8";
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-5.5";
 
 /// The environment variables that choose the provider and the model, read
 /// by `bareagent run` (as its flags' defaults) and by the language server
@@ -71,10 +74,10 @@ pub fn suggested_models(kind: ProviderKind) -> &'static [&'static str] {
     match kind {
         ProviderKind::Anthropic => &[
             DEFAULT_ANTHROPIC_MODEL,
-            "claude-opus-4-1",
+            "claude-sonnet-5",
             "claude-haiku-4-5",
         ],
-        ProviderKind::Openai => &[DEFAULT_OPENAI_MODEL, "gpt-4.1-mini", "o4-mini"],
+        ProviderKind::Openai => &[DEFAULT_OPENAI_MODEL, "gpt-5.4", "gpt-4.1"],
         ProviderKind::Replay => &[],
     }
 }

@@ -305,7 +305,9 @@ fn the_chat_reads_as_markdown() {
         Reply::text("It holds x.").into(),
         Reply::text("Yes.").into(),
     ]);
-    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let mut options = options(dir.path(), &server, "bypass");
+    options.initialization_options["model"] = json!("claude-sonnet-4-5");
+    let client = start(dir.path(), options);
     for prompt in ["what is in a.txt?", "sure?"] {
         let turn = turn_of(&ask(&client, json!(prompt)));
         assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
@@ -472,7 +474,7 @@ fn the_environment_and_set_model_choose_the_model() {
     let choices = offered["choices"].as_array().unwrap();
     assert_eq!(
         choices[0],
-        json!({"provider": "anthropic", "model": "claude-sonnet-4-5", "configured": true})
+        json!({"provider": "anthropic", "model": bareagent::provider::DEFAULT_ANTHROPIC_MODEL, "configured": true})
     );
     assert!(
         choices.contains(&json!({"provider": "openai", "model": "env-model", "configured": true})),
@@ -503,7 +505,10 @@ fn the_environment_and_set_model_choose_the_model() {
             ("openai".to_string(), "editor-model".to_string()),
             ("openai".to_string(), "env-model".to_string()),
             ("anthropic".to_string(), "claude-picked".to_string()),
-            ("openai".to_string(), "gpt-4.1".to_string()),
+            (
+                "openai".to_string(),
+                bareagent::provider::DEFAULT_OPENAI_MODEL.to_string()
+            ),
         ]
     );
 
@@ -573,7 +578,11 @@ fn set_model_offers_what_the_api_lists() {
     // The model in use first (it is not on the list), then the API's.
     assert_eq!(
         openai_models(&offered),
-        ["gpt-4.1", "gpt-5", "qwen3-coder"],
+        [
+            bareagent::provider::DEFAULT_OPENAI_MODEL,
+            "gpt-5",
+            "qwen3-coder"
+        ],
         "{offered}"
     );
     assert_eq!(offered["listedBy"]["source"], "api", "{offered}");
@@ -594,7 +603,7 @@ fn set_model_offers_what_the_api_lists() {
     let note = offered["listedBy"]["note"].as_str().unwrap_or_default();
     assert!(note.contains("401"), "{offered}");
     assert!(
-        openai_models(&offered).contains(&"o4-mini".to_string()),
+        openai_models(&offered).contains(&"gpt-5.4".to_string()),
         "{offered}"
     );
     client.shutdown();

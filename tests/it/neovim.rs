@@ -200,8 +200,12 @@ fn snippet_agent_right_after_start_status_and_plain_errors() {
         .iter()
         .find(|n| n.starts_with("bareagent: model:"))
         .expect("a status");
+    let model = format!(
+        "model: anthropic {} (from the provider's default)",
+        bareagent::provider::DEFAULT_ANTHROPIC_MODEL
+    );
     for part in [
-        "model: anthropic claude-sonnet-4-5 (from the provider's default)",
+        model.as_str(),
         "sandbox: ",
         "session main: idle, 2 messages, 5 tokens out",
         "no pending approvals",
