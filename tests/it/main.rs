@@ -36,6 +36,7 @@ mod neovim_plugin;
 mod provider_setup;
 mod read_ledger;
 mod redact;
+mod responses;
 mod rewind;
 mod sandbox;
 mod secrets;
