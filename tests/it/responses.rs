@@ -100,7 +100,10 @@ fn refusals(input: &[Value]) -> Vec<String> {
     }
     for item in input {
         match item["type"].as_str() {
-            Some("reasoning") if item["encrypted_content"].is_string() => {}
+            Some("reasoning")
+                if item["encrypted_content"]
+                    .as_str()
+                    .is_some_and(|s| !s.is_empty()) => {}
             Some("reasoning") => faults.push(format!("reasoning without content: {item}")),
             Some("message" | "function_call" | "function_call_output") => {
                 if item.get("id").is_some() {
