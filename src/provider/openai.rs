@@ -351,6 +351,8 @@ fn stop_reason(finish_reason: &str) -> String {
 pub(super) struct UsageFields {
     pub input: &'static str,
     pub cached: &'static str,
+    /// Tokens written to the cache (newer answers report them, older ones not).
+    pub cache_write: &'static str,
     pub output: &'static str,
     pub reasoning: &'static str,
 }
@@ -358,6 +360,7 @@ pub(super) struct UsageFields {
 const CHAT_USAGE: UsageFields = UsageFields {
     input: "/prompt_tokens",
     cached: "/prompt_tokens_details/cached_tokens",
+    cache_write: "/prompt_tokens_details/cache_write_tokens",
     output: "/completion_tokens",
     reasoning: "/completion_tokens_details/reasoning_tokens",
 };
@@ -366,12 +369,16 @@ const CHAT_USAGE: UsageFields = UsageFields {
 pub(super) fn usage_of(usage: &Value, fields: &UsageFields) -> Usage {
     let field = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
     let cached = field(fields.cached);
+    let written = field(fields.cache_write);
     Usage {
-        // OpenAI counts cached tokens inside the input; we keep them apart
-        // as Anthropic does, so totals and costs add up the same way.
-        input_tokens: field(fields.input).saturating_sub(cached),
+        // OpenAI counts cached and cache-written tokens inside the input; we
+        // keep them apart as Anthropic does, so totals and costs add up the
+        // same way.
+        input_tokens: field(fields.input)
+            .saturating_sub(cached)
+            .saturating_sub(written),
         output_tokens: field(fields.output),
-        cache_creation_input_tokens: 0,
+        cache_creation_input_tokens: written,
         cache_read_input_tokens: cached,
         reasoning_tokens: field(fields.reasoning),
     }

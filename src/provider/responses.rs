@@ -395,6 +395,7 @@ fn parse_usage(usage: &Value) -> Usage {
     const FIELDS: UsageFields = UsageFields {
         input: "/input_tokens",
         cached: "/input_tokens_details/cached_tokens",
+        cache_write: "/input_tokens_details/cache_write_tokens",
         output: "/output_tokens",
         reasoning: "/output_tokens_details/reasoning_tokens",
     };
@@ -773,7 +774,7 @@ mod tests {
                 json!({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "{\"pattern\":"}),
                 json!({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "\"*\"}"}),
                 json!({"type": "response.future_event", "output_index": 1}),
-                json!({"type": "response.completed", "response": {"status": "completed", "output": [], "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 3}}}}),
+                json!({"type": "response.completed", "response": {"status": "completed", "output": [], "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 2}, "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 3}}}}),
             ],
         )
         .unwrap();
@@ -796,9 +797,9 @@ mod tests {
         assert_eq!(
             response.usage,
             Usage {
-                input_tokens: 6,
+                input_tokens: 4,
                 output_tokens: 7,
-                cache_creation_input_tokens: 0,
+                cache_creation_input_tokens: 2,
                 cache_read_input_tokens: 4,
                 reasoning_tokens: 3,
             }

@@ -39,6 +39,7 @@ mod redact;
 mod responses;
 mod rewind;
 mod sandbox;
+mod sdk_openai;
 mod secrets;
 mod session_core;
 mod session_handle;

@@ -1646,7 +1646,10 @@ mod responses {
     fn usage(reply: &Reply) -> Json {
         json!({
             "input_tokens": reply.input_tokens,
-            "input_tokens_details": {"cached_tokens": reply.cache_read_input_tokens},
+            "input_tokens_details": {
+                "cached_tokens": reply.cache_read_input_tokens,
+                "cache_write_tokens": reply.cache_creation_input_tokens,
+            },
             "output_tokens": reply.output_tokens,
             "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
             "total_tokens": reply.input_tokens + reply.output_tokens,
