@@ -700,6 +700,49 @@ mod tests {
     }
 
     #[test]
+    fn images_go_as_input_images_and_a_refused_one_as_its_note() {
+        let png = Image {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let bmp = Image {
+            media_type: "image/bmp".into(),
+            data: "Qk0=".into(),
+        };
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "c1".into(),
+                    content: "shot".into(),
+                    is_error: false,
+                    images: vec![png.clone()],
+                },
+                ContentBlock::Text {
+                    text: "look".into(),
+                },
+                ContentBlock::Image(bmp),
+            ],
+        };
+        let mut out = Vec::new();
+        push_items(&message, &mut out);
+        let note = "[image (image/bmp) left out: its media type `image/bmp` is not one of image/png, image/jpeg, image/gif, image/webp]";
+        assert_eq!(
+            serde_json::to_value(&out).unwrap(),
+            json!([
+                {"type": "function_call_output", "call_id": "c1", "output": [
+                    {"type": "input_text", "text": "shot"},
+                    {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+                ]},
+                {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "look"},
+                    {"type": "input_text", "text": note},
+                ]},
+            ])
+        );
+    }
+
+    #[test]
     fn effort_goes_to_the_nearest_level_the_model_takes() {
         let asked = |thinking, effort| Reasoning { thinking, effort };
         let cases = [

@@ -170,11 +170,18 @@ fn five_steps() -> (Vec<Step>, Vec<String>) {
 
 #[test]
 fn a_five_step_tool_turn_carries_back_its_reasoning_and_calls_exactly() {
+    // Streamed, and answered whole.
+    for extra in [&[][..], &["--no-stream"][..]] {
+        five_steps_then_resumed(extra);
+    }
+}
+
+fn five_steps_then_resumed(extra: &[&str]) {
     let dir = notes();
     user_config(dir.path(), "wire = \"responses\"\neffort = \"high\"\n");
     let (steps, calls) = five_steps();
     let server = ModelServer::start(steps);
-    let out = run(dir.path(), &server, &[], "read the notes");
+    let out = run(dir.path(), &server, extra, "read the notes");
     assert_succeeded(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("All four notes read."));
     let requests = server.requests();
@@ -182,6 +189,7 @@ fn a_five_step_tool_turn_carries_back_its_reasoning_and_calls_exactly() {
     assert_carried(&requests, &[], &calls);
     for request in &requests {
         let body = &request.body;
+        assert_eq!(body.get("stream").is_some(), extra.is_empty());
         assert_eq!(body["store"], false);
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
         // The effort from config.toml, and a summary to show as thinking.
@@ -207,7 +215,12 @@ fn a_five_step_tool_turn_carries_back_its_reasoning_and_calls_exactly() {
     // Resumed: the first request of the next run carries the whole turn back.
     let (reply, next_call) = reasoned_read(0);
     let server = ModelServer::start(vec![reply.into(), Reply::text("Again.").into()]);
-    let out = run(dir.path(), &server, &["--continue"], "read them again");
+    let out = run(
+        dir.path(),
+        &server,
+        &[extra, &["--continue"]].concat(),
+        "read them again",
+    );
     assert_succeeded(&out);
     let requests = server.requests();
     let mut before: Vec<Value> = Vec::new();
