@@ -533,22 +533,26 @@ fn append(item: &mut Value, field: &str, delta: &str) {
 }
 
 /// Appends `delta` to the text of part `index` (of type `kind`) in the list
-/// `list` of `item`, creating the list and the parts up to it. An index far
-/// past any real answer's is ignored rather than allocated.
-fn append_part(item: &mut Value, list: &str, kind: &str, index: u64, delta: &str) {
+/// `list` of `item`, creating the list and the parts up to it; says whether
+/// the part is new. An index far past any real answer's is ignored rather
+/// than allocated.
+fn append_part(item: &mut Value, list: &str, kind: &str, index: u64, delta: &str) -> bool {
     const MOST_PARTS: u64 = 1024;
     if index >= MOST_PARTS {
-        return;
+        return false;
     }
     if !item[list].is_array() {
         item[list] = Value::Array(Vec::new());
     }
-    if let Some(parts) = item[list].as_array_mut() {
-        while parts.len() as u64 <= index {
-            parts.push(serde_json::json!({"type": kind, "text": ""}));
-        }
-        append(&mut parts[index as usize], "text", delta);
+    let Some(parts) = item[list].as_array_mut() else {
+        return false;
+    };
+    let new = parts.len() as u64 <= index;
+    while parts.len() as u64 <= index {
+        parts.push(serde_json::json!({"type": kind, "text": ""}));
     }
+    append(&mut parts[index as usize], "text", delta);
+    new
 }
 
 impl SseDecoder for StreamDecoder {
@@ -573,7 +577,7 @@ impl SseDecoder for StreamDecoder {
                 let delta = text("delta");
                 let item = self.item(&data);
                 item["type"] = Value::from("message");
-                append_part(
+                let _ = append_part(
                     item,
                     "content",
                     "output_text",
@@ -586,13 +590,15 @@ impl SseDecoder for StreamDecoder {
                 let delta = text("delta");
                 let item = self.item(&data);
                 item["type"] = Value::from("reasoning");
-                append_part(
-                    item,
-                    "summary",
-                    "summary_text",
-                    index("summary_index"),
-                    &delta,
-                );
+                let part = index("summary_index");
+                let new = append_part(item, "summary", "summary_text", part, &delta);
+                // A summary's parts are paragraphs: shown apart.
+                if new && part > 0 {
+                    return Ok(vec![
+                        StreamEvent::ThinkingDelta("\n\n".into()),
+                        StreamEvent::ThinkingDelta(delta),
+                    ]);
+                }
                 return Ok(vec![StreamEvent::ThinkingDelta(delta)]);
             }
             "response.function_call_arguments.delta" => {
@@ -812,6 +818,7 @@ mod tests {
                 json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
                 json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "Think"}),
                 json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "ing"}),
+                json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 1, "delta": "More"}),
                 json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Thinking"}], "encrypted_content": "enc"}}),
                 json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "call_id": "call_a", "name": "glob", "arguments": ""}}),
                 json!({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "{\"pattern\":"}),
@@ -821,7 +828,14 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(out[0], StreamEvent::ThinkingDelta("Think".into()));
+        let thinking: String = out
+            .iter()
+            .filter_map(|event| match event {
+                StreamEvent::ThinkingDelta(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(thinking, "Thinking\n\nMore");
         let Some(StreamEvent::Done(response)) = out.last() else {
             panic!("{out:?}")
         };
