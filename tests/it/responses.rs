@@ -391,6 +391,17 @@ async fn malformed_answers_end_with_a_valid_history_and_a_clear_message() {
             Ends::Answer("Fixed."),
         ),
         (
+            "a 429 with OpenAI's error body, then the answer",
+            vec![
+                Fault::RateLimited {
+                    retry_after_secs: 0,
+                }
+                .into(),
+                Reply::text("After the wait.").into(),
+            ],
+            Ends::Answer("After the wait."),
+        ),
+        (
             "response.failed mid-stream",
             vec![Fault::ErrorEvent { after_text: true }.into()],
             Ends::Error("Overloaded (server_error)"),
