@@ -283,8 +283,9 @@ fn push_items<'a>(message: &'a Message, out: &mut Vec<InputItem<'a>>) {
 /// TODO(lead): a local rule until `models::info`/`models::effort_for` land
 /// on main; then this reads the model table.
 fn efforts_taken(model: &str) -> Option<&'static [&'static str]> {
-    let is_o_series =
-        model.starts_with('o') && model[1..].starts_with(|c: char| c.is_ascii_digit());
+    let is_o_series = model
+        .strip_prefix('o')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
     if model.starts_with("gpt-5.2") {
         Some(&["none", "low", "medium", "high", "xhigh"])
     } else if model.starts_with("gpt-5.1") {
