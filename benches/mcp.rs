@@ -6,11 +6,15 @@
 //! server's tools sent in full and behind the `mcp_search` budget; and the
 //! look at the workspace taken before and after each call of a tool not
 //! marked read-only (`workspace::Look`), on trees of 1,000 to 100,000
-//! files (this part needs no server).
+//! files (this part needs no server). Without servers too: the same start
+//! to the first request on each of OpenAI's wires (Chat Completions, the
+//! Responses API) with an effort set, and that request's size and settings.
 //!
 //! `cargo bench --bench mcp`, with `BAREAGENT_MCP_EVERYTHING` and
 //! `BAREAGENT_MCP_GIT` set as `.ci/run` sets them. Knobs: `RUNS` (default
-//! 10), `BAREAGENT_BIN` (another build).
+//! 10), `BAREAGENT_BIN` (another build), `BAREAGENT_BIN_BEFORE` (a build
+//! measured next to it on the chat wire), `SECTIONS` (any of
+//! `look,wires,mcp`; default all).
 
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
@@ -34,17 +38,52 @@ fn quoted(text: &str) -> String {
 /// One `bareagent run` in `dir` with `config` as the user's config: the
 /// time to its first model request, and that request's body size.
 fn one_run(dir: &Path, config: &str) -> (Duration, usize) {
+    let (elapsed, first) = first_request(&bareagent(), dir, config, Api::Anthropic);
+    (elapsed, first.raw_body.len())
+}
+
+/// Which API a run speaks (OpenAI's wire is chosen by its config).
+#[derive(Clone, Copy)]
+enum Api {
+    Anthropic,
+    /// `gpt-5`, a reasoning model, so the request carries its reasoning settings.
+    OpenAi,
+}
+
+/// One run of `binary`: the time from its start to its first model
+/// request, and that request.
+fn first_request(
+    binary: &Path,
+    dir: &Path,
+    config: &str,
+    api: Api,
+) -> (Duration, model_server::RecordedRequest) {
     let home = dir.join("home");
     std::fs::create_dir_all(home.join("bareagent")).expect("config dir");
     std::fs::write(home.join("bareagent/config.toml"), config).expect("config");
     let server = ModelServer::start(vec![Reply::text("ok").into()]);
+    let mut command = Command::new(binary);
+    match api {
+        Api::Anthropic => command
+            .env("ANTHROPIC_API_KEY", "sk-bench")
+            .args(["run", "--provider", "anthropic", "--base-url"])
+            .arg(server.anthropic_base()),
+        Api::OpenAi => command
+            .env("OPENAI_API_KEY", "sk-bench")
+            .args([
+                "run",
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-5",
+                "--base-url",
+            ])
+            .arg(server.openai_base()),
+    };
     let start = Instant::now();
-    let mut child = Command::new(bareagent())
+    let mut child = command
         .current_dir(dir)
         .env("XDG_CONFIG_HOME", &home)
-        .env("ANTHROPIC_API_KEY", "sk-bench")
-        .args(["run", "--provider", "anthropic", "--base-url"])
-        .arg(server.anthropic_base())
         .arg("hello")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -63,7 +102,64 @@ fn one_run(dir: &Path, config: &str) -> (Duration, usize) {
     };
     let elapsed = first.received.duration_since(start);
     let _ = child.wait();
-    (elapsed, first.raw_body.len())
+    (elapsed, first)
+}
+
+/// A request's settings: the body without the prompt, the history and the
+/// tools (the same on every wire but for their shape).
+fn settings_of(body: &serde_json::Value) -> serde_json::Value {
+    let mut settings = body.clone();
+    if let Some(fields) = settings.as_object_mut() {
+        for bulk in ["instructions", "system", "tools", "messages", "input"] {
+            fields.remove(bulk);
+        }
+    }
+    settings
+}
+
+/// Launch to first request on each OpenAI wire, with `effort = "high"`:
+/// `BAREAGENT_BIN_BEFORE` on the chat wire (the build before the Responses
+/// wire had its own), this build on both, runs interleaved.
+fn wires(runs: usize) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let this = bareagent();
+    let mut cases: Vec<(String, std::path::PathBuf, &str)> = vec![
+        (
+            "chat".into(),
+            this.clone(),
+            "wire = \"chat\"\neffort = \"high\"\n",
+        ),
+        (
+            "responses".into(),
+            this,
+            "wire = \"responses\"\neffort = \"high\"\n",
+        ),
+    ];
+    if let Some(before) = std::env::var_os("BAREAGENT_BIN_BEFORE") {
+        cases.insert(
+            0,
+            ("chat, before".into(), before.into(), "effort = \"high\"\n"),
+        );
+    }
+    for (_, binary, config) in &cases {
+        first_request(binary, dir.path(), config, Api::OpenAi);
+    }
+    let mut times = vec![Vec::new(); cases.len()];
+    for _ in 0..runs {
+        for (case, (_, binary, config)) in cases.iter().enumerate() {
+            times[case].push(first_request(binary, dir.path(), config, Api::OpenAi).0);
+        }
+    }
+    for ((name, binary, config), times) in cases.iter().zip(times) {
+        let (_, first) = first_request(binary, dir.path(), config, Api::OpenAi);
+        println!(
+            "OpenAI {name}: start to first model request, median of {runs}: {:.1} ms; {} {} bytes; settings {}",
+            median(times).as_secs_f64() * 1e3,
+            first.path,
+            first.raw_body.len(),
+            settings_of(&first.body)
+        );
+    }
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -109,7 +205,17 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(10);
-    look_cost(runs);
+    let sections = std::env::var("SECTIONS").unwrap_or_else(|_| "look,wires,mcp".into());
+    let wanted = |name: &str| sections.split(',').any(|s| s.trim() == name);
+    if wanted("look") {
+        look_cost(runs);
+    }
+    if wanted("wires") {
+        wires(runs);
+    }
+    if !wanted("mcp") {
+        return;
+    }
     let (Ok(everything), Ok(git)) = (
         std::env::var("BAREAGENT_MCP_EVERYTHING"),
         std::env::var("BAREAGENT_MCP_GIT"),

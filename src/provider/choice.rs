@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use super::{
-    Anthropic, Credentials, HttpSettings, OpenAi, Provider, ProviderError, ProviderKind, Recorder,
-    Replay,
+    Anthropic, Credentials, HttpSettings, OpenAi, OpenAiResponses, Provider, ProviderError,
+    ProviderKind, Recorder, Replay,
 };
 
 /// The defaults a user of today's models expects: what Claude Code and
@@ -190,17 +190,29 @@ impl ProviderChoice {
                 let send = self
                     .send_cache_key
                     .unwrap_or_else(|| super::openai::sends_cache_key_by_default(base.as_deref()));
-                let wire = super::openai::ChatCompletions {
-                    prompt_cache_key: self.cache_key.clone().filter(|_| send),
-                    send_output_limit: super::openai::sends_output_limit(base.as_deref()),
-                };
-                Box::new(OpenAi::with_wire(
-                    wire,
-                    base.as_deref().unwrap_or(super::openai::DEFAULT_BASE_URL),
-                    credentials,
-                    &model(DEFAULT_OPENAI_MODEL),
-                    self.http.clone(),
-                )?)
+                let prompt_cache_key = self.cache_key.clone().filter(|_| send);
+                let send_output_limit = super::openai::sends_output_limit(base.as_deref());
+                let base = base.as_deref().unwrap_or(super::openai::DEFAULT_BASE_URL);
+                let model = model(DEFAULT_OPENAI_MODEL);
+                match self.resolved_wire()? {
+                    super::OpenAiWire::Responses => Box::new(OpenAiResponses::with_wire(
+                        super::responses::Responses { prompt_cache_key },
+                        base,
+                        credentials,
+                        &model,
+                        self.http.clone(),
+                    )?),
+                    super::OpenAiWire::Chat => Box::new(OpenAi::with_wire(
+                        super::openai::ChatCompletions {
+                            prompt_cache_key,
+                            send_output_limit,
+                        },
+                        base,
+                        credentials,
+                        &model,
+                        self.http.clone(),
+                    )?),
+                }
             }
             ProviderKind::Replay => {
                 let path = self.replay.as_deref().ok_or_else(|| {

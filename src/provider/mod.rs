@@ -7,10 +7,11 @@
 //!
 //! The model APIs are one [`HttpProvider`] over a wire format each
 //! (`wire.rs` says what a format is): [`Anthropic`] speaks the Messages API
-//! (`anthropic.rs`), [`OpenAi`] Chat Completions (`openai.rs`). Another API,
-//! such as OpenAI's Responses API, is one new file beside them: a
-//! `WireFormat`, its stream decoder and a type alias; retries, timeouts,
-//! streaming, credentials and secret scrubbing come with `HttpProvider`.
+//! (`anthropic.rs`), [`OpenAi`] Chat Completions (`openai.rs`),
+//! [`OpenAiResponses`] OpenAI's Responses API (`responses.rs`). Another API
+//! is one new file beside them: a `WireFormat`, its stream decoder and a
+//! type alias; retries, timeouts, streaming, credentials and secret
+//! scrubbing come with `HttpProvider`.
 
 pub mod anthropic;
 mod choice;
@@ -24,6 +25,7 @@ pub mod openai;
 pub mod reasoning;
 mod record;
 mod replay;
+pub mod responses;
 pub mod retry;
 pub mod sse;
 mod wire;
@@ -51,6 +53,7 @@ pub use openai::OpenAi;
 pub use reasoning::{Effort, OpenAiWire, Reasoning, Thinking};
 pub use record::Recorder;
 pub use replay::Replay;
+pub use responses::OpenAiResponses;
 pub use wire::{OwnHeader, SseDecoder, WireFormat};
 
 /// One model call's input. Borrowed: the history can be long, and a call

@@ -310,8 +310,8 @@ const GPT_5_2_EFFORTS: &[Effort] = &[Low, Medium, High, Xhigh];
 const GPT_5_1_EFFORTS: &[Effort] = &[Low, Medium, High];
 const GPT_5_EFFORTS: &[Effort] = &[Minimal, Low, Medium, High];
 const O_SERIES_EFFORTS: &[Effort] = &[Low, Medium, High];
-/// OpenAI charges nothing extra to write its cache (its usage reports no
-/// cache writes), so its write price is the input price.
+/// OpenAI charges nothing extra to write its cache: the cache writes its
+/// usage now reports (`cache_write_tokens`) are priced as input.
 const fn openai_price(input: f64, output: f64, cached: f64) -> Price {
     Price::new(input, output, input, cached)
 }

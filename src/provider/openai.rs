@@ -29,7 +29,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// What marks a tool result as an error in the text, where the API has no
 /// flag for it.
-const ERROR_PREFIX: &str = "Error: ";
+pub(super) const ERROR_PREFIX: &str = "Error: ";
 
 /// Chat Completions over HTTP.
 pub type OpenAi = HttpProvider<ChatCompletions>;
@@ -408,7 +408,7 @@ fn reasoning_text(value: &Value) -> Option<&str> {
 /// error flag, so the block's `is_error` becomes the text's [`ERROR_PREFIX`]:
 /// the flag alone decides (a result that merely reads like an error is sent
 /// as it is), and a text that carries the mark already does not get it twice.
-fn tool_text(content: &str, is_error: bool) -> Cow<'_, str> {
+pub(super) fn tool_text(content: &str, is_error: bool) -> Cow<'_, str> {
     if is_error && !content.starts_with(ERROR_PREFIX) {
         Cow::Owned(format!("{ERROR_PREFIX}{content}"))
     } else {
@@ -426,18 +426,46 @@ fn stop_reason(finish_reason: &str) -> String {
     .to_string()
 }
 
-fn parse_usage(usage: &Value) -> Usage {
+/// Where an OpenAI usage object keeps its counts: Chat Completions and the
+/// Responses API name them differently.
+pub(super) struct UsageFields {
+    pub input: &'static str,
+    pub cached: &'static str,
+    /// Tokens written to the cache (newer answers report them, older ones not).
+    pub cache_write: &'static str,
+    pub output: &'static str,
+    pub reasoning: &'static str,
+}
+
+const CHAT_USAGE: UsageFields = UsageFields {
+    input: "/prompt_tokens",
+    cached: "/prompt_tokens_details/cached_tokens",
+    cache_write: "/prompt_tokens_details/cache_write_tokens",
+    output: "/completion_tokens",
+    reasoning: "/completion_tokens_details/reasoning_tokens",
+};
+
+/// An OpenAI usage object read at `fields`.
+pub(super) fn usage_of(usage: &Value, fields: &UsageFields) -> Usage {
     let field = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    let cached = field("/prompt_tokens_details/cached_tokens");
+    let cached = field(fields.cached);
+    let written = field(fields.cache_write);
     Usage {
-        // OpenAI counts cached tokens inside prompt_tokens; we keep them apart
-        // as Anthropic does, so totals and costs add up the same way.
-        input_tokens: field("/prompt_tokens").saturating_sub(cached),
-        output_tokens: field("/completion_tokens"),
-        cache_creation_input_tokens: 0,
+        // OpenAI counts cached and cache-written tokens inside the input; we
+        // keep them apart as Anthropic does, so totals and costs add up the
+        // same way.
+        input_tokens: field(fields.input)
+            .saturating_sub(cached)
+            .saturating_sub(written),
+        output_tokens: field(fields.output),
+        cache_creation_input_tokens: written,
         cache_read_input_tokens: cached,
-        reasoning_tokens: field("/completion_tokens_details/reasoning_tokens"),
+        reasoning_tokens: field(fields.reasoning),
     }
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    usage_of(usage, &CHAT_USAGE)
 }
 
 fn parse_completion(value: &Value) -> Result<Response, String> {

@@ -1,6 +1,6 @@
 //! A scripted LLM server for tests: a real HTTP/1.1 server on 127.0.0.1 that
-//! speaks the Anthropic Messages API and the OpenAI Chat Completions API,
-//! streaming (SSE) and not.
+//! speaks the Anthropic Messages API, the OpenAI Chat Completions API and
+//! OpenAI's Responses API, streaming (SSE) and not.
 //!
 //! Each request consumes the next [`Step`] of a per-test script: either a
 //! [`Reply`] rendered in the wire format of the path it arrived on, or a
@@ -230,6 +230,19 @@ pub struct Reply {
     /// DeepSeek and llama.cpp send it) and its count in
     /// `completion_tokens_details.reasoning_tokens`; OpenAI path only.
     pub reasoning: Option<(String, u64)>,
+    /// Reasoning items, before the blocks (the Responses API only).
+    pub reasoning_items: Vec<ReasoningItem>,
+    /// `output_tokens_details.reasoning_tokens` (the Responses API only).
+    pub reasoning_tokens: u64,
+}
+
+/// A reasoning item of the Responses API: its id, summary texts and
+/// encrypted content (`None`: the item carries none).
+#[derive(Clone, Debug, Default)]
+pub struct ReasoningItem {
+    pub id: String,
+    pub summary: Vec<String>,
+    pub encrypted_content: Option<String>,
 }
 
 /// A steady stream for benchmarks: the text as these deltas, each written
@@ -376,6 +389,22 @@ impl Reply {
         self
     }
 
+    /// Adds a reasoning item after those already added (Responses API only).
+    pub fn with_reasoning_item(
+        mut self,
+        id: &str,
+        summary: &[&str],
+        encrypted: Option<&str>,
+    ) -> Reply {
+        self.reasoning_items.push(ReasoningItem {
+            id: id.to_string(),
+            summary: summary.iter().map(|s| s.to_string()).collect(),
+            encrypted_content: encrypted.map(str::to_string),
+        });
+        self.reasoning_tokens += 3;
+        self
+    }
+
     fn with_blocks(blocks: Vec<Block>) -> Reply {
         Reply {
             blocks,
@@ -444,6 +473,13 @@ pub enum Fault {
     /// `thinking.type.enabled`; OpenAI: `unsupported_value` with `param`
     /// `reasoning.effort`).
     RefusedParameter,
+    /// Stream: the opening events (and first text delta), then the body
+    /// ends cleanly, without the API's end marker. Non-stream: half the
+    /// JSON body, ended cleanly.
+    EndsEarly { reply: Reply, after_text: bool },
+    /// A 200 SSE body of exactly these bytes, for streams no renderer
+    /// makes (unknown event and item types, hand-cut events).
+    RawStream(String),
 }
 
 // ---------------------------------------------------------------------------
@@ -963,6 +999,7 @@ impl Call {
         match self.provider {
             Provider::Anthropic => anthropic::stream(reply, self.number),
             Provider::OpenAi => openai::stream(reply, self.number, self.include_usage),
+            Provider::Responses => responses::stream(reply, self.number),
         }
     }
 
@@ -970,6 +1007,7 @@ impl Call {
         match self.provider {
             Provider::Anthropic => anthropic::message(reply, self.number),
             Provider::OpenAi => openai::completion(reply, self.number),
+            Provider::Responses => responses::response(reply, self.number),
         }
         .to_string()
     }
@@ -1007,6 +1045,7 @@ async fn respond(out: Responder<'_>, call: &Call, step: Step) -> io::Result<()> 
 }
 
 async fn respond_fault(mut out: Responder<'_>, call: &Call, fault: Fault) -> io::Result<()> {
+    let reset = matches!(fault, Fault::ResetMidStream { .. });
     match fault {
         Fault::RateLimited { retry_after_secs } => {
             let retry_after = [("retry-after", retry_after_secs.to_string())];
@@ -1025,7 +1064,7 @@ async fn respond_fault(mut out: Responder<'_>, call: &Call, fault: Fault) -> io:
             let body = call.provider.refused_parameter().to_string();
             send_json(out, 400, &body, &[]).await
         }
-        Fault::ResetMidStream { reply, after_text } => {
+        Fault::ResetMidStream { reply, after_text } | Fault::EndsEarly { reply, after_text } => {
             if call.stream {
                 let events = call.events(&reply);
                 let cut = cut_point(&events, after_text);
@@ -1036,7 +1075,11 @@ async fn respond_fault(mut out: Responder<'_>, call: &Call, fault: Fault) -> io:
                 out.head(200, JSON, &[]).await?;
                 out.chunk(&body.as_bytes()[..body.len() / 2]).await?;
             }
-            out.reset().await
+            if reset {
+                out.reset().await
+            } else {
+                out.finish().await
+            }
         }
         Fault::MalformedSse { reply, after_text } => {
             if call.stream {
@@ -1069,6 +1112,11 @@ async fn respond_fault(mut out: Responder<'_>, call: &Call, fault: Fault) -> io:
                 stall.await;
                 out.chunk(call.body(&reply).as_bytes()).await?;
             }
+            out.finish().await
+        }
+        Fault::RawStream(body) => {
+            out.head(200, SSE, &[]).await?;
+            out.chunk(body.as_bytes()).await?;
             out.finish().await
         }
         Fault::ErrorEvent { after_text } => {
@@ -1184,6 +1232,7 @@ type Json = Value;
 enum Provider {
     Anthropic,
     OpenAi,
+    Responses,
 }
 
 #[derive(Clone, Copy)]
@@ -1203,6 +1252,8 @@ impl Provider {
             Some(Provider::Anthropic)
         } else if path.ends_with("/chat/completions") {
             Some(Provider::OpenAi)
+        } else if path.ends_with("/v1/responses") {
+            Some(Provider::Responses)
         } else {
             None
         }
@@ -1211,14 +1262,16 @@ impl Provider {
     fn request_id_header(self, number: usize) -> (&'static str, String) {
         match self {
             Provider::Anthropic => ("request-id", format!("req_01TEST{number:014}")),
-            Provider::OpenAi => ("x-request-id", format!("req_test{number:014}")),
+            Provider::OpenAi | Provider::Responses => {
+                ("x-request-id", format!("req_test{number:014}"))
+            }
         }
     }
 
     fn error_body(self, kind: ErrorKind, message: &str) -> Json {
         match self {
             Provider::Anthropic => anthropic::error(kind, message),
-            Provider::OpenAi => openai::error(kind, message),
+            Provider::OpenAi | Provider::Responses => openai::error(kind, message),
         }
     }
 
@@ -1229,7 +1282,7 @@ impl Provider {
                 ErrorKind::InvalidRequest,
                 "prompt is too long: 214321 tokens > 200000 maximum",
             ),
-            Provider::OpenAi => serde_json::json!({"error": {
+            Provider::OpenAi | Provider::Responses => serde_json::json!({"error": {
                 "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130552 tokens. Please reduce the length of the messages.",
                 "type": "invalid_request_error",
                 "param": "messages",
@@ -1245,7 +1298,7 @@ impl Provider {
                 ErrorKind::InvalidRequest,
                 "\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior.",
             ),
-            Provider::OpenAi => serde_json::json!({"error": {
+            Provider::OpenAi | Provider::Responses => serde_json::json!({"error": {
                 "message": "Unsupported value: 'minimal' is not supported with the 'gpt-5.1' model. Supported values are: 'none', 'low', 'medium', and 'high'.",
                 "type": "invalid_request_error",
                 "param": "reasoning.effort",
@@ -1266,6 +1319,7 @@ impl Provider {
                     serde_json::json!({"error": {"message": "Overloaded", "type": "server_error"}});
                 Event::data(error, EventKind::End).wire
             }
+            Provider::Responses => responses::failed_event(),
         }
     }
 }
@@ -1706,5 +1760,291 @@ mod models {
                 "last_id": page.last(),
             }),
         )
+    }
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI Responses API
+// ---------------------------------------------------------------------------
+
+mod responses {
+    use super::{Block, Event, EventKind, Json, Reply, pieces, text_pieces};
+    use serde_json::json;
+
+    const MODEL: &str = "gpt-5";
+    const CREATED: u64 = 1700000000;
+
+    fn response_id(number: usize) -> String {
+        format!("resp_test{number:014}")
+    }
+
+    /// The output items, each whole: reasoning items first, then one item
+    /// per block (Anthropic's thinking is left out).
+    fn items(reply: &Reply, number: usize) -> Vec<Json> {
+        let mut items: Vec<Json> = reply
+            .reasoning_items
+            .iter()
+            .map(|reasoning| {
+                let summary: Vec<Json> = reasoning
+                    .summary
+                    .iter()
+                    .map(|text| json!({"type": "summary_text", "text": text}))
+                    .collect();
+                let mut item = json!({"id": reasoning.id, "type": "reasoning", "summary": summary});
+                if let Some(encrypted) = &reasoning.encrypted_content {
+                    item["encrypted_content"] = Json::from(encrypted.as_str());
+                }
+                item
+            })
+            .collect();
+        for (index, block) in reply.blocks.iter().enumerate() {
+            match block {
+                Block::Text(text) => items.push(json!({
+                    "id": format!("msg_test{number:08}_{index}"),
+                    "type": "message",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+                })),
+                Block::ToolUse {
+                    id,
+                    name,
+                    input_json,
+                } => items.push(json!({
+                    "id": format!("fc_{id}"),
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": id,
+                    "name": name,
+                    "arguments": input_json,
+                })),
+                Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
+            }
+        }
+        items
+    }
+
+    fn usage(reply: &Reply) -> Json {
+        json!({
+            "input_tokens": reply.input_tokens,
+            "input_tokens_details": {
+                "cached_tokens": reply.cache_read_input_tokens,
+                "cache_write_tokens": reply.cache_creation_input_tokens,
+            },
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        })
+    }
+
+    /// The response object with `status` and `output` as given.
+    fn object(reply: &Reply, number: usize, status: &str, output: Vec<Json>) -> Json {
+        let cut = reply.effective_stop_reason() == "max_tokens";
+        let finished = status != "in_progress";
+        json!({
+            "id": response_id(number),
+            "object": "response",
+            "created_at": CREATED,
+            "status": status,
+            "error": null,
+            "incomplete_details": if cut && finished { json!({"reason": "max_output_tokens"}) } else { Json::Null },
+            "instructions": null,
+            "max_output_tokens": null,
+            "model": MODEL,
+            "output": output,
+            "parallel_tool_calls": true,
+            "previous_response_id": null,
+            "reasoning": {"effort": null, "summary": null},
+            "store": false,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": if finished { usage(reply) } else { Json::Null },
+            "user": null,
+            "metadata": {},
+        })
+    }
+
+    fn final_status(reply: &Reply) -> &'static str {
+        if reply.effective_stop_reason() == "max_tokens" {
+            "incomplete"
+        } else {
+            "completed"
+        }
+    }
+
+    /// The non-stream response body.
+    pub fn response(reply: &Reply, number: usize) -> Json {
+        object(reply, number, final_status(reply), items(reply, number))
+    }
+
+    /// Numbers each event's `sequence_number` as the API does.
+    struct Sequence {
+        events: Vec<Event>,
+    }
+
+    impl Sequence {
+        fn push(&mut self, kind: EventKind, mut data: Json) -> &mut Event {
+            let name = data["type"].as_str().unwrap_or_default().to_string();
+            data["sequence_number"] = Json::from(self.events.len());
+            self.events.push(Event::named(&name, data, kind));
+            self.events.last_mut().expect("just pushed")
+        }
+    }
+
+    /// The stream: created, in_progress, per item its added event, content
+    /// events and done event, then completed (or incomplete).
+    pub fn stream(reply: &Reply, number: usize) -> Vec<Event> {
+        let mut out = Sequence { events: Vec::new() };
+        let opening = object(reply, number, "in_progress", Vec::new());
+        out.push(
+            EventKind::Frame,
+            json!({"type": "response.created", "response": opening}),
+        );
+        out.push(
+            EventKind::Frame,
+            json!({"type": "response.in_progress", "response": opening}),
+        );
+        let whole = items(reply, number);
+        for (output_index, item) in whole.iter().enumerate() {
+            let item_id = item["id"].clone();
+            out.push(
+                EventKind::Frame,
+                json!({"type": "response.output_item.added", "output_index": output_index, "item": opened(item)}),
+            );
+            match item["type"].as_str() {
+                Some("reasoning") => {
+                    let parts = item["summary"].as_array().cloned().unwrap_or_default();
+                    for (summary_index, part) in parts.iter().enumerate() {
+                        let text = part["text"].as_str().unwrap_or_default();
+                        let at = json!({"item_id": item_id, "output_index": output_index, "summary_index": summary_index});
+                        let with = |kind: &str, extra: Json| located(kind, &at, extra);
+                        out.push(
+                            EventKind::Frame,
+                            with(
+                                "response.reasoning_summary_part.added",
+                                json!({"part": {"type": "summary_text", "text": ""}}),
+                            ),
+                        );
+                        for piece in pieces(text) {
+                            out.push(
+                                EventKind::OtherDelta,
+                                with(
+                                    "response.reasoning_summary_text.delta",
+                                    json!({"delta": piece}),
+                                ),
+                            );
+                        }
+                        out.push(
+                            EventKind::Frame,
+                            with(
+                                "response.reasoning_summary_text.done",
+                                json!({"text": text}),
+                            ),
+                        );
+                        out.push(
+                            EventKind::Frame,
+                            with(
+                                "response.reasoning_summary_part.done",
+                                json!({"part": part}),
+                            ),
+                        );
+                    }
+                }
+                Some("message") => {
+                    let text = item["content"][0]["text"].as_str().unwrap_or_default();
+                    let at = json!({"item_id": item_id, "output_index": output_index, "content_index": 0});
+                    let with = |kind: &str, extra: Json| located(kind, &at, extra);
+                    out.push(EventKind::Frame, with("response.content_part.added", json!({"part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}})));
+                    for piece in text_pieces(reply, text) {
+                        out.push(
+                            EventKind::TextDelta,
+                            with(
+                                "response.output_text.delta",
+                                json!({"delta": piece, "logprobs": []}),
+                            ),
+                        )
+                        .text = Some(piece.to_string());
+                    }
+                    out.push(
+                        EventKind::Frame,
+                        with(
+                            "response.output_text.done",
+                            json!({"text": text, "logprobs": []}),
+                        ),
+                    );
+                    out.push(
+                        EventKind::Frame,
+                        with(
+                            "response.content_part.done",
+                            json!({"part": item["content"][0]}),
+                        ),
+                    );
+                }
+                _ => {
+                    let arguments = item["arguments"].as_str().unwrap_or_default();
+                    for piece in pieces(arguments) {
+                        out.push(EventKind::OtherDelta, json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": output_index, "delta": piece}));
+                    }
+                    out.push(EventKind::Frame, json!({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": output_index, "name": item["name"], "arguments": arguments}));
+                }
+            }
+            out.push(
+                EventKind::Frame,
+                json!({"type": "response.output_item.done", "output_index": output_index, "item": item}),
+            );
+        }
+        let status = final_status(reply);
+        let end = object(reply, number, status, whole);
+        out.push(
+            EventKind::End,
+            json!({"type": format!("response.{status}"), "response": end}),
+        );
+        out.events
+    }
+
+    /// An item as `response.output_item.added` announces it: its content
+    /// still empty, its encrypted content not yet there.
+    fn opened(item: &Json) -> Json {
+        let mut empty = item.clone();
+        match item["type"].as_str() {
+            Some("reasoning") => {
+                empty["summary"] = json!([]);
+                if let Some(map) = empty.as_object_mut() {
+                    map.remove("encrypted_content");
+                }
+            }
+            Some("message") => {
+                empty["content"] = json!([]);
+                empty["status"] = json!("in_progress");
+            }
+            _ => {
+                empty["arguments"] = json!("");
+                empty["status"] = json!("in_progress");
+            }
+        }
+        empty
+    }
+
+    /// An event of `kind` at a place in the output (`at`), with `extra` fields.
+    fn located(kind: &str, at: &Json, extra: Json) -> Json {
+        let mut data = json!({"type": kind});
+        for fields in [at, &extra] {
+            if let (Some(data), Some(fields)) = (data.as_object_mut(), fields.as_object()) {
+                data.extend(fields.clone());
+            }
+        }
+        data
+    }
+
+    /// `response.failed` with a server error, as `Fault::ErrorEvent` sends it.
+    pub fn failed_event() -> String {
+        let mut failed = object(&Reply::default(), 0, "failed", Vec::new());
+        failed["error"] = json!({"code": "server_error", "message": "Overloaded"});
+        let data = json!({"type": "response.failed", "sequence_number": 99, "response": failed});
+        Event::named("response.failed", data, EventKind::End).wire
     }
 }
