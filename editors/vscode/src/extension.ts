@@ -161,10 +161,13 @@ async function showStatus(agent: Agent): Promise<void> {
 
 async function pickModel(agent: Agent, chat: ChatView): Promise<void> {
   const answer = await agent.run<Choices>('bareagent.setModel');
-  const items: (vscode.QuickPickItem & { pick?: object })[] = pickItems(answer);
+  const items: (vscode.QuickPickItem & { pick?: object; effort?: true })[] = pickItems(answer);
+  // The effort is chosen from the same picker (and `bareagent: Choose effort`).
+  items.push({ label: 'Effort and thinking…', effort: true });
   const picked = await vscode.window.showQuickPick(items, {
     placeHolder: `Model for the next turn (now ${answer.current?.provider ?? '?'} · ${answer.current?.model ?? '?'}); type to filter`,
   });
+  if (picked?.effort) return pickEffort(agent);
   if (!picked?.pick) return;
   await agent.run('bareagent.setModel', picked.pick);
   await chat.refreshModel();
