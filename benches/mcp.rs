@@ -117,43 +117,58 @@ fn settings_of(body: &serde_json::Value) -> serde_json::Value {
     settings
 }
 
-/// Launch to first request on each OpenAI wire, with `effort = "high"`:
-/// `BAREAGENT_BIN_BEFORE` on the chat wire (the build before the Responses
-/// wire had its own), this build on both, runs interleaved.
+/// Launch to first request on each wire, with `effort = "high"`: Anthropic's
+/// Messages API (`claude-opus-4-8`), OpenAI's Chat Completions and Responses
+/// API; `BAREAGENT_BIN_BEFORE` (the build before thinking and effort) on
+/// Anthropic's and the chat wire, this build on all three; runs interleaved.
 fn wires(runs: usize) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let this = bareagent();
-    let mut cases: Vec<(String, std::path::PathBuf, &str)> = vec![
+    const OPUS: &str = "model = \"claude-opus-4-8\"\neffort = \"high\"\n";
+    let mut cases: Vec<(String, std::path::PathBuf, &str, Api)> = vec![
+        ("Anthropic".into(), this.clone(), OPUS, Api::Anthropic),
         (
-            "chat".into(),
+            "OpenAI chat".into(),
             this.clone(),
             "wire = \"chat\"\neffort = \"high\"\n",
+            Api::OpenAi,
         ),
         (
-            "responses".into(),
+            "OpenAI responses".into(),
             this,
             "wire = \"responses\"\neffort = \"high\"\n",
+            Api::OpenAi,
         ),
     ];
     if let Some(before) = std::env::var_os("BAREAGENT_BIN_BEFORE") {
+        let before: std::path::PathBuf = before.into();
         cases.insert(
             0,
-            ("chat, before".into(), before.into(), "effort = \"high\"\n"),
+            ("Anthropic, before".into(), before.clone(), OPUS, Api::Anthropic),
+        );
+        cases.insert(
+            2,
+            (
+                "OpenAI chat, before".into(),
+                before,
+                "effort = \"high\"\n",
+                Api::OpenAi,
+            ),
         );
     }
-    for (_, binary, config) in &cases {
-        first_request(binary, dir.path(), config, Api::OpenAi);
+    for (_, binary, config, api) in &cases {
+        first_request(binary, dir.path(), config, *api);
     }
     let mut times = vec![Vec::new(); cases.len()];
     for _ in 0..runs {
-        for (case, (_, binary, config)) in cases.iter().enumerate() {
-            times[case].push(first_request(binary, dir.path(), config, Api::OpenAi).0);
+        for (case, (_, binary, config, api)) in cases.iter().enumerate() {
+            times[case].push(first_request(binary, dir.path(), config, *api).0);
         }
     }
-    for ((name, binary, config), times) in cases.iter().zip(times) {
-        let (_, first) = first_request(binary, dir.path(), config, Api::OpenAi);
+    for ((name, binary, config, api), times) in cases.iter().zip(times) {
+        let (_, first) = first_request(binary, dir.path(), config, *api);
         println!(
-            "OpenAI {name}: start to first model request, median of {runs}: {:.1} ms; {} {} bytes; settings {}",
+            "{name}: start to first model request, median of {runs}: {:.1} ms; {} {} bytes; settings {}",
             median(times).as_secs_f64() * 1e3,
             first.path,
             first.raw_body.len(),
