@@ -144,7 +144,12 @@ fn wires(runs: usize) {
         let before: std::path::PathBuf = before.into();
         cases.insert(
             0,
-            ("Anthropic, before".into(), before.clone(), OPUS, Api::Anthropic),
+            (
+                "Anthropic, before".into(),
+                before.clone(),
+                OPUS,
+                Api::Anthropic,
+            ),
         );
         cases.insert(
             2,
