@@ -255,6 +255,18 @@ mod tests {
                 vec![(".env.example", Touch::Created)],
             ),
             (
+                // A hostile repository's link out of the workspace: never
+                // followed, so what changes out there is not walked or told.
+                "a link to a directory outside, with a file in it",
+                |root| {
+                    let outside = root.with_extension("outside");
+                    fs::create_dir_all(&outside).unwrap();
+                    fs::write(outside.join("x.txt"), "x").unwrap();
+                    std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+                },
+                vec![],
+            ),
+            (
                 "the agent's own chat file",
                 |root| fs::write(root.join(".bareagent/chat.md"), "## You\n").unwrap(),
                 vec![],
@@ -280,6 +292,8 @@ mod tests {
             let before = Look::take(root);
             step(root);
             let seen = before.changes_to(&Look::take(root));
+            // The one case that makes a directory beside the workspace.
+            let _ = fs::remove_dir_all(root.with_extension("outside"));
             let want: Vec<(PathBuf, Touch)> = want
                 .into_iter()
                 .map(|(path, touch)| (PathBuf::from(path), touch))

@@ -269,6 +269,13 @@ pub fn assert_succeeded(out: &std::process::Output) {
     );
 }
 
+/// Writes the user's config.toml: the one [`bareagent`]`(dir)` reads.
+pub fn user_config(dir: &Path, toml: &str) {
+    let path = dir.join(".no-user-config/bareagent/config.toml");
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("the config's directory");
+    std::fs::write(path, toml).expect("the user's config");
+}
+
 pub fn bareagent(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_bareagent"));
     // Not the developer's own settings; a test that needs some sets its own.

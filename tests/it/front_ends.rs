@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::acp::{drive, of_type, python};
-use crate::common::{bareagent, run_against_model, workspace};
+use crate::common::{bareagent, run_against_model, user_config, workspace};
 use crate::compaction::{SUMMARY, big_file, is_summary, reads};
 use crate::lsp::{LONG, ask, events_of, is_event, options, requests_of, start, turn_end};
 use crate::support::model_server::{Fault, ModelServer, Reply, Step};
@@ -456,13 +456,11 @@ fn an_mcp_tools_changes_are_counted_in_every_front_end() {
         let server_args = json!(["--repository", root]);
         let told = match front {
             FrontEnd::Run => {
-                let config = dir.path().join(".no-user-config/bareagent/config.toml");
-                std::fs::create_dir_all(config.parent().expect("a parent")).expect("dir");
                 let toml = format!(
                     "[mcp.servers.git]\ncommand = {}\nargs = {server_args}\n",
                     json!(program)
                 );
-                std::fs::write(&config, toml).expect("config");
+                user_config(&root, &toml);
                 let out = run_against_model(&mut bareagent(&root), &server)
                     .args(["--permission-mode", "bypass", "check out fix"])
                     .output()
@@ -551,9 +549,7 @@ fn the_effort_each_front_end_sets_reaches_the_request() {
         let server = ModelServer::start(vec![Reply::text("done").into()]);
         match front {
             FrontEnd::Run => {
-                let config = root.join(".no-user-config/bareagent/config.toml");
-                std::fs::create_dir_all(config.parent().expect("a parent")).expect("dir");
-                std::fs::write(&config, &files).expect("config");
+                user_config(&root, &files);
                 let out = run_against_model(&mut bareagent(&root), &server)
                     .args(["--effort", "high", "go on"])
                     .output()

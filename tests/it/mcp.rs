@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{bareagent, run_against_model, sent_tool_results, workspace};
+use crate::common::{bareagent, run_against_model, sent_tool_results, user_config, workspace};
 use crate::support::model_server::{Hold, ModelServer, Reply, Step};
 
 /// The path in `var`, or `None` (after saying so) when the test must skip.
@@ -66,13 +66,6 @@ fn fixture(name: &str) -> PathBuf {
 /// A TOML string (a basic string: paths may hold anything).
 fn quoted(text: &str) -> String {
     Value::String(text.to_string()).to_string()
-}
-
-/// Writes the user's config (the one `bareagent(dir)` reads).
-fn user_config(dir: &Path, toml: &str) {
-    let path = dir.join(".no-user-config/bareagent/config.toml");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, toml).unwrap();
 }
 
 fn everything_server(program: &str) -> String {

@@ -13,7 +13,9 @@ use bareagent::provider::responses::Responses;
 use bareagent::provider::{Credentials, OpenAiResponses, Provider};
 use serde_json::{Value, json};
 
-use crate::common::{TEST_KEY, TurnOptions, assert_succeeded, bareagent, run_turn, workspace};
+use crate::common::{
+    TEST_KEY, TurnOptions, assert_succeeded, bareagent, run_turn, user_config, workspace,
+};
 use crate::compaction::{big_file, is_summary};
 use crate::support::model_server::{Block, Fault, ModelServer, RecordedRequest, Reply, Step};
 
@@ -43,13 +45,6 @@ fn notes() -> tempfile::TempDir {
         ("notes/2.txt", "two\n"),
         ("notes/3.txt", "three\n"),
     ])
-}
-
-/// The user's config.toml (not the developer's) in `dir`.
-fn user_config(dir: &Path, text: &str) {
-    let config = dir.join(".no-user-config/bareagent");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), text).unwrap();
 }
 
 /// `bareagent run` on the OpenAI provider at the scripted server.

@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use crate::common::{assert_succeeded, bareagent, run_against_model, workspace};
+use crate::common::{assert_succeeded, bareagent, run_against_model, user_config, workspace};
 use crate::compaction::{SUMMARY, big_file, is_summary};
 use crate::support::model_server::{Fault, ModelServer, RecordedRequest, Reply, Step};
 
@@ -193,13 +193,7 @@ fn a_tool_turn_sends_back_every_thinking_block_as_it_came_and_so_does_a_continue
 fn a_compacted_session_keeps_each_kept_tool_call_with_its_thinking() {
     let dir = workspace(&[("big.txt", &big_file())]);
     // A window the reads fill in a few steps: the session compacts.
-    let config = dir.path().join(".no-user-config/bareagent");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        "[context]\nwindow = 30000\ncompact_at = 0.5\n",
-    )
-    .unwrap();
+    user_config(dir.path(), "[context]\nwindow = 30000\ncompact_at = 0.5\n");
     let mut script: Vec<Step> = (0..8)
         .map(|step| thinking_first(Reply::tool("read_file", json!({"path": "big.txt"})), step))
         .collect();
@@ -297,13 +291,7 @@ fn max_tokens_and_the_effort_from_config_toml_follow_the_model() {
     for (model, effort, max_tokens, thinking, output_config) in cases {
         let dir = workspace(&[]);
         if let Some(effort) = effort {
-            let config = dir.path().join(".no-user-config/bareagent");
-            std::fs::create_dir_all(&config).unwrap();
-            std::fs::write(
-                config.join("config.toml"),
-                format!("effort = \"{effort}\"\n"),
-            )
-            .unwrap();
+            user_config(dir.path(), &format!("effort = \"{effort}\"\n"));
         }
         let server = ModelServer::start(vec![Reply::text("hi").into()]);
         let out = output(run(dir.path(), &server, &["--model", model, "hello"]));
