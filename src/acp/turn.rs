@@ -83,6 +83,7 @@ pub async fn run(prompt: Prompt) -> Result<StopReason, String> {
         sink: &sink,
         cancel,
         near: Vec::new(),
+        code: None,
     };
     let end = session.core.run_turn(message, io).await;
     match end.result {

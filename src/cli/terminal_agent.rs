@@ -94,6 +94,7 @@ impl TerminalAgent {
             sink,
             cancel,
             near: Vec::new(),
+            code: None,
         };
         self.session.run_turn(Message::user_text(prompt), io).await
     }

@@ -340,6 +340,7 @@ async fn run_agent(parts: TurnParts, sink: LspSink) -> (Result<TurnOutcome, Stri
         sink: &sink,
         cancel,
         near: open_files(&state),
+        code: None,
     };
     let end = core.run_turn(Message::user_text(prompt), io).await;
     let outcome = match end.result {

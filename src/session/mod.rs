@@ -74,6 +74,10 @@ pub struct TurnIo<'a> {
     /// Files the turn is about besides those its prompt names (those open
     /// in an editor): the instructions near them are read.
     pub near: Vec<PathBuf>,
+    /// The editor's own code intelligence, where its client answers
+    /// `bareagent/codeIntelligence`; else the session's own language
+    /// servers answer the `code` tool.
+    pub code: Option<Arc<dyn crate::tools::code::Intelligence>>,
 }
 
 /// How a turn ended, and what it did.

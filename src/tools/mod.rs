@@ -8,6 +8,7 @@ mod background;
 mod bash;
 mod buffers;
 mod change;
+pub mod code;
 mod diagnostics;
 mod edit_file;
 mod glob;

@@ -1325,6 +1325,7 @@ async fn switched_mode_outcome(
         sink: &sink,
         cancel: Default::default(),
         near: Vec::new(),
+        code: None,
     };
     let first = session
         .run_turn(Message::user_text("go"), turn(Box::new(AllowsForSession)))

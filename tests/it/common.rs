@@ -207,6 +207,7 @@ pub async fn continue_turn(
         sink: &sink,
         cancel: options.cancel,
         near: Vec::new(),
+        code: None,
     };
     let end = session.run_turn(prompt, io).await;
     Turn {

@@ -69,6 +69,7 @@ async fn a_mode_switch_asks_again_what_was_allowed_for_the_session() {
                 sink: &sink,
                 cancel: CancellationToken::new(),
                 near: Vec::new(),
+                code: None,
             };
             session
                 .run_turn(Message::user_text(prompt), io)

@@ -101,6 +101,7 @@ fn runner(
                 sink: &sink,
                 cancel: turn.cancel.clone(),
                 near: Vec::new(),
+                code: None,
             };
             let end = turn.session.run_turn(turn.prompt.clone(), io).await;
             if let Some(pause) = after_loop {
