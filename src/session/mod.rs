@@ -39,6 +39,7 @@ use crate::agent::{
     paths_in, run_loop, system_prompt, system_prompt_in_editor, user_instructions_path,
 };
 use crate::events::{AgentEvent, EventSink, Spend};
+use crate::language_servers::{LanguageServers, ServedWorkspace};
 use crate::mcp::McpServers;
 use crate::permission::{Approver, DenyAll, PermissionGate, PermissionMode};
 use crate::provider::openai::session_cache_key;
@@ -128,6 +129,8 @@ pub struct Session {
     policy: Mutex<Option<Policy>>,
     /// The session's MCP servers, once it has any.
     mcp: Mutex<Option<Arc<McpServers>>>,
+    /// Our own language servers, built when first asked for.
+    code: Mutex<Option<Arc<LanguageServers>>>,
     reads: Mutex<Arc<ReadLedger>>,
     inbox: Inbox,
     background: Arc<BackgroundTasks>,
@@ -194,6 +197,7 @@ impl Session {
             model: Mutex::default(),
             policy: Mutex::default(),
             mcp: Mutex::default(),
+            code: Mutex::default(),
             reads: Mutex::default(),
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
@@ -279,6 +283,18 @@ impl Session {
             }
         };
         let gate = gate.with_approver(io.approver);
+        // Where the editor reports no diagnostics, our own servers do:
+        // told of each edit, their report follows it.
+        let served;
+        // (An editor that only sends those under the cursor with a code
+        // action, as Helix does, is not one that reports.)
+        let workspace: &dyn Workspace = match io.workspace.diagnostics() {
+            Some(editor) if editor.pushes() => io.workspace,
+            _ => {
+                served = ServedWorkspace::new(io.workspace, self.language_servers());
+                &served
+            }
+        };
         let reads = self.reads.locked().clone();
         let file = self.file.locked().clone();
         let transcript: &dyn Transcript = match &file {
@@ -288,7 +304,7 @@ impl Session {
         let mut near = paths_in(&prompt.text());
         near.extend(io.near);
         let system = self
-            .system_prompt(&settings, io.workspace, &gate, near, &tally)
+            .system_prompt(&settings, workspace, &gate, near, &tally)
             .await;
         let tools = self.tools(&settings).await;
         let config = loop_config(&settings, &model, system);
@@ -301,7 +317,7 @@ impl Session {
                 provider: model.provider.as_ref(),
                 tools: &tools,
                 gate: &gate,
-                workspace: io.workspace,
+                workspace,
                 sandbox: &sandbox,
                 sink: &tally,
                 config: &config,
@@ -713,13 +729,44 @@ impl Session {
         Ok(settings.files.deny_rules_only(&settings.root)?)
     }
 
-    /// Stops what the session runs: background commands, MCP servers.
+    /// Stops what the session runs: background commands, MCP servers,
+    /// language servers.
     pub async fn close(&self) {
         self.background.kill_all();
         let mcp = self.mcp.locked().clone();
         if let Some(mcp) = mcp {
             mcp.stop().await;
         }
+        let code = self.code.locked().clone();
+        if let Some(code) = code {
+            code.stop().await;
+        }
+    }
+
+    /// The session's own language servers (those its settings, Helix's
+    /// files and `PATH` name for the root), for the `code` tool where the
+    /// editor cannot answer and for the diagnostics after an edit; built
+    /// at the first call, none started until used, stopped with the
+    /// session. Without a sandbox (a bad setting) there are none.
+    pub fn language_servers(&self) -> Arc<LanguageServers> {
+        let mut code = self.code.locked();
+        if let Some(servers) = &*code {
+            return servers.clone();
+        }
+        let settings = self.settings();
+        let servers = match self.prepare() {
+            Ok(policy) => Arc::new(LanguageServers::new(
+                &settings.files.code,
+                &settings.root,
+                policy.sandbox,
+            )),
+            Err(error) => {
+                tracing::warn!(%error, "no language servers without the sandbox");
+                Arc::new(LanguageServers::none())
+            }
+        };
+        *code = Some(servers.clone());
+        servers
     }
 }
 
