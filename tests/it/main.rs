@@ -26,6 +26,7 @@ mod front_ends;
 mod helix;
 mod instructions;
 mod integrity;
+mod language_servers;
 mod layers;
 mod lsp;
 mod lsp_frames;
