@@ -395,4 +395,15 @@ mod tests {
         store.set_settle(Duration::ZERO);
         assert_eq!(store.mark(&path), None);
     }
+
+    #[test]
+    fn only_watched_files_are_waited_for() {
+        let store = EditorDiagnostics::default();
+        store.set_pushed();
+        store.set_watched(std::sync::Arc::new(|path: &Path| {
+            path.extension().is_some_and(|e| e == "py")
+        }));
+        assert!(store.mark(Path::new("/w/a.py")).is_some());
+        assert_eq!(store.mark(Path::new("/w/notes.md")), None);
+    }
 }

@@ -263,7 +263,8 @@ pub struct Resolved {
     pub servers: Vec<ServerSpec>,
     /// Extension → index in `servers`.
     pub by_extension: BTreeMap<String, usize>,
-    /// Extension → the untrusted project's server that would answer.
+    /// Extension → the untrusted project's server that would answer, where
+    /// no other does.
     pub untrusted: BTreeMap<String, String>,
     /// What could not be read (a malformed `languages.toml`).
     pub problems: Vec<String>,
@@ -370,6 +371,11 @@ pub fn resolve(settings: &CodeSettings, sources: &Sources) -> Resolved {
             }
         }
     }
+    // Only where nothing else answers is it worth telling.
+    let answered = resolved.by_extension.clone();
+    resolved
+        .untrusted
+        .retain(|extension, _| !answered.contains_key(extension));
     resolved
 }
 
@@ -539,7 +545,7 @@ fn helix_servers(files: &[PathBuf], problems: &mut Vec<String>) -> Vec<ServerSpe
                 .map(|e| e.to_string())
                 .collect(),
         };
-        let config = server.config.clone().map(|c| json_value(c));
+        let config = server.config.clone().map(json_value);
         specs.push(ServerSpec {
             name: name.to_string(),
             origin: Origin::Helix,
@@ -591,6 +597,7 @@ mod tests {
     /// server the model is told of).
     #[test]
     fn which_source_names_the_server_for_a_file() {
+        #[derive(Clone)]
         struct Row {
             name: &'static str,
             user: Option<ServerConfig>,
@@ -635,33 +642,33 @@ mod tests {
         let rows = [
             Row {
                 name: "nothing: no server",
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "a default on PATH",
                 on_path: &["basedpyright-langserver"],
                 answers: Some("basedpyright-langserver"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "pyright before basedpyright",
                 on_path: &["basedpyright-langserver", "pyright-langserver"],
                 answers: Some("pyright-langserver"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "Helix over the defaults",
                 helix_user: Some(helix_mine),
                 on_path: &["pyright-langserver"],
                 answers: Some("helix-user-ls"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "ours over Helix",
                 user: Some(server("ours-ls", &["py"])),
                 helix_user: Some(helix_mine),
                 answers: Some("ours-ls"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "a trusted project's Helix over the user's",
@@ -669,14 +676,14 @@ mod tests {
                 helix_project: Some(helix_theirs),
                 trusted: true,
                 answers: Some("helix-project-ls"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "an untrusted project's Helix is not read",
                 helix_user: Some(helix_mine),
                 helix_project: Some(helix_theirs),
                 answers: Some("helix-user-ls"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "a trusted project's server over the user's",
@@ -684,20 +691,20 @@ mod tests {
                 project: Some(server("project-ls", &[".py"])),
                 trusted: true,
                 answers: Some("project-ls"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "an untrusted project's server starts nothing, and is named",
                 project: Some(server("project-ls", &["py"])),
                 on_path: &[],
                 untrusted: Some("project"),
-                ..none
+                ..none.clone()
             },
             Row {
                 name: "an untrusted project's Helix server is named too",
                 helix_project: Some(helix_theirs),
                 untrusted: Some("theirs"),
-                ..none
+                ..none.clone()
             },
         ];
         for row in rows {

@@ -69,6 +69,9 @@ impl Failure {
 
 type Waiting = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, Failure>>>>>;
 
+/// Where a server's notifications go: their method and params.
+pub type Notified = Box<dyn Fn(&str, Value) + Send + Sync>;
+
 /// What the server is told when it asks, and where its notifications go.
 pub struct Answers {
     /// `workspace/configuration` is answered from it, by section.
@@ -76,7 +79,7 @@ pub struct Answers {
     /// `workspace/workspaceFolders`.
     pub folders: Value,
     /// Every notification: its method and params.
-    pub notified: Box<dyn Fn(&str, Value) + Send + Sync>,
+    pub notified: Notified,
 }
 
 pub struct Connection {

@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types::{self, Uri};
 
 use super::capabilities::{client_capabilities, supports};
 use super::config::ServerSpec;
-use super::connection::{Answers, Connection, Failure};
+use super::connection::{Answers, Connection, Failure, Notified};
 use crate::diagnostics::EditorDiagnostics;
 use crate::sandbox::Sandbox;
 use crate::sync::Locked;
@@ -445,7 +445,7 @@ fn notified(
     server: &str,
     store: Arc<EditorDiagnostics>,
     versions: Arc<Mutex<HashMap<PathBuf, i32>>>,
-) -> Box<dyn Fn(&str, Value) + Send + Sync> {
+) -> Notified {
     let server = server.to_string();
     Box::new(move |method, params| match method {
         "textDocument/publishDiagnostics" => {
@@ -478,4 +478,44 @@ fn notified(
         }
         _ => {}
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_kept_from_1_and_a_stale_one_dropped() {
+        let store = Arc::new(EditorDiagnostics::default());
+        let versions: Arc<Mutex<HashMap<PathBuf, i32>>> = Arc::default();
+        let path = PathBuf::from("/w/a.py");
+        versions.locked().insert(path.clone(), 3);
+        let notified = notified("fake", store.clone(), versions);
+        let report = |version: i32, message: &str| {
+            json!({"uri": "file:///w/a.py", "version": version, "diagnostics": [{
+                "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 9}},
+                "severity": 2, "code": 7, "source": "fake", "message": message,
+            }]})
+        };
+        notified("textDocument/publishDiagnostics", report(2, "stale"));
+        assert_eq!(
+            store.of(&path),
+            None,
+            "a report on version 2 after 3 was sent"
+        );
+        notified("textDocument/publishDiagnostics", report(3, "fresh"));
+        let kept = store.of(&path).expect("the report on the version sent");
+        assert_eq!(
+            kept,
+            [crate::diagnostics::Diagnostic {
+                severity: crate::diagnostics::Severity::Warning,
+                line: 2,
+                column: 5,
+                end_line: 2,
+                message: "fresh".into(),
+                source: Some("fake".into()),
+                code: Some("7".into()),
+            }]
+        );
+    }
 }
