@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 
 use super::config::{ServerSpec, find_program};
@@ -146,7 +145,7 @@ impl Connection {
             _temp: confined.temp,
         };
         let tail: Arc<Mutex<String>> = Arc::default();
-        keep_tail(spec.name.clone(), stderr, tail.clone());
+        crate::tools::keep_stderr_tail(spec.name.clone(), stderr, tail.clone(), STDERR_TAIL);
         let input = Arc::new(tokio::sync::Mutex::new(stdin));
         let waiting: Waiting = Arc::default();
         let ended: Arc<Mutex<Option<String>>> = Arc::default();
@@ -442,26 +441,6 @@ fn setting(settings: Option<&Value>, section: Option<&str>) -> Value {
         }
     }
     value.clone()
-}
-
-/// Keeps the end of the server's stderr (logged at debug level).
-fn keep_tail(name: String, stderr: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::debug!(server = name, "stderr: {line}");
-            let mut tail = tail.locked();
-            tail.push_str(&line);
-            tail.push('\n');
-            if tail.len() > STDERR_TAIL {
-                let cut = tail.len() - STDERR_TAIL;
-                let cut = (cut..tail.len())
-                    .find(|&at| tail.is_char_boundary(at))
-                    .unwrap_or(tail.len());
-                tail.drain(..cut);
-            }
-        }
-    });
 }
 
 /// The server's process group.

@@ -176,6 +176,34 @@ pub(crate) fn spawn_confined(
     })
 }
 
+/// Keeps the last `max` bytes of a server's stderr in `tail` (each line
+/// logged at debug level), for the error that says why it ended: MCP and
+/// language servers.
+pub(crate) fn keep_stderr_tail(
+    name: String,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<String>>,
+    max: usize,
+) {
+    use tokio::io::AsyncBufReadExt;
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(server = name, "stderr: {line}");
+            let mut tail = tail.locked();
+            tail.push_str(&line);
+            tail.push('\n');
+            if tail.len() > max {
+                let cut = tail.len() - max;
+                let cut = (cut..tail.len())
+                    .find(|&at| tail.is_char_boundary(at))
+                    .unwrap_or(tail.len());
+                tail.drain(..cut);
+            }
+        }
+    });
+}
+
 impl GroupProcess {
     /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
     /// captured together, in a new process group, inside `sandbox`.

@@ -355,10 +355,12 @@ fn no_server_outlives_run_however_it_ends() {
         let dir = workspace(&[("a.py", "x = 1\n")]);
         let root = dir.path().canonicalize().unwrap();
         let marker = root.join("started");
+        // A server that ignores `exit` and the end of its input: only a
+        // kill ends it.
         crate::common::user_config(
             &root,
             &format!(
-                "[code.servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"good\", \"--marker\", {:?}]\nextensions = [\"py\"]\n",
+                "[code.servers.fake]\ncommand = \"python3\"\nargs = [{:?}, \"good\", \"--linger\", \"--marker\", {:?}]\nextensions = [\"py\"]\n",
                 fake(),
                 marker.display().to_string()
             ),
