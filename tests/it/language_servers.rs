@@ -215,7 +215,6 @@ async fn a_server_that_crashed_is_started_again_on_the_next_use() {
     let servers = LanguageServers::new(&settings, &root, Arc::new(Sandbox::off()));
     let disk = DiskWorkspace::new(&root).unwrap();
     let file = root.join("a.py");
-    let mut pids = Vec::new();
     for _ in 0..2 {
         let answer = servers
             .request(&disk, &file, "textDocument/hover", at(&file, 0, 0))
@@ -224,12 +223,84 @@ async fn a_server_that_crashed_is_started_again_on_the_next_use() {
             matches!(answer, Err(CodeError::Crashed { .. })),
             "{answer:?}"
         );
-        pids.push(std::fs::read_to_string(&marker).unwrap());
     }
-    assert_ne!(
-        pids[0], pids[1],
+    assert_eq!(
+        starts(&marker),
+        2,
         "a second process answered the second request"
     );
+}
+
+/// How many times the fake server with this marker started.
+fn starts(marker: &Path) -> usize {
+    std::fs::read_to_string(marker).map_or(0, |text| text.lines().count())
+}
+
+/// Callers that arrive while the server starts wait for that one start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_at_once_share_one_start() {
+    let dir = workspace(&[("a.py", "x = 1\n"), ("b.py", "y = 2\n")]);
+    let root = dir.path().canonicalize().unwrap();
+    let marker = root.join("started");
+    let mut settings = CodeSettings::default();
+    let mut server = fake_server("good", "py");
+    server
+        .args
+        .extend(["--marker".into(), marker.display().to_string()]);
+    settings.servers.insert("fake".into(), server);
+    let servers = LanguageServers::new(&settings, &root, Arc::new(Sandbox::off()));
+    let disk = DiskWorkspace::new(&root).unwrap();
+    let (a, b) = (root.join("a.py"), root.join("b.py"));
+    let (first, second) = tokio::join!(
+        servers.request(&disk, &a, "textDocument/hover", at(&a, 0, 0)),
+        servers.request(&disk, &b, "textDocument/hover", at(&b, 0, 0)),
+    );
+    assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
+    assert_eq!(starts(&marker), 1);
+    servers.stop().await;
+}
+
+/// A server that keeps failing to start is tried again after a backoff,
+/// then given up for the session — and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_starts_is_given_up_and_says_so() {
+    let dir = workspace(&[("a.py", "x = 1\n")]);
+    let root = dir.path().canonicalize().unwrap();
+    let marker = root.join("started");
+    let mut settings = CodeSettings::default();
+    let mut server = fake_server("crash-at-start", "py");
+    server
+        .args
+        .extend(["--marker".into(), marker.display().to_string()]);
+    settings.servers.insert("fake".into(), server);
+    let servers = LanguageServers::new(&settings, &root, Arc::new(Sandbox::off()));
+    let disk = DiskWorkspace::new(&root).unwrap();
+    let file = root.join("a.py");
+    let deadline = Instant::now() + DEADLINE;
+    let given_up = loop {
+        assert!(Instant::now() < deadline, "never given up");
+        let answer = servers
+            .request(&disk, &file, "textDocument/hover", at(&file, 0, 0))
+            .await;
+        let Err(error @ CodeError::Start { .. }) = answer else {
+            panic!("{answer:?}");
+        };
+        if error.to_string().contains("not tried again") {
+            break error;
+        }
+        // Within the backoff the last error is said again, nothing started.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        given_up.to_string().contains("3 times in a row"),
+        "{given_up}"
+    );
+    assert_eq!(starts(&marker), 3);
+    let again = servers
+        .request(&disk, &file, "textDocument/hover", at(&file, 0, 0))
+        .await;
+    assert_eq!(again, Err(given_up));
+    assert_eq!(starts(&marker), 3, "tried again after it was given up");
 }
 
 /// An untrusted project's server starts nothing, and the model is told
@@ -377,7 +448,7 @@ fn no_server_outlives_run_however_it_ends() {
             .spawn()
             .unwrap();
         wait_for("the server to start", || {
-            std::fs::read_to_string(&marker).is_ok_and(|pid| !pid.is_empty())
+            std::fs::read_to_string(&marker).is_ok_and(|pid| pid.ends_with('\n'))
         });
         let pid: i32 = std::fs::read_to_string(&marker)
             .unwrap()
