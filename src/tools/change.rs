@@ -31,7 +31,7 @@ pub enum Previous {
 }
 
 impl Previous {
-    fn text(&self) -> Option<&str> {
+    pub fn text(&self) -> Option<&str> {
         match self {
             Previous::Text(text) => Some(text),
             Previous::Missing | Previous::Binary => None,
@@ -137,6 +137,11 @@ impl FileChange {
     /// The file's whole text after the change.
     pub fn after(&self) -> &str {
         &self.after
+    }
+
+    /// The version the text before was read at, where the workspace has versions.
+    pub fn read_version(&self) -> Option<i32> {
+        self.read_version
     }
 
     /// What the file held before.
