@@ -20,6 +20,7 @@ pub mod language_servers;
 pub mod lsp;
 pub mod mcp;
 pub mod permission;
+pub mod position;
 pub mod provider;
 pub mod rewind;
 pub mod sandbox;

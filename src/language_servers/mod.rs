@@ -127,6 +127,11 @@ impl LanguageServers {
         }
     }
 
+    /// No server is named for any language (nor left out for trust).
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty() && self.resolved.untrusted.is_empty()
+    }
+
     /// What the servers report about the files they were told of.
     pub fn diagnostics(&self) -> Arc<EditorDiagnostics> {
         self.diagnostics.clone()

@@ -246,7 +246,11 @@ impl Server {
             reason,
         };
         let mut params = json!({
-            "processId": std::process::id(),
+            // Not our pid: a server given one probes it with kill(pid, 0)
+            // every few seconds and exits when that fails — and the sandbox
+            // forbids signals out of it (Landlock's signal scope), so it
+            // would always fail. The reaper ends it with us instead.
+            "processId": null,
             "clientInfo": {"name": "bareagent", "version": env!("CARGO_PKG_VERSION")},
             "rootUri": root_uri.as_ref().map(|u| u.as_str().to_string()),
             "rootPath": self.root.to_string_lossy(),

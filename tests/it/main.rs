@@ -8,6 +8,7 @@ mod caching;
 mod chat;
 mod cli;
 mod client_process;
+mod code_intelligence;
 mod coherence;
 mod common;
 mod compaction;
