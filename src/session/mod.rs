@@ -309,7 +309,7 @@ impl Session {
         // is told why it gets no answer).
         let code = io.code.clone().or_else(|| {
             let servers = self.language_servers();
-            (!servers.is_empty()).then(|| servers as Arc<dyn crate::tools::code::Intelligence>)
+            (!servers.is_empty()).then_some(servers as Arc<dyn crate::tools::code::Intelligence>)
         });
         let system = self
             .system_prompt(&settings, workspace, &gate, near, &tally, code.is_some())
