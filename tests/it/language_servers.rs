@@ -570,3 +570,26 @@ fn through_the_language_server_pyright_reports_where_the_editor_does_not() {
     );
     let _ = TEST_KEY;
 }
+
+/// A server in the command sandbox cannot signal the agent (Landlock's
+/// signal scope): told our pid, a server that probes its parent (as those
+/// built on vscode-languageserver do, every few seconds) would exit. It is
+/// told none; the reaper ends it with us.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_server_is_not_given_a_parent_it_cannot_probe() {
+    let dir = workspace(&[("a.py", "x = 1\n")]);
+    let root = dir.path().canonicalize().unwrap();
+    let mut settings = CodeSettings::default();
+    let mut server = fake_server("good", "py");
+    server.args.push("--probe-parent".into());
+    settings.servers.insert("fake".into(), server);
+    let sandbox = Sandbox::for_commands(&Default::default(), &root, Vec::new()).unwrap();
+    let servers = LanguageServers::new(&settings, &root, Arc::new(sandbox));
+    let disk = DiskWorkspace::new(&root).unwrap();
+    let file = root.join("a.py");
+    let answer = servers
+        .request(&disk, &file, "textDocument/hover", at(&file, 0, 0))
+        .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    servers.stop().await;
+}
