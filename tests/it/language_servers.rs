@@ -593,3 +593,38 @@ async fn a_sandboxed_server_is_not_given_a_parent_it_cannot_probe() {
     assert!(answer.is_ok(), "{answer:?}");
     servers.stop().await;
 }
+
+/// The real pyright through the language server with a Helix-like client
+/// (no `bareagent/codeIntelligence`): a variable's type changed only in an
+/// unsaved buffer of another file is what the hover of its use shows —
+/// our server is given the editor's buffers, not the disk.
+#[test]
+fn pyright_sees_the_editors_unsaved_buffers() {
+    let Some(bin) = lsp_bin() else { return };
+    let dir = workspace(&[
+        ("settings.py", "timeout = 30\n"),
+        (
+            "main.py",
+            "from settings import timeout\n\nwait = timeout\n",
+        ),
+    ]);
+    let root = dir.path().canonicalize().unwrap();
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "code",
+            json!({"operation": "hover", "path": "main.py", "symbol": "wait"}),
+        )
+        .into(),
+        Reply::text("Done.").into(),
+    ]);
+    let mut options = crate::lsp::options(&root, &server, "bypass");
+    options.env.push(("PATH".into(), path_with(&bin)));
+    let client: LspClient = crate::lsp::start(&root, options);
+    client.open("settings.py", "timeout = \"30s\"\n");
+    let turn = crate::lsp::ask(&client, json!("what type is wait?"))["turn"]
+        .as_u64()
+        .expect("a turn");
+    crate::lsp::turn_end(&client, turn);
+    let result = edit_result(&server);
+    assert!(result.contains("wait: Literal['30s']"), "{result}");
+}
