@@ -354,8 +354,8 @@ async fn a_project_server_starts_only_in_a_trusted_project() {
     }
 }
 
-/// The edit's tool result, as the model server received it next.
-fn edit_result(server: &ModelServer) -> String {
+/// The last tool result, as the model server received it next.
+fn last_result(server: &ModelServer) -> String {
     let requests = server.requests();
     let last = requests.last().expect("a request after the edit");
     let results = sent_tool_results(&last.body);
@@ -396,6 +396,11 @@ fn through_run_a_project_server_reports_after_an_edit_only_when_trusted() {
                 json!({"path": "b.py", "content": "x = 1\ny = ERROR\n"}),
             )
             .into(),
+            Reply::tool(
+                "code",
+                json!({"operation": "hover", "path": "a.py", "line": 1, "column": 1}),
+            )
+            .into(),
             Reply::text("Done.").into(),
         ]);
         let out = run_against_model(&mut bareagent(&root), &server)
@@ -404,15 +409,22 @@ fn through_run_a_project_server_reports_after_an_edit_only_when_trusted() {
             .output()
             .unwrap();
         crate::common::assert_succeeded(&out);
-        let result = edit_result(&server);
+        let requests = server.requests();
+        let results = sent_tool_results(&requests.last().expect("a request").body);
+        let (edit, hover) = (&results[0].0, &results[1].0);
         if trusted {
             assert!(
-                result.contains("reports in b.py")
-                    && result.contains("line 2:5 error (fake E1): fake error here"),
-                "{result}"
+                edit.contains("reports in b.py")
+                    && edit.contains("line 2:5 error (fake E1): fake error here"),
+                "{edit}"
             );
+            assert!(hover.contains("fake hover: x = 1"), "{hover}");
         } else {
-            assert!(!result.contains("fake error"), "{result}");
+            assert!(!edit.contains("fake error"), "{edit}");
+            assert!(
+                hover.contains("`fake`") && hover.contains("bareagent trust"),
+                "{hover}"
+            );
             assert!(!marker.exists(), "the untrusted project's server started");
         }
     }
@@ -534,7 +546,7 @@ fn through_run_pyright_reports_a_type_error_after_the_edit() {
         .output()
         .unwrap();
     crate::common::assert_succeeded(&out);
-    let result = edit_result(&server);
+    let result = last_result(&server);
     assert!(
         result.contains("reports in main.py")
             && result.contains("line 3:")
@@ -563,7 +575,7 @@ fn through_the_language_server_pyright_reports_where_the_editor_does_not() {
     let client: LspClient = crate::lsp::start(&root, options);
     crate::lsp::ask(&client, json!("edit it"));
     crate::lsp::turn_end(&client, 1);
-    let result = edit_result(&server);
+    let result = last_result(&server);
     assert!(
         result.contains("reports in main.py") && result.contains("\"str\""),
         "{result}"
@@ -625,6 +637,6 @@ fn pyright_sees_the_editors_unsaved_buffers() {
         .as_u64()
         .expect("a turn");
     crate::lsp::turn_end(&client, turn);
-    let result = edit_result(&server);
+    let result = last_result(&server);
     assert!(result.contains("wait: Literal['30s']"), "{result}");
 }
