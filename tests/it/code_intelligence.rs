@@ -190,7 +190,13 @@ fn turn(front: FrontEnd, root: &Path, server: &ModelServer, bin: &Path) -> Optio
                 &python,
                 root,
                 server,
-                json!({"fs": false, "env": {"PATH": path_with(bin)},
+                // The state and config `bareagent(root)` uses, so that
+                // `run --rewind` knows the session as the user's.
+                json!({"fs": false, "env": {
+                           "PATH": path_with(bin),
+                           "XDG_STATE_HOME": root.join(".no-user-state"),
+                           "XDG_CONFIG_HOME": root.join(".no-user-config"),
+                       },
                        "answers": ["allow_once", "allow_once", "allow_once"],
                        "steps": [{"new": {}}, {"prompt": PROMPT}]}),
             );
@@ -263,7 +269,7 @@ fn check(
     let references = said(0);
     expect(
         references.starts_with("2 references")
-            && references.contains("pkg/shapes.py\n  19:21  return sum(c.area() for c in circles)")
+            && references.contains("pkg/shapes.py\n  19:18  return sum(c.area() for c in circles)")
             && references.contains("pkg/report.py\n  6:14  half = c.area() / 2")
             && !references.contains("s.area()")
             && !references.contains('#'),
