@@ -331,3 +331,101 @@ fn check(
     }
     Ok(())
 }
+
+/// Each way a language server fails reaches the model as a clear `code`
+/// error, and the session goes on: the next call, to a good server in the
+/// same run, is answered. A location outside the workspace is counted,
+/// never named. One `bareagent run`, the fake server (tests/fixtures/lsp)
+/// in a different mode for each file type.
+#[test]
+fn each_servers_fault_is_a_clear_tool_error_and_the_turn_goes_on() {
+    let fake = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lsp/fake_server.py"
+    );
+    // (the server's mode, the operation, what the model must read)
+    let rows: &[(&str, &str, &str)] = &[
+        ("not-installed", "hover", "is not installed"),
+        ("crash-at-start", "hover", "did not start"),
+        ("crash-mid", "hover", "stopped while answering"),
+        (
+            "hang",
+            "hover",
+            "did not answer textDocument/hover within 3 s",
+        ),
+        (
+            "invalid-json",
+            "hover",
+            "something that is not the protocol",
+        ),
+        ("not-jsonrpc", "hover", "something that is not the protocol"),
+        (
+            "error",
+            "references",
+            "refused textDocument/references: fake failure",
+        ),
+        ("no-hover", "hover", "does not support textDocument/hover"),
+        (
+            "outside",
+            "references",
+            "(1 outside the workspace not shown)",
+        ),
+    ];
+    let mut config = String::from(
+        "[code]\nrequest_timeout_secs = 1\nfirst_request_timeout_secs = 3\nhelix = false\n",
+    );
+    let mut files = vec![("a.good".to_string(), "x = 1\n".to_string())];
+    let mut script: Vec<Step> = Vec::new();
+    let good = json!({"operation": "hover", "path": "a.good", "line": 1, "column": 1});
+    for (index, (mode, operation, _)) in rows.iter().enumerate() {
+        let command = if *mode == "not-installed" {
+            "bareagent-no-such-server"
+        } else {
+            "python3"
+        };
+        config.push_str(&format!(
+            "[code.servers.{mode}]\ncommand = {command:?}\nargs = [{fake:?}, {mode:?}]\nextensions = [\"f{index}\"]\n"
+        ));
+        files.push((format!("a.f{index}"), "x = 1\n".into()));
+        let path = format!("a.f{index}");
+        script.push(
+            Reply::tool(
+                "code",
+                json!({"operation": operation, "path": path, "line": 1, "column": 1}),
+            )
+            .into(),
+        );
+        script.push(Reply::tool("code", good.clone()).into());
+    }
+    config.push_str(&format!(
+        "[code.servers.good]\ncommand = \"python3\"\nargs = [{fake:?}, \"good\"]\nextensions = [\"good\"]\n"
+    ));
+    script.push(Reply::text("Done.").into());
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let dir = workspace(&files);
+    let root = dir.path().canonicalize().expect("root");
+    crate::common::user_config(&root, &config);
+    let server = ModelServer::start(script);
+    let out = run_against_model(&mut bareagent(&root), &server)
+        .args(["--permission-mode", "bypass", "ask the servers"])
+        .output()
+        .expect("bareagent run");
+    crate::common::assert_succeeded(&out);
+    let requests = server.requests();
+    let results = sent_tool_results(&requests.last().expect("a request").body);
+    assert_eq!(results.len(), rows.len() * 2, "{results:?}");
+    for (index, (mode, _, want)) in rows.iter().enumerate() {
+        let (said, is_error) = &results[index * 2];
+        assert!(said.contains(want), "{mode}: {said}");
+        assert!(!said.contains("/etc/passwd"), "{mode}: {said}");
+        assert_eq!(*is_error, *mode != "outside", "{mode}: {said}");
+        let (next, next_error) = &results[index * 2 + 1];
+        assert!(
+            !next_error && next.contains("fake hover: x = 1"),
+            "after {mode}: {next}"
+        );
+    }
+}
