@@ -104,6 +104,8 @@ fn script() -> Vec<Step> {
         code(json!({"operation": "definition", "path": "main.py", "symbol": "describe", "line": 4})),
         code(json!({"operation": "hover", "path": "pkg/report.py", "symbol": "half"})),
         code(json!({"operation": "workspace_symbols", "symbol": "square_report"})),
+        code(json!({"operation": "callers", "path": "pkg/shapes.py", "symbol": "Circle.area"})),
+        code(json!({"operation": "symbols", "path": "pkg/shapes.py"})),
         code(json!({"operation": "rename", "path": "pkg/shapes.py", "symbol": "Circle", "new_name": "Disk"})),
         Reply::tool(
             "edit_file",
@@ -290,8 +292,27 @@ fn check(
         symbols.contains("pkg/report.py\n  10:5  function `square_report`"),
         format!("workspace symbols: {symbols}"),
     )?;
+    // Callers: each call, in the function that makes it.
+    let callers = said(4);
+    expect(
+        callers.starts_with("2 calls")
+            && callers.contains(
+                "19:18  return sum(c.area() for c in circles)   (in function `total_area`)",
+            )
+            && callers.contains("6:14  half = c.area() / 2   (in function `describe`)"),
+        format!("callers: {callers}"),
+    )?;
+    // The outline: members under their class.
+    let outline = said(5);
+    expect(
+        outline.contains("    1  class Circle\n")
+            && outline.contains("    5    method area\n")
+            && outline.contains("   13    method area\n")
+            && outline.contains("   17  function total_area"),
+        format!("symbols: {outline}"),
+    )?;
     // The rename: one change across three files, shown whole when asked.
-    let rename = said(4);
+    let rename = said(6);
     expect(
         rename.starts_with("Renamed `Circle` to `Disk`") && rename.contains("in 3 files"),
         format!("rename: {rename}"),
@@ -304,7 +325,7 @@ fn check(
         format!("the question showed {diffs:?}"),
     )?;
     // The edit's type error, reported after the edit.
-    let edit = said(5);
+    let edit = said(7);
     expect(
         edit.contains("error") && edit.contains("\"str\"") && edit.contains("\"float\""),
         format!("the edit's result: {edit}"),
