@@ -32,6 +32,7 @@ mod lsp_frames;
 mod mcp;
 mod model_server_smoke;
 mod neovim;
+mod neovim_code;
 mod neovim_plugin;
 mod provider_setup;
 mod read_ledger;

@@ -1,0 +1,102 @@
+//! The Neovim plugin answers `bareagent/codeIntelligence` from the language
+//! servers attached to the file's buffer: a real headless Neovim with a real
+//! pyright (`$BAREAGENT_LSP_BIN/pyright-langserver`) that the test's init
+//! starts for python buffers, as a user's config does. Skipped without
+//! `BAREAGENT_LSP_BIN` unless `BAREAGENT_REQUIRE_LSP=1`, and without
+//! Neovim unless `BAREAGENT_REQUIRE_NVIM` (see tests/it/neovim.rs).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::workspace;
+use crate::neovim::nvim_or_skip;
+use crate::neovim_plugin::{run_command, script_command};
+use crate::support::model_server::ModelServer;
+
+/// The directory holding the test language servers, or `None` to skip.
+fn lsp_bin_or_skip() -> Option<PathBuf> {
+    match std::env::var_os("BAREAGENT_LSP_BIN") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ if std::env::var("BAREAGENT_REQUIRE_LSP").as_deref() == Ok("1") => {
+            panic!(
+                "BAREAGENT_LSP_BIN is not set and BAREAGENT_REQUIRE_LSP=1: run .ci/run, which installs the language servers"
+            )
+        }
+        _ => {
+            eprintln!("skipped: set BAREAGENT_LSP_BIN to run this test (.ci/run installs pyright)");
+            None
+        }
+    }
+}
+
+/// `PATH` with the language servers' directory first (pyright-langserver
+/// runs on `node`).
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).expect("PATH")
+}
+
+const CALC: &str = "def add(a: int, b: int) -> int:\n    return a + b\n";
+/// Text search for `add` is wrong here: the comment and the string are no uses.
+const MAIN: &str =
+    "from calc import add\n\ntotal = add(1, 2)\n# add is not called here\nlabel = \"add\"\n";
+const WIDE: &str = "é😀add\n";
+
+/// The handler, called as Neovim calls it, answers from pyright: a file no
+/// buffer held is loaded and pyright waited for; the references include the
+/// call only in the unsaved buffer, not the comment or the string; hover
+/// gives the inferred type; no server, or none supporting the method, is an
+/// error saying so; positions convert for a UTF-8 server.
+#[test]
+fn neovim_answers_code_intelligence_from_the_attached_pyright() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let Some(lsp_bin) = lsp_bin_or_skip() else {
+        return;
+    };
+    let dir = workspace(&[
+        ("calc.py", CALC),
+        ("main.py", MAIN),
+        ("wide.txt", WIDE),
+        ("notes.txt", "add things\n"),
+        (".git/.keep", ""),
+    ]);
+    // No model is asked: the script's harness wants one to point at.
+    let server = ModelServer::start(vec![]);
+    let mut command = script_command(&nvim, "code_handler.lua", dir.path(), &server);
+    command
+        .env("PYRIGHT", lsp_bin.join("pyright-langserver"))
+        .env("PATH", path_with(&lsp_bin));
+    let run = run_command(command, dir.path());
+    let stderr = &run.stderr;
+    assert!(run.ok, "{stderr}");
+    let line = |prefix: &str| {
+        run.line(prefix)
+            .unwrap_or_else(|| panic!("no {prefix}line: {stderr}"))
+            .to_string()
+    };
+    // The import, the call, and the call only in the unsaved buffer (line 5).
+    assert_eq!(
+        line("REFERENCES "),
+        "main.py:0:17 main.py:2:8 main.py:5:8",
+        "{stderr}"
+    );
+    assert!(line("HOVER ").contains("total: int"), "{stderr}");
+    assert!(
+        line("NO SERVER ").contains("no language server is attached to notes.txt"),
+        "{stderr}"
+    );
+    assert!(
+        line("UNSUPPORTED ").contains("(pyright) supports textDocument/implementation"),
+        "{stderr}"
+    );
+    // UTF-16 character 3 is UTF-8 byte 6, and back, wherever a range is.
+    assert_eq!(line("PARAMS "), "6", "{stderr}");
+    assert_eq!(line("LOCATION "), "3-6", "{stderr}");
+    // A link's origin is in the asked file; its target in calc.py (ASCII).
+    assert_eq!(line("LINK "), "3 4", "{stderr}");
+    // The server's opaque data is left as it was.
+    assert_eq!(line("CALL "), "3 3 data 6", "{stderr}");
+    assert_eq!(line("EDIT "), "3", "{stderr}");
+}
