@@ -530,3 +530,64 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
     );
     assert!(run.fact("chat-file").contains("chat.md"), "{context}");
 }
+
+const MAIN_TS: &str =
+    "import { add } from './calc';\n\n// add is not called here\nexport const total = add(1, 2);\n";
+
+/// The `code` tool answered by VS Code's own TypeScript support (no extra
+/// install) on an unsaved buffer: main.ts gains a call of `add` that is not
+/// saved; `references` of `add` lists it with the saved call, and not the
+/// comment; `hover` gives the type TypeScript infers. The symbols are found
+/// through VS Code's outline of each file.
+#[test]
+fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
+    let Some(found) = installed_or_skip() else {
+        return;
+    };
+    let dir = workspace(&[("calc.ts", CALC), ("main.ts", MAIN_TS)]);
+    let model = ModelServer::start(vec![
+        Reply::tool(
+            "code",
+            json!({"operation": "references", "path": "calc.ts", "symbol": "add"}),
+        )
+        .into(),
+        Reply::tool(
+            "code",
+            json!({"operation": "hover", "path": "main.ts", "symbol": "total"}),
+        )
+        .into(),
+        Reply::text("add is called from main.ts, twice.").into(),
+    ]);
+    let run = drive(&found, dir.path(), &model, "code", false);
+    let context = &run.context;
+    let sent: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|r| sent_tool_results(&r.body))
+        .collect();
+
+    assert_eq!(run.fact("main.ts-dirty"), "true", "{context}");
+    assert!(
+        run.fact("main.ts").contains("again = add(3, 4)"),
+        "{context}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.ts")).expect("main.ts"),
+        MAIN_TS,
+        "the new call is only in the buffer"
+    );
+    let (references, failed) = &sent[1][0];
+    assert!(!failed, "{references}\n{context}");
+    assert!(
+        references.contains("total = add(1, 2)") && references.contains("again = add(3, 4)"),
+        "the saved call and the unsaved one: {references}\n{context}"
+    );
+    assert!(
+        !references.contains("not called here"),
+        "{references}\n{context}"
+    );
+    let (hover, failed) = &sent[2][0];
+    assert!(!failed, "{hover}\n{context}");
+    assert!(hover.contains("total: number"), "{hover}\n{context}");
+    assert_eq!(model.remaining(), 0, "{context}");
+}
