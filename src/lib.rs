@@ -19,6 +19,7 @@ pub mod inbox;
 pub mod lsp;
 pub mod mcp;
 pub mod permission;
+pub mod position;
 pub mod provider;
 pub mod rewind;
 pub mod sandbox;

@@ -63,9 +63,12 @@ impl Approver for ClientApprover {
         }
         let mut content: Vec<ToolCallContent> =
             vec![ContentBlock::Text(TextContent::new(why)).into()];
-        if let Some(edit) = question.edit {
-            let diff = Diff::new(edit.path, edit.after).old_text(self.calls.text(edit.path));
-            content.push(diff.into());
+        for file in question.edit.iter().flat_map(|edit| &edit.files) {
+            let before = self
+                .calls
+                .text(file.path)
+                .or_else(|| file.before.map(str::to_string));
+            content.push(Diff::new(file.path, file.after).old_text(before).into());
         }
         let title = format!(
             "{}: {}",

@@ -4,8 +4,8 @@
 //! tool's own code from the input parsed once for the call.
 
 use super::parts::Agent;
-use crate::permission::{ActionKind, Assessment, Decision, EditPreview};
-use crate::tools::{Approved, Permit, PreparedCall, ToolError};
+use crate::permission::{ActionKind, Assessment, Decision, EditPreview, ProposedFile};
+use crate::tools::{Approved, Permit, PreparedCall, Previous, ToolError};
 
 /// The gate's answer to `call`. The error is the denial, as the model reads it.
 pub(super) async fn permit(
@@ -35,8 +35,18 @@ pub(super) async fn permit(
     let edit = match (&preview, &diff) {
         (Some(Ok(change)), Some(diff)) => Some(EditPreview {
             diff,
-            path: change.path(),
-            after: change.after(),
+            files: change
+                .files()
+                .iter()
+                .map(|file| ProposedFile {
+                    path: file.path(),
+                    before: match file.before() {
+                        Previous::Text(text) => Some(text),
+                        Previous::Missing | Previous::Binary => None,
+                    },
+                    after: file.after(),
+                })
+                .collect(),
         }),
         _ => None,
     };

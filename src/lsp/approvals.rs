@@ -63,9 +63,12 @@ impl Approver for EditorApprover {
             reason: question.reason.to_string(),
             rule: question.rule.to_string(),
             diff: question.diff().map(str::to_string),
-            proposed: question
-                .edit
-                .map(|edit| (edit.path.to_path_buf(), edit.after.to_string())),
+            // A review shows one file beside its change; a change to
+            // several (a rename) is reviewed as its diff.
+            proposed: match question.edit.as_ref().map(|edit| edit.files.as_slice()) {
+                Some([file]) => Some((file.path.to_path_buf(), file.after.to_string())),
+                _ => None,
+            },
         };
         let answer = approvals.add(view.clone());
         let _guard = PendingGuard {

@@ -20,7 +20,7 @@ use crate::events::AgentEvent;
 use crate::history::ToolSpec;
 use crate::permission::ActionKind;
 use crate::tools::{
-    AnyTool, FileChange, Invocation, PreparedCall, ToolContext, ToolError, ToolOutput, plain_action,
+    AnyTool, Change, Invocation, PreparedCall, ToolContext, ToolError, ToolOutput, plain_action,
 };
 use crate::workspace::{Look, PathResolver};
 
@@ -163,7 +163,7 @@ struct Call<'t> {
 
 #[async_trait]
 impl Invocation for Call<'_> {
-    async fn change(&self, _cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>> {
+    async fn change(&self, _cx: &ToolContext<'_, '_>) -> Option<Result<Change, ToolError>> {
         None
     }
 

@@ -109,12 +109,21 @@ pub struct Question<'a> {
 
 /// The change an edit would make, as the user judges it: computed from the
 /// text the tool would read (the open buffer, else the disk).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct EditPreview<'a> {
-    /// The unified diff (see `crate::diff`).
+    /// The unified diff (see `crate::diff`), across all the files.
     pub diff: &'a str,
+    /// Each file the edit changes (one, but for a rename).
+    pub files: Vec<ProposedFile<'a>>,
+}
+
+/// One file of an edit.
+#[derive(Clone, Copy, Debug)]
+pub struct ProposedFile<'a> {
     /// The file, resolved.
     pub path: &'a std::path::Path,
+    /// Its text before the change; `None` for a file it creates.
+    pub before: Option<&'a str>,
     /// The file's whole text after the change: what a review shows beside
     /// the current text.
     pub after: &'a str,
@@ -123,7 +132,7 @@ pub struct EditPreview<'a> {
 impl Question<'_> {
     /// The unified diff, for an edit.
     pub fn diff(&self) -> Option<&str> {
-        self.edit.map(|edit| edit.diff)
+        self.edit.as_ref().map(|edit| edit.diff)
     }
 }
 

@@ -34,9 +34,10 @@ pub use settings::{
 pub use tally::{Counted, FileCount, LineCounts, line_counts};
 
 use crate::agent::{
-    Agent, AgentParts, CompactError, CompactRequest, Compacted, Compaction, CompactionSettings,
-    Inbox, InstructionFile, LoopConfig, LoopError, Message, TurnOutcome, load_instructions,
-    paths_in, run_loop, system_prompt, system_prompt_in_editor, user_instructions_path,
+    Agent, AgentParts, CODE_TOOL_PROMPT, CompactError, CompactRequest, Compacted, Compaction,
+    CompactionSettings, Inbox, InstructionFile, LoopConfig, LoopError, Message, TurnOutcome,
+    load_instructions, paths_in, run_loop, system_prompt, system_prompt_in_editor,
+    user_instructions_path,
 };
 use crate::events::{AgentEvent, EventSink, Spend};
 use crate::mcp::McpServers;
@@ -287,10 +288,11 @@ impl Session {
         };
         let mut near = paths_in(&prompt.text());
         near.extend(io.near);
+        let code = io.code.clone();
         let system = self
-            .system_prompt(&settings, io.workspace, &gate, near, &tally)
+            .system_prompt(&settings, io.workspace, &gate, near, &tally, code.is_some())
             .await;
-        let tools = self.tools(&settings).await;
+        let tools = self.tools(&settings, code).await;
         let config = loop_config(&settings, &model, system);
 
         let mut lease = HistoryLease::take(self);
@@ -363,6 +365,7 @@ impl Session {
         gate: &PermissionGate,
         near: Vec<PathBuf>,
         sink: &dyn EventSink,
+        code: bool,
     ) -> String {
         let paths = workspace.paths().clone();
         let reader = gate.clone();
@@ -385,21 +388,32 @@ impl Session {
             }
         }
         *self.instructions.locked() = instructions.files;
-        let base = match settings.surface {
+        let mut base = match settings.surface {
             Surface::Terminal => system_prompt(&settings.root),
             Surface::Editor => system_prompt_in_editor(&settings.root),
         };
+        if code {
+            base.push_str(CODE_TOOL_PROMPT);
+        }
         base + &instructions.prompt
     }
 
     /// Ours and the MCP servers' tools as they list them now (a server's
     /// list may change; one that failed is left out). Waits for servers
-    /// still on their first start.
-    async fn tools(&self, settings: &SessionSettings) -> ToolRegistry {
+    /// still on their first start. `code` where a language server can
+    /// answer it.
+    async fn tools(
+        &self,
+        settings: &SessionSettings,
+        code: Option<Arc<dyn crate::tools::code::Intelligence>>,
+    ) -> ToolRegistry {
         let mut tools = match settings.surface {
             Surface::Terminal => ToolRegistry::standard(),
             Surface::Editor => ToolRegistry::in_editor(),
         };
+        if let Some(code) = code {
+            tools.register(crate::tools::code::Code::new(code));
+        }
         let mcp = self.mcp.locked().clone();
         if let Some(mcp) = mcp {
             mcp.add_to(&mut tools).await;
@@ -424,9 +438,9 @@ impl Session {
             .map_err(|error| crate::provider::ProviderError::Config(error.to_string()))?
             .gate;
         let system = self
-            .system_prompt(&settings, workspace, &gate, Vec::new(), sink)
+            .system_prompt(&settings, workspace, &gate, Vec::new(), sink, false)
             .await;
-        let tools = self.tools(&settings).await;
+        let tools = self.tools(&settings, None).await;
         let mut messages = self.history.locked().clone();
         let compacting = model.compaction.compact_idle(
             model.provider.as_ref(),

@@ -16,11 +16,11 @@
 
 use std::path::PathBuf;
 
-use super::{ReadFirst, ToolContext, ToolError};
+use super::{ReadFirst, SinceRead, ToolContext, ToolError};
 use crate::diff::{self, Before};
 use crate::events::AgentEvent;
 use crate::sessions::Entry;
-use crate::workspace::WorkspaceError;
+use crate::workspace::{Restore, WorkspaceError};
 
 /// What a file held before a change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub enum Previous {
 }
 
 impl Previous {
-    fn text(&self) -> Option<&str> {
+    pub fn text(&self) -> Option<&str> {
         match self {
             Previous::Text(text) => Some(text),
             Previous::Missing | Previous::Binary => None,
@@ -139,6 +139,11 @@ impl FileChange {
         &self.after
     }
 
+    /// The version the text before was read at, where the workspace has versions.
+    pub fn read_version(&self) -> Option<i32> {
+        self.read_version
+    }
+
     /// What the file held before.
     pub fn before(&self) -> &Previous {
         &self.before
@@ -160,35 +165,157 @@ impl FileChange {
     /// were asked), records the version the model now knows, and tells the
     /// event sink what changed.
     pub async fn apply(&self, cx: &ToolContext<'_, '_>) -> Result<(), ToolError> {
-        let asked = match cx.approved {
-            Approved::WithoutAsking => false,
-            Approved::Change(allowed) if same_change(allowed, self) => true,
-            // The file changed between the question and now (or the change
-            // could not be shown at all): what would be written now is not
-            // what the user allowed.
-            Approved::Change(_) | Approved::WithoutDiff => {
-                return Err(ToolError::ChangedWhileAsked {
-                    path: self.shown.clone(),
-                });
-            }
-        };
-        let workspace = cx.workspace();
-        let version = workspace
-            .write_text(&self.path, &self.after, self.read_version)
-            .await?;
-        cx.reads.saw(&self.path, &self.after, version);
+        apply(std::slice::from_ref(self), cx).await
+    }
+}
+
+/// A change to one file or several, made whole or not at all: what a call
+/// would do, as the user is shown it and as it is written. Every edit tool
+/// changes one file; a rename changes every file that names the symbol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// Never empty; in the order the user is shown them.
+    files: Vec<FileChange>,
+}
+
+impl From<FileChange> for Change {
+    fn from(file: FileChange) -> Self {
+        Change { files: vec![file] }
+    }
+}
+
+impl Change {
+    /// Several files' changes as one; `None` for none.
+    pub fn of(files: Vec<FileChange>) -> Option<Self> {
+        (!files.is_empty()).then_some(Change { files })
+    }
+
+    pub fn files(&self) -> &[FileChange] {
+        &self.files
+    }
+
+    /// One unified diff across all the files.
+    pub fn diff(&self) -> String {
+        self.files.iter().map(FileChange::diff).collect()
+    }
+
+    /// Writes every file, if this is the change the user allowed, or none.
+    pub async fn apply(&self, cx: &ToolContext<'_, '_>) -> Result<(), ToolError> {
+        apply(&self.files, cx).await
+    }
+}
+
+/// The write of one change: checked against what the user allowed, then
+/// written (several files as one edit: see [`write_together`]), recorded
+/// for a rewind, and told to the sink file by file.
+async fn apply(files: &[FileChange], cx: &ToolContext<'_, '_>) -> Result<(), ToolError> {
+    let Some(first) = files.first() else {
+        return Ok(());
+    };
+    let asked = match cx.approved {
+        Approved::WithoutAsking => false,
+        Approved::Change(allowed) if same_files(&allowed.files, files) => true,
+        // The files changed between the question and now (or the change
+        // could not be shown at all): what would be written now is not
+        // what the user allowed.
+        Approved::Change(_) | Approved::WithoutDiff => {
+            return Err(ToolError::ChangedWhileAsked {
+                path: first.shown.clone(),
+            });
+        }
+    };
+    let versions = match files {
+        [file] => vec![
+            cx.workspace()
+                .write_text(&file.path, &file.after, file.read_version)
+                .await?,
+        ],
+        _ => write_together(files, cx).await?,
+    };
+    for (file, version) in files.iter().zip(versions) {
+        cx.reads.saw(&file.path, &file.after, version);
         cx.edits.record(Entry::Edit {
-            path: &self.shown,
-            before: self.before_for_diff(),
-            after: &self.after,
+            path: &file.shown,
+            before: file.before_for_diff(),
+            after: &file.after,
         });
         cx.sink.emit(AgentEvent::FileChanged {
-            path: self.shown.clone(),
-            diff: self.diff(),
+            path: file.shown.clone(),
+            diff: file.diff(),
             asked,
         });
-        Ok(())
     }
+    Ok(())
+}
+
+/// Several files written as one change: each read again and refused whole
+/// if any no longer holds the text the change was computed from, then
+/// written as one edit (one `applyEdit`, one undo, in an editor; on disk one
+/// file after another, the ones written put back if a later one fails).
+/// The versions the files are at afterwards are not known here (the
+/// editor's next versions are): `None`, so the ledger keeps their texts.
+async fn write_together(
+    files: &[FileChange],
+    cx: &ToolContext<'_, '_>,
+) -> Result<Vec<Option<i32>>, ToolError> {
+    let workspace = cx.workspace();
+    let mut writes = Vec::with_capacity(files.len());
+    for file in files {
+        let Previous::Text(before) = &file.before else {
+            return Err(ToolError::Edit {
+                path: file.shown.clone(),
+                reason: "only text files change together".into(),
+            });
+        };
+        let now = workspace.read_text(&file.path).await?;
+        if now.text != *before {
+            return Err(ToolError::Stale {
+                path: file.shown.clone(),
+                change: SinceRead::Text,
+            });
+        }
+        writes.push(Restore {
+            path: file.path.clone(),
+            text: Some(file.after.clone()),
+            expected: before.clone(),
+            version: now.version,
+        });
+    }
+    let results = workspace.restore(&writes).await;
+    let failed: Vec<String> = files
+        .iter()
+        .zip(&results)
+        .filter_map(|(file, result)| {
+            let error = result.as_ref().err()?;
+            Some(format!("{}: {error}", file.shown))
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(vec![None; files.len()]);
+    }
+    // Whole or not at all: what was written goes back.
+    let back: Vec<Restore> = files
+        .iter()
+        .zip(&results)
+        .filter(|(_, result)| result.is_ok())
+        .filter_map(|(file, _)| {
+            Some(Restore {
+                path: file.path.clone(),
+                text: Some(file.before.text()?.to_string()),
+                expected: file.after.clone(),
+                version: None,
+            })
+        })
+        .collect();
+    for (file, result) in back.iter().zip(workspace.restore(&back).await) {
+        if let Err(error) = result {
+            tracing::warn!(path = %file.path.display(), %error, "cannot put a file back after a failed change");
+        }
+    }
+    Err(ToolError::failed(format!(
+        "nothing was changed: {}",
+        failed.join("; ")
+    )))
 }
 
 /// The same change: the same file, from the same text to the same text.
@@ -198,13 +325,17 @@ fn same_change(a: &FileChange, b: &FileChange) -> bool {
     a.path == b.path && a.before == b.before && a.after == b.after
 }
 
+fn same_files(a: &[FileChange], b: &[FileChange]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_change(a, b))
+}
+
 /// What the user allowed of the call being run.
 #[derive(Clone, Copy, Debug)]
 pub enum Approved<'a> {
     /// Nobody was asked: a rule or the mode allowed it.
     WithoutAsking,
     /// The user was asked and shown this change.
-    Change(&'a FileChange),
+    Change(&'a Change),
     /// The user was asked without a change to see (not an edit, or its
     /// change could not be computed then).
     WithoutDiff,
@@ -214,7 +345,7 @@ pub enum Approved<'a> {
 pub enum Permit {
     WithoutAsking,
     /// After asking; with the change shown, for an edit.
-    Asked(Option<FileChange>),
+    Asked(Option<Change>),
 }
 
 impl Permit {

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::change::edit_text;
-use super::{FileChange, Tool, ToolContext, ToolError, edit_action};
+use super::{Change, FileChange, Tool, ToolContext, ToolError, edit_action};
 use crate::permission::Action;
 use crate::workspace::PathResolver;
 
@@ -54,8 +54,8 @@ impl Tool for EditFile {
         &self,
         input: &Input,
         cx: &ToolContext<'_, '_>,
-    ) -> Option<Result<FileChange, ToolError>> {
-        Some(plan(input, cx).await.map(|(change, _)| change))
+    ) -> Option<Result<Change, ToolError>> {
+        Some(plan(input, cx).await.map(|(change, _)| change.into()))
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

@@ -41,7 +41,7 @@ use crate::workspace::{PathResolver, Workspace, WorkspaceError};
 
 pub use background::{BackgroundTasks, BashOutput, KillBash};
 pub use bash::Bash;
-pub use change::{Approved, FileChange, Permit, Previous};
+pub use change::{Approved, Change, FileChange, Permit, Previous};
 pub use diagnostics::Diagnostics;
 pub use edit_file::EditFile;
 pub use glob::Glob;
@@ -303,7 +303,7 @@ pub trait Tool: Send + Sync + 'static {
         &self,
         _input: &Self::Input,
         _cx: &ToolContext<'_, '_>,
-    ) -> Option<Result<FileChange, ToolError>> {
+    ) -> Option<Result<Change, ToolError>> {
         None
     }
 
@@ -360,7 +360,7 @@ impl<'t> PreparedCall<'t> {
     }
 
     /// See [`Tool::change`].
-    pub async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>> {
+    pub async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<Change, ToolError>> {
         self.call.change(cx).await
     }
 
@@ -395,7 +395,7 @@ impl<'t> PreparedCall<'t> {
 /// A tool and its parsed input, with the input's type erased.
 #[async_trait]
 pub trait Invocation: Send + Sync {
-    async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>>;
+    async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<Change, ToolError>>;
     async fn run(self: Box<Self>, cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError>;
 }
 
@@ -406,7 +406,7 @@ struct Typed<'t, T: Tool> {
 
 #[async_trait]
 impl<T: Tool> Invocation for Typed<'_, T> {
-    async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<FileChange, ToolError>> {
+    async fn change(&self, cx: &ToolContext<'_, '_>) -> Option<Result<Change, ToolError>> {
         Tool::change(self.tool, &self.input, cx).await
     }
 

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::change::edit_text;
 use super::edit_file::{apply_edit, line_delta};
-use super::{FileChange, Tool, ToolContext, ToolError, edit_action};
+use super::{Change, FileChange, Tool, ToolContext, ToolError, edit_action};
 use crate::permission::Action;
 use crate::workspace::PathResolver;
 
@@ -51,8 +51,8 @@ impl Tool for MultiEdit {
         &self,
         input: &Input,
         cx: &ToolContext<'_, '_>,
-    ) -> Option<Result<FileChange, ToolError>> {
-        Some(plan(input, cx).await)
+    ) -> Option<Result<Change, ToolError>> {
+        Some(plan(input, cx).await.map(Change::from))
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::change::replace_file;
-use super::{FileChange, Previous, Tool, ToolContext, ToolError, edit_action};
+use super::{Change, Previous, Tool, ToolContext, ToolError, edit_action};
 use crate::permission::Action;
 use crate::workspace::{MAX_TEXT_BYTES, PathResolver};
 
@@ -38,11 +38,15 @@ impl Tool for WriteFile {
         &self,
         input: &Input,
         cx: &ToolContext<'_, '_>,
-    ) -> Option<Result<FileChange, ToolError>> {
+    ) -> Option<Result<Change, ToolError>> {
         if let Err(error) = within_cap(input) {
             return Some(Err(error));
         }
-        Some(replace_file(cx, &input.path, &input.content).await)
+        Some(
+            replace_file(cx, &input.path, &input.content)
+                .await
+                .map(Change::from),
+        )
     }
 
     async fn run(&self, input: Input, cx: &ToolContext<'_, '_>) -> Result<String, ToolError> {

@@ -108,6 +108,7 @@ const LAYERS: &[&[&str]] = &[
         "workspace",
         "diff",
         "text",
+        "position",
         "inbox",
         "secrets",
         "secret_files",
