@@ -16,6 +16,7 @@ mod connections;
 mod costs;
 mod diffs;
 mod dying;
+mod editor_code;
 mod editor_diagnostics;
 mod editor_events;
 mod escapes;

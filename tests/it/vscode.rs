@@ -576,7 +576,7 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         MAIN_TS,
         "the new call is only in the buffer"
     );
-    let (references, failed) = &sent[1][0];
+    let (references, failed) = sent[1].last().expect("the references' result");
     assert!(!failed, "{references}\n{context}");
     assert!(
         references.contains("total = add(1, 2)") && references.contains("again = add(3, 4)"),
@@ -586,7 +586,7 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         !references.contains("not called here"),
         "{references}\n{context}"
     );
-    let (hover, failed) = &sent[2][0];
+    let (hover, failed) = sent[2].last().expect("the hover's result");
     assert!(!failed, "{hover}\n{context}");
     assert!(hover.contains("total: number"), "{hover}\n{context}");
     assert_eq!(model.remaining(), 0, "{context}");
