@@ -7,10 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::workspace;
+use serde_json::json;
+
+use crate::common::{sent_tool_results, workspace};
 use crate::neovim::nvim_or_skip;
 use crate::neovim_plugin::{run_command, script_command};
-use crate::support::model_server::ModelServer;
+use crate::support::model_server::{ModelServer, Reply};
 
 /// The directory holding the test language servers, or `None` to skip.
 fn lsp_bin_or_skip() -> Option<PathBuf> {
@@ -99,4 +101,61 @@ fn neovim_answers_code_intelligence_from_the_attached_pyright() {
     // The server's opaque data is left as it was.
     assert_eq!(line("CALL "), "3 3 data 6", "{stderr}");
     assert_eq!(line("EDIT "), "3", "{stderr}");
+}
+
+/// The `code` tool in a turn, answered by the plugin from pyright: the
+/// references of `add` (in calc.py, which no buffer held) list the call only
+/// in main.py's unsaved buffer and not the comment or the string; hover
+/// gives the inferred type. See tests/neovim/plugin_code.lua.
+#[test]
+fn neovim_answers_the_code_tool_from_pyright_on_an_unsaved_buffer() {
+    let Some(nvim) = nvim_or_skip() else { return };
+    let Some(lsp_bin) = lsp_bin_or_skip() else {
+        return;
+    };
+    let dir = workspace(&[("calc.py", CALC), ("main.py", MAIN), (".git/.keep", "")]);
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "code",
+            json!({"operation": "references", "path": "calc.py", "symbol": "add"}),
+        )
+        .into(),
+        Reply::tool(
+            "code",
+            json!({"operation": "hover", "path": "main.py", "symbol": "total"}),
+        )
+        .into(),
+        Reply::text("add is called twice.").into(),
+    ]);
+    let mut command = script_command(&nvim, "plugin_code.lua", dir.path(), &server);
+    command
+        .env("PYRIGHT", lsp_bin.join("pyright-langserver"))
+        .env("PATH", path_with(&lsp_bin));
+    let run = run_command(command, dir.path());
+    assert!(run.ok, "{}", run.stderr);
+    let requests = server.requests();
+    let result = |n: usize| {
+        sent_tool_results(&requests[n].body)
+            .pop()
+            .expect("a tool result")
+    };
+    let (references, failed) = result(1);
+    assert!(!failed, "{references}");
+    assert!(
+        references.contains("main.py\n")
+            && references.contains("3:9  total = add(1, 2)")
+            && references.contains("6:9  again = add(3, 4)"),
+        "the saved call and the unsaved one: {references}"
+    );
+    assert!(
+        !references.contains("not called here") && !references.contains("label"),
+        "{references}"
+    );
+    let (hover, failed) = result(2);
+    assert!(!failed, "{hover}");
+    assert!(hover.contains("total: int"), "{hover}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.py")).expect("main.py"),
+        MAIN
+    );
 }

@@ -9,16 +9,8 @@
 local T = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'plugin_common.lua'))
 
 vim.opt.runtimepath:prepend(assert(os.getenv('PLUGIN'), 'PLUGIN'))
-vim.cmd('filetype on')
 vim.cmd.cd(T.root)
-local pyright = assert(os.getenv('PYRIGHT'), 'PYRIGHT')
--- The user's own LSP setup: pyright for python buffers.
-vim.api.nvim_create_autocmd('FileType', {
-  pattern = 'python',
-  callback = function(args)
-    vim.lsp.start({ name = 'pyright', cmd = { pyright, '--stdio' }, root_dir = T.root }, { bufnr = args.buf })
-  end,
-})
+T.pyright_for_python()
 
 local code = require('bareagent.code')
 local uri = function(path)
