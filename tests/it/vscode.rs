@@ -537,26 +537,26 @@ const MAIN_TS: &str =
 /// The `code` tool answered by VS Code's own TypeScript support (no extra
 /// install) on an unsaved buffer: main.ts gains a call of `add` that is not
 /// saved; `references` of `add` lists it with the saved call, and not the
-/// comment; `hover` gives the type TypeScript infers. The symbols are found
-/// through VS Code's outline of each file.
+/// comment; `hover` gives the type TypeScript infers; `definition` crosses
+/// the import; `callers` (the call hierarchy, prepared again from JSON)
+/// and `workspace_symbols` find it; `rename` is one change across both
+/// files, reviewed in the view, landing in the buffers, the unsaved call
+/// included. The symbols are found through VS Code's outline of each file.
 #[test]
 fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
     let Some(found) = installed_or_skip() else {
         return;
     };
     let dir = workspace(&[("calc.ts", CALC), ("main.ts", MAIN_TS)]);
+    let code = |input: serde_json::Value| Reply::tool("code", input).into();
     let model = ModelServer::start(vec![
-        Reply::tool(
-            "code",
-            json!({"operation": "references", "path": "calc.ts", "symbol": "add"}),
-        )
-        .into(),
-        Reply::tool(
-            "code",
-            json!({"operation": "hover", "path": "main.ts", "symbol": "total"}),
-        )
-        .into(),
-        Reply::text("add is called from main.ts, twice.").into(),
+        code(json!({"operation": "references", "path": "calc.ts", "symbol": "add"})),
+        code(json!({"operation": "hover", "path": "main.ts", "symbol": "total"})),
+        code(json!({"operation": "definition", "path": "main.ts", "line": 4, "column": 22})),
+        code(json!({"operation": "callers", "path": "calc.ts", "symbol": "add"})),
+        code(json!({"operation": "workspace_symbols", "symbol": "add"})),
+        code(json!({"operation": "rename", "path": "calc.ts", "symbol": "add", "new_name": "sum"})),
+        Reply::text("add is called from main.ts, twice; it is sum now.").into(),
     ]);
     let run = drive(&found, dir.path(), &model, "code", false);
     let context = &run.context;
@@ -565,29 +565,51 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         .iter()
         .map(|r| sent_tool_results(&r.body))
         .collect();
+    let result = |n: usize| {
+        let (text, failed) = sent[n].last().expect("a tool result");
+        assert!(!failed, "{text}\n{context}");
+        text.clone()
+    };
 
     assert_eq!(run.fact("main.ts-dirty"), "true", "{context}");
-    assert!(
-        run.fact("main.ts").contains("again = add(3, 4)"),
-        "{context}"
-    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("main.ts")).expect("main.ts"),
         MAIN_TS,
         "the new call is only in the buffer"
     );
-    let (references, failed) = sent[1].last().expect("the references' result");
-    assert!(!failed, "{references}\n{context}");
+    let references = result(1);
     assert!(
-        references.contains("total = add(1, 2)") && references.contains("again = add(3, 4)"),
+        references.contains("4:22  export const total = add(1, 2);")
+            && references.contains("5:22  export const again = add(3, 4);"),
         "the saved call and the unsaved one: {references}\n{context}"
     );
+    assert!(!references.contains("not called here"), "{references}");
+    assert!(result(2).contains("total: number"), "{context}");
+    let definition = result(3);
     assert!(
-        !references.contains("not called here"),
-        "{references}\n{context}"
+        definition.contains("calc.ts") && definition.contains("1:17"),
+        "{definition}\n{context}"
     );
-    let (hover, failed) = sent[2].last().expect("the hover's result");
-    assert!(!failed, "{hover}\n{context}");
-    assert!(hover.contains("total: number"), "{hover}\n{context}");
+    let callers = result(4);
+    assert!(
+        callers.contains("main.ts") && callers.contains("again = add(3, 4)"),
+        "{callers}\n{context}"
+    );
+    let symbols = result(5);
+    assert!(
+        symbols.contains("calc.ts") && symbols.contains("add"),
+        "{symbols}\n{context}"
+    );
+    let renamed = result(6);
+    assert!(renamed.contains("2 files"), "{renamed}\n{context}");
+    assert!(run.fact("rename-diff").contains("sum"), "{context}");
+    let main_ts = run.fact("main.ts");
+    assert!(
+        main_ts.contains("import { sum }")
+            && main_ts.contains("total = sum(1, 2)")
+            && main_ts.contains("again = sum(3, 4)"),
+        "{context}"
+    );
+    assert!(run.fact("calc.ts").contains("function sum("), "{context}");
     assert_eq!(model.remaining(), 0, "{context}");
 }

@@ -350,9 +350,16 @@ async function code() {
   step('ask');
   const view = await chatView();
   await until('the model label', async () => text(await view.locator('#model').textContent()).includes('anthropic'));
-  await view.locator('#prompt').fill('Who calls add?');
+  await view.locator('#prompt').fill('Who calls add? Then rename it to sum.');
   await view.locator('#prompt').press('Enter');
+
+  step('review the rename');
+  const rename = view.locator('.approval', { hasText: 'code' });
+  await rename.waitFor({ timeout: 120_000 });
+  fact('rename-diff', JSON.stringify(text(await rename.locator('.diff').textContent())));
+  await rename.getByRole('button', { name: 'Allow once' }).click();
   await view.locator('.msg.assistant', { hasText: 'add is called' }).waitFor({ timeout: 120_000 });
+  fact('calc.ts', JSON.stringify(await editorText('calc.ts')));
   fact('main.ts-dirty', await tab('main.ts').first().evaluate((e) => e.classList.contains('dirty')));
   fact('main.ts', JSON.stringify(await editorText('main.ts')));
   await page.screenshot({ path: join(artefacts, 'code.png') });
