@@ -106,7 +106,9 @@ fn neovim_answers_code_intelligence_from_the_attached_pyright() {
 /// The `code` tool in a turn, answered by the plugin from pyright: the
 /// references of `add` (in calc.py, which no buffer held) list the call only
 /// in main.py's unsaved buffer and not the comment or the string; hover
-/// gives the inferred type. See tests/neovim/plugin_code.lua.
+/// gives the inferred type; definition crosses the import; callers and
+/// workspace symbols find it; rename lands in both buffers, the unsaved
+/// call included. See tests/neovim/plugin_code.lua.
 #[test]
 fn neovim_answers_the_code_tool_from_pyright_on_an_unsaved_buffer() {
     let Some(nvim) = nvim_or_skip() else { return };
@@ -114,17 +116,16 @@ fn neovim_answers_the_code_tool_from_pyright_on_an_unsaved_buffer() {
         return;
     };
     let dir = workspace(&[("calc.py", CALC), ("main.py", MAIN), (".git/.keep", "")]);
+    let code = |input: serde_json::Value| Reply::tool("code", input).into();
     let server = ModelServer::start(vec![
-        Reply::tool(
-            "code",
-            json!({"operation": "references", "path": "calc.py", "symbol": "add"}),
-        )
-        .into(),
-        Reply::tool(
-            "code",
-            json!({"operation": "hover", "path": "main.py", "symbol": "total"}),
-        )
-        .into(),
+        code(json!({"operation": "references", "path": "calc.py", "symbol": "add"})),
+        code(json!({"operation": "hover", "path": "main.py", "symbol": "total"})),
+        code(json!({"operation": "definition", "path": "main.py", "line": 3, "column": 9})),
+        code(json!({"operation": "callers", "path": "calc.py", "symbol": "add"})),
+        code(json!({"operation": "workspace_symbols", "symbol": "add", "path": "calc.py"})),
+        code(
+            json!({"operation": "rename", "path": "calc.py", "symbol": "add", "new_name": "plus"}),
+        ),
         Reply::text("add is called twice.").into(),
     ]);
     let mut command = script_command(&nvim, "plugin_code.lua", dir.path(), &server);
@@ -139,8 +140,12 @@ fn neovim_answers_the_code_tool_from_pyright_on_an_unsaved_buffer() {
             .pop()
             .expect("a tool result")
     };
-    let (references, failed) = result(1);
-    assert!(!failed, "{references}");
+    let ok = |n: usize| {
+        let (text, failed) = result(n);
+        assert!(!failed, "{text}\n{}", run.stderr);
+        text
+    };
+    let references = ok(1);
     assert!(
         references.contains("main.py\n")
             && references.contains("3:9  total = add(1, 2)")
@@ -151,9 +156,34 @@ fn neovim_answers_the_code_tool_from_pyright_on_an_unsaved_buffer() {
         !references.contains("not called here") && !references.contains("label"),
         "{references}"
     );
-    let (hover, failed) = result(2);
-    assert!(!failed, "{hover}");
-    assert!(hover.contains("total: int"), "{hover}");
+    assert!(ok(2).contains("total: int"), "{}", run.stderr);
+    let definition = ok(3);
+    assert!(
+        definition.contains("calc.py\n") && definition.contains("1:5  def add("),
+        "{definition}"
+    );
+    let callers = ok(4);
+    assert!(
+        callers.contains("3:9  total = add(1, 2)") && callers.contains("6:9  again = add(3, 4)"),
+        "{callers}"
+    );
+    let symbols = ok(5);
+    assert!(symbols.contains("calc.py"), "{symbols}");
+    assert!(ok(6).contains("2 files"), "{}", run.stderr);
+    assert_eq!(
+        run.line("MAIN "),
+        Some(
+            "from calc import plus |  | total = plus(1, 2) | # add is not called here | label = \"add\" | again = plus(3, 4)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.line("CALC ")
+            .is_some_and(|calc| calc.starts_with("def plus(")),
+        "{}",
+        run.stderr
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("main.py")).expect("main.py"),
         MAIN
