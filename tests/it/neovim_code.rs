@@ -50,7 +50,8 @@ const WIDE: &str = "é😀add\n";
 /// buffer held is loaded and pyright waited for; the references include the
 /// call only in the unsaved buffer, not the comment or the string; hover
 /// gives the inferred type; no server, or none supporting the method, is an
-/// error saying so; positions convert for a UTF-8 server.
+/// error saying so; workspace symbols start the server of the file named;
+/// positions convert for a UTF-8 server; a server too slow is cancelled.
 #[test]
 fn neovim_answers_code_intelligence_from_the_attached_pyright() {
     let Some(nvim) = nvim_or_skip() else { return };
@@ -91,6 +92,14 @@ fn neovim_answers_code_intelligence_from_the_attached_pyright() {
     );
     assert!(
         line("UNSUPPORTED ").contains("(pyright) supports textDocument/implementation"),
+        "{stderr}"
+    );
+    assert!(line("SYMBOLS ").starts_with("table"), "{stderr}");
+    // Through a server that counts in UTF-8: asked at byte 6, its range back
+    // in UTF-16; one that does not answer in time is cancelled, and said so.
+    assert_eq!(line("UTF8 "), "asked at 6, answered 3-6", "{stderr}");
+    assert!(
+        line("LATE ").contains("utf8-server: did not answer textDocument/definition in time"),
         "{stderr}"
     );
     // UTF-16 character 3 is UTF-8 byte 6, and back, wherever a range is.

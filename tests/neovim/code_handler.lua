@@ -31,6 +31,12 @@ local function answer(request)
   return result, err
 end
 
+-- No server runs yet: workspace/symbol with a file of the language wanted
+-- loads it, so pyright starts and answers.
+local symbols, serr = answer({ method = 'workspace/symbol', params = { query = 'add' }, uri = uri('main.py') })
+T.check(serr == nil, 'workspace/symbol: ' .. vim.inspect(serr))
+T.out('SYMBOLS ' .. type(symbols) .. ' of ' .. #symbols)
+
 -- main.py is open with an unsaved new call of add; calc.py is in no buffer.
 vim.cmd.edit(T.root .. '/main.py')
 local main = vim.api.nvim_get_current_buf()
@@ -74,6 +80,68 @@ local _, unsupported = answer({
   params = { textDocument = { uri = uri('main.py') }, position = { line = 2, character = 8 } },
 })
 T.out('UNSUPPORTED ' .. (unsupported and unsupported.message or 'no error'))
+
+-- A server counting in UTF-8 (in-process, as `cmd` may be): it answers
+-- hover with a range at the position it was asked, and never answers a
+-- definition.
+local asked_at = {}
+local function utf8_server(dispatchers)
+  local closing, id = false, 0
+  return {
+    request = function(method, params, callback)
+      id = id + 1
+      local answer
+      if method == 'initialize' then
+        answer = { capabilities = { positionEncoding = 'utf-8', hoverProvider = true, definitionProvider = true } }
+      elseif method == 'textDocument/hover' then
+        table.insert(asked_at, params.position.character)
+        local at = params.position
+        answer = { contents = { kind = 'plaintext', value = 'add' }, range = { start = at, ['end'] = { line = at.line, character = at.character + 3 } } }
+      elseif method == 'shutdown' then
+        answer = vim.NIL
+      end
+      if answer then
+        vim.schedule(function()
+          callback(nil, answer)
+        end)
+      end
+      return true, id
+    end,
+    notify = function(method)
+      if method == 'exit' then
+        closing = true
+        dispatchers.on_exit(0, 15)
+      end
+      return true
+    end,
+    is_closing = function()
+      return closing
+    end,
+    terminate = function()
+      closing = true
+    end,
+  }
+end
+local wide_buf = vim.fn.bufadd(T.root .. '/wide.txt')
+vim.fn.bufload(wide_buf)
+local utf8_id = vim.lsp.start({ name = 'utf8-server', cmd = utf8_server, root_dir = T.root }, { bufnr = wide_buf })
+T.wait_for('the UTF-8 server', function()
+  local client = vim.lsp.get_client_by_id(utf8_id)
+  return client and client.initialized
+end)
+local wide_hover, wide_err = answer({
+  method = 'textDocument/hover',
+  params = { textDocument = { uri = uri('wide.txt') }, position = { line = 0, character = 3 } },
+})
+T.check(wide_err == nil, 'hover in wide.txt: ' .. vim.inspect(wide_err))
+T.out(('UTF8 asked at %s, answered %d-%d'):format(table.concat(asked_at, ','), wide_hover.range.start.character, wide_hover.range['end'].character))
+code.answer_ms = 500
+local _, late = answer({
+  method = 'textDocument/definition',
+  params = { textDocument = { uri = uri('wide.txt') }, position = { line = 0, character = 3 } },
+})
+code.answer_ms = 28000
+T.out('LATE ' .. (late and late.message or 'no error'))
 
 -- Positions for a server counting in UTF-8: 'add' on the line below is at
 -- UTF-16 character 3 (é is one code unit, 😀 two) and UTF-8 byte 6.

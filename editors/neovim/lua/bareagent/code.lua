@@ -19,8 +19,9 @@ local uv = vim.uv or vim.loop
 
 -- How long a server may take to attach to a buffer loaded for the request.
 M.attach_ms = 10000
--- How long one server may take to answer (the agent waits 30 s in all).
-M.answer_ms = 25000
+-- How long the whole answer may take, servers waited for included: the
+-- agent waits 30 s, and an answer after that is lost.
+M.answer_ms = 28000
 
 local codes = vim.lsp.protocol.ErrorCodes
 
@@ -206,8 +207,8 @@ end
 
 --- The servers for `method` on `buf`, waiting a while for one to attach
 --- to a buffer just loaded (or to finish starting).
-local function wait_for_servers(method, buf, fresh)
-  local deadline = uv.now() + M.attach_ms
+local function wait_for_servers(method, buf, fresh, deadline)
+  deadline = math.min(deadline, uv.now() + M.attach_ms)
   while true do
     local found = servers(method, buf)
     if #found > 0 or not (fresh or starting(buf)) or uv.now() >= deadline then
@@ -217,9 +218,9 @@ local function wait_for_servers(method, buf, fresh)
   end
 end
 
---- One request to one server, from the handler's coroutine: its error and
---- result, in UTF-16.
-local function ask(client, method, params, buf, uri)
+--- One request to one server, from the handler's coroutine, cancelled at
+--- `deadline`: its error and result, in UTF-16.
+local function ask(client, method, params, buf, uri, deadline)
   local encoding = client.offset_encoding or 'utf-16'
   local sent = M.convert(vim.deepcopy(params), uri, 'utf-16', encoding)
   local co = coroutine.running()
@@ -246,7 +247,7 @@ local function ask(client, method, params, buf, uri)
     return { message = client.name .. ' has stopped' }
   end
   local timer = uv.new_timer()
-  timer:start(M.answer_ms, 0, function()
+  timer:start(math.max(0, deadline - uv.now()), 0, function()
     vim.schedule(function()
       if not done then
         if has_011 then
@@ -254,7 +255,7 @@ local function ask(client, method, params, buf, uri)
         else
           client.cancel_request(id)
         end
-        finish({ message = ('%s did not answer %s within %d s'):format(client.name, method, M.answer_ms / 1000) })
+        finish({ message = ('did not answer %s in time'):format(method) })
       end
     end)
   end)
@@ -280,19 +281,19 @@ local function names(clients)
 end
 
 --- `workspace/symbol` from every server that answers it, merged.
-local function workspace_symbols(request)
+local function workspace_symbols(request, deadline)
   local method = 'workspace/symbol'
   local found = servers(method)
   if #found == 0 and type(request.uri) == 'string' then
     local buf, fresh = buffer_of(request.uri)
-    found = wait_for_servers(method, buf, fresh)
+    found = wait_for_servers(method, buf, fresh, deadline)
   end
   if #found == 0 then
     return nil, failure('no language server running in Neovim answers workspace/symbol')
   end
   local merged, errors = {}, {}
   for _, client in ipairs(found) do
-    local err, result = ask(client, method, request.params or {}, nil, nil)
+    local err, result = ask(client, method, request.params or {}, nil, nil, deadline)
     if err then
       table.insert(errors, client.name .. ': ' .. (err.message or vim.inspect(err)))
     elseif type(result) == 'table' then
@@ -315,9 +316,10 @@ function M.answer(_, request)
   if type(request) ~= 'table' or type(request.method) ~= 'string' then
     return nil, vim.lsp.rpc.rpc_response_error(codes.InvalidParams, 'expected {method, params}')
   end
+  local deadline = uv.now() + M.answer_ms
   local method, params = request.method, request.params or {}
   if method == 'workspace/symbol' then
-    return workspace_symbols(request)
+    return workspace_symbols(request, deadline)
   end
   local uri = (type(params.textDocument) == 'table' and params.textDocument.uri)
     or (type(params.item) == 'table' and params.item.uri)
@@ -325,7 +327,7 @@ function M.answer(_, request)
     return nil, vim.lsp.rpc.rpc_response_error(codes.InvalidParams, method .. ' names no document')
   end
   local buf, fresh = buffer_of(uri)
-  local found = wait_for_servers(method, buf, fresh)
+  local found = wait_for_servers(method, buf, fresh, deadline)
   local file = vim.fn.fnamemodify(vim.uri_to_fname(uri), ':~:.')
   if #found == 0 then
     local attached = {}
@@ -341,7 +343,7 @@ function M.answer(_, request)
   end
   local errors, answer = {}, nil
   for _, client in ipairs(found) do
-    local err, result = ask(client, method, params, buf, uri)
+    local err, result = ask(client, method, params, buf, uri, deadline)
     if err then
       table.insert(errors, client.name .. ': ' .. (err.message or vim.inspect(err)))
     elseif not empty(result) then
