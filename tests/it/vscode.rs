@@ -531,6 +531,7 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
     assert!(run.fact("chat-file").contains("chat.md"), "{context}");
 }
 
+const SHAPE_TS: &str = "export interface Shape {\n  area(): number;\n}\n\nexport class Square implements Shape {\n  area(): number {\n    return 4;\n  }\n}\n";
 const MAIN_TS: &str =
     "import { add } from './calc';\n\n// add is not called here\nexport const total = add(1, 2);\n";
 
@@ -539,7 +540,9 @@ const MAIN_TS: &str =
 /// saved; `references` of `add` lists it with the saved call, and not the
 /// comment; `hover` gives the type TypeScript infers; `definition` crosses
 /// the import; `callers` (the call hierarchy, prepared again from JSON)
-/// and `workspace_symbols` find it; `rename` is one change across both
+/// and `workspace_symbols` find it; `implementations` of an interface
+/// find its class; a plain-text file is an error (no extension knows it,
+/// where VS Code itself answers nothing); `rename` is one change across both
 /// files, reviewed in the view, landing in the buffers, the unsaved call
 /// included. The symbols are found through VS Code's outline of each file.
 #[test]
@@ -547,7 +550,12 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
     let Some(found) = installed_or_skip() else {
         return;
     };
-    let dir = workspace(&[("calc.ts", CALC), ("main.ts", MAIN_TS)]);
+    let dir = workspace(&[
+        ("calc.ts", CALC),
+        ("main.ts", MAIN_TS),
+        ("shape.ts", SHAPE_TS),
+        ("notes.txt", "add things up\n"),
+    ]);
     let code = |input: serde_json::Value| Reply::tool("code", input).into();
     let model = ModelServer::start(vec![
         code(json!({"operation": "references", "path": "calc.ts", "symbol": "add"})),
@@ -555,6 +563,8 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         code(json!({"operation": "definition", "path": "main.ts", "line": 4, "column": 22})),
         code(json!({"operation": "callers", "path": "calc.ts", "symbol": "add"})),
         code(json!({"operation": "workspace_symbols", "symbol": "add"})),
+        code(json!({"operation": "implementations", "path": "shape.ts", "symbol": "Shape"})),
+        code(json!({"operation": "symbols", "path": "notes.txt"})),
         code(json!({"operation": "rename", "path": "calc.ts", "symbol": "add", "new_name": "sum"})),
         Reply::text("add is called from main.ts, twice; it is sum now.").into(),
     ]);
@@ -600,7 +610,17 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         symbols.contains("calc.ts") && symbols.contains("add"),
         "{symbols}\n{context}"
     );
-    let renamed = result(6);
+    let implementations = result(6);
+    assert!(
+        implementations.contains("shape.ts") && implementations.contains("class Square"),
+        "{implementations}\n{context}"
+    );
+    let (plain, failed) = sent[7].last().expect("the outline's result");
+    assert!(
+        *failed && plain.contains("no language extension handles notes.txt (plain text)"),
+        "{plain}\n{context}"
+    );
+    let renamed = result(8);
     assert!(renamed.contains("2 files"), "{renamed}\n{context}");
     assert!(run.fact("rename-diff").contains("sum"), "{context}");
     let main_ts = run.fact("main.ts");
@@ -612,4 +632,11 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
     );
     assert!(run.fact("calc.ts").contains("function sum("), "{context}");
     assert_eq!(model.remaining(), 0, "{context}");
+    // Figures for the closing note (never asserted): how long VS Code took
+    // to answer each request, as its language client traces it.
+    for took in run.log.lines().filter(|l| {
+        l.contains("Sending response 'bareagent/codeIntelligence") && l.contains("took")
+    }) {
+        eprintln!("{took}");
+    }
 }

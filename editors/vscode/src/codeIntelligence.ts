@@ -52,7 +52,7 @@ export async function answerCode(request: CodeRequest): Promise<unknown> {
     return await answer(method, params ?? {});
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return new ResponseError(LSPErrorCodes.RequestFailed, `VS Code could not answer ${method}: ${message}`);
+    return new ResponseError(LSPErrorCodes.RequestFailed, `${method}: ${message}`);
   }
 }
 
