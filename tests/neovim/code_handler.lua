@@ -21,6 +21,7 @@ end
 local function answer(request)
   local result, err
   local finished = false
+  local started = vim.uv.hrtime()
   coroutine.wrap(function()
     result, err = code.answer(nil, request)
     finished = true
@@ -28,6 +29,8 @@ local function answer(request)
   T.wait_for('the answer to ' .. request.method, function()
     return finished
   end, 60000)
+  -- A figure for the closing note, never asserted.
+  T.out(('TOOK %s %.0f ms'):format(request.method, (vim.uv.hrtime() - started) / 1e6))
   return result, err
 end
 

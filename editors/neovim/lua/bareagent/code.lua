@@ -17,7 +17,9 @@ local NAME = 'bareagent'
 local has_011 = vim.fn.has('nvim-0.11') == 1
 local uv = vim.uv or vim.loop
 
--- How long a server may take to attach to a buffer loaded for the request.
+-- How long a server may take to attach to a buffer loaded for the request
+-- (configs start them on FileType, at once), and then to initialize.
+M.appear_ms = 1000
 M.attach_ms = 10000
 -- How long the whole answer may take, servers waited for included: the
 -- agent waits 30 s, and an answer after that is lost.
@@ -205,13 +207,14 @@ local function buffer_of(uri)
   return buf, true
 end
 
---- The servers for `method` on `buf`, waiting a while for one to attach
---- to a buffer just loaded (or to finish starting).
+--- The servers for `method` on `buf`, waiting a moment for one to attach
+--- to a buffer just loaded, and a while for one attached to initialize.
 local function wait_for_servers(method, buf, fresh, deadline)
+  local appear = uv.now() + (fresh and M.appear_ms or 0)
   deadline = math.min(deadline, uv.now() + M.attach_ms)
   while true do
     local found = servers(method, buf)
-    if #found > 0 or not (fresh or starting(buf)) or uv.now() >= deadline then
+    if #found > 0 or uv.now() >= deadline or not (starting(buf) or uv.now() < appear) then
       return found
     end
     sleep(50)
