@@ -536,7 +536,8 @@ const MAIN_TS: &str =
     "import { add } from './calc';\n\n// add is not called here\nexport const total = add(1, 2);\n";
 
 /// The `code` tool answered by VS Code's own TypeScript support (no extra
-/// install) on an unsaved buffer: main.ts gains a call of `add` that is not
+/// install), first before any TypeScript file is open (VS Code starts
+/// its extension for the answer), then on an unsaved buffer: main.ts gains a call of `add` that is not
 /// saved; `references` of `add` lists it with the saved call, and not the
 /// comment; `hover` gives the type TypeScript infers; `definition` crosses
 /// the import; `callers` (the call hierarchy, prepared again from JSON)
@@ -558,6 +559,8 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
     ]);
     let code = |input: serde_json::Value| Reply::tool("code", input).into();
     let model = ModelServer::start(vec![
+        code(json!({"operation": "hover", "path": "calc.ts", "symbol": "add"})),
+        Reply::text("add adds two numbers.").into(),
         code(json!({"operation": "references", "path": "calc.ts", "symbol": "add"})),
         code(json!({"operation": "hover", "path": "main.ts", "symbol": "total"})),
         code(json!({"operation": "definition", "path": "main.ts", "line": 4, "column": 22})),
@@ -575,6 +578,16 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         .iter()
         .map(|r| sent_tool_results(&r.body))
         .collect();
+    // Asked before any TypeScript file was open.
+    let cold = sent[1].last().expect("the cold hover's result");
+    assert!(
+        !cold.1
+            && cold
+                .0
+                .contains("function add(a: number, b: number): number"),
+        "{cold:?}\n{context}"
+    );
+    let sent = &sent[2..];
     let result = |n: usize| {
         let (text, failed) = sent[n].last().expect("a tool result");
         assert!(!failed, "{text}\n{context}");

@@ -29,7 +29,11 @@ type Found = (vscode.Location | vscode.LocationLink)[] | undefined;
 
 const run = <T>(command: string, ...args: unknown[]): Thenable<T> => vscode.commands.executeCommand<T>(command, ...args);
 
-/** Opens the file (not shown): its language's extension activates, and the answer sees its buffer. */
+/**
+ * Opens the file (not shown), so the answer sees its buffer. (Opening it
+ * is enough for its language's extension to answer: VS Code activates it
+ * before it runs the providers, as the cold question in the test shows.)
+ */
 async function open(uri: string): Promise<vscode.TextDocument> {
   return vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
 }
