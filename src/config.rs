@@ -70,6 +70,10 @@ pub struct Config {
     /// `[mcp]`: MCP servers and the limits on their tools (see `crate::mcp::config`).
     #[serde(default)]
     pub mcp: crate::mcp::McpSettings,
+    /// `[code]`: the language servers our own client starts (see
+    /// `crate::language_servers::config`).
+    #[serde(default)]
+    pub code: crate::language_servers::CodeSettings,
     /// Directories the user trusts (read from the user's config only).
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectEntry>,
@@ -287,6 +291,13 @@ impl Config {
                 trusted,
                 &mut config.ignored,
             );
+        // A language server is a program run with the user's rights: the
+        // project's start only if it is trusted.
+        config.code = std::mem::take(&mut config.code).with_project(
+            project.code,
+            trusted,
+            &mut config.ignored,
+        );
         let user_mode = config.permissions.mode.unwrap_or_default();
         match project.permissions.mode {
             Some(mode) if trusted || mode.latitude() <= user_mode.latitude() => {

@@ -134,7 +134,13 @@ pub struct EditorDiagnostics {
     /// The client pushes every change: an edit can wait for its report.
     pushes: AtomicBool,
     settle: Mutex<Duration>,
+    /// The files a report follows every change of, where that is not all
+    /// of them (our own servers report only on their languages' files).
+    watched: Mutex<Option<Watched>>,
 }
+
+/// Whether a report follows every change of a file.
+pub type Watched = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 impl Default for EditorDiagnostics {
     fn default() -> Self {
@@ -143,6 +149,7 @@ impl Default for EditorDiagnostics {
             reports: watch::Sender::new(0),
             pushes: AtomicBool::new(false),
             settle: Mutex::new(DEFAULT_SETTLE),
+            watched: Mutex::new(None),
         }
     }
 }
@@ -157,9 +164,19 @@ impl EditorDiagnostics {
         self.pushes.store(true, Ordering::Relaxed);
     }
 
+    /// The client pushes every change (so an edit waits for its report).
+    pub fn pushes(&self) -> bool {
+        self.pushes.load(Ordering::Relaxed)
+    }
+
     /// The editor has sent diagnostics, or said it will.
     pub fn any(&self) -> bool {
         self.pushes.load(Ordering::Relaxed) || !self.files().is_empty()
+    }
+
+    /// Only these files are waited for after an edit (default: all).
+    pub fn set_watched(&self, watched: Watched) {
+        *self.watched.locked() = Some(watched);
     }
 
     /// How long an edit waits for a report; zero: never.
@@ -214,6 +231,10 @@ impl EditorDiagnostics {
     /// next one (the client pushes, and the wait is not off).
     pub fn mark(&self, path: &Path) -> Option<Mark> {
         if !self.pushes.load(Ordering::Relaxed) || self.settle().is_zero() {
+            return None;
+        }
+        let watched = self.watched.locked().clone();
+        if watched.is_some_and(|watched| !watched(path)) {
             return None;
         }
         Some(Mark(self.generation(path)))
@@ -373,5 +394,16 @@ mod tests {
         // A wait of zero turns it off.
         store.set_settle(Duration::ZERO);
         assert_eq!(store.mark(&path), None);
+    }
+
+    #[test]
+    fn only_watched_files_are_waited_for() {
+        let store = EditorDiagnostics::default();
+        store.set_pushed();
+        store.set_watched(std::sync::Arc::new(|path: &Path| {
+            path.extension().is_some_and(|e| e == "py")
+        }));
+        assert!(store.mark(Path::new("/w/a.py")).is_some());
+        assert_eq!(store.mark(Path::new("/w/notes.md")), None);
     }
 }

@@ -16,6 +16,7 @@ pub mod diff;
 pub mod events;
 pub mod history;
 pub mod inbox;
+pub mod language_servers;
 pub mod lsp;
 pub mod mcp;
 pub mod permission;

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
-use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerSpec, Transport, expand_env};
 use crate::sync::Locked;
@@ -541,23 +540,12 @@ impl ServerProcess {
         else {
             return Err("its pipes could not be opened".into());
         };
-        let (tail, name) = (stderr_tail.clone(), server.name().to_string());
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(server = name, "stderr: {line}");
-                let mut tail = tail.locked();
-                tail.push_str(&line);
-                tail.push('\n');
-                if tail.len() > STDERR_TAIL {
-                    let cut = tail.len() - STDERR_TAIL;
-                    let cut = (cut..tail.len())
-                        .find(|&at| tail.is_char_boundary(at))
-                        .unwrap_or(tail.len());
-                    tail.drain(..cut);
-                }
-            }
-        });
+        crate::tools::keep_stderr_tail(
+            server.name().to_string(),
+            stderr,
+            stderr_tail.clone(),
+            STDERR_TAIL,
+        );
         Ok((ServerProcess { child, pgid }, stdout, stdin))
     }
 }

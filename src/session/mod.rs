@@ -40,6 +40,7 @@ use crate::agent::{
     user_instructions_path,
 };
 use crate::events::{AgentEvent, EventSink, Spend};
+use crate::language_servers::{LanguageServers, ServedWorkspace};
 use crate::mcp::McpServers;
 use crate::permission::{Approver, DenyAll, PermissionGate, PermissionMode};
 use crate::provider::openai::session_cache_key;
@@ -129,6 +130,8 @@ pub struct Session {
     policy: Mutex<Option<Policy>>,
     /// The session's MCP servers, once it has any.
     mcp: Mutex<Option<Arc<McpServers>>>,
+    /// Our own language servers, built when first asked for.
+    code: Mutex<Option<Arc<LanguageServers>>>,
     reads: Mutex<Arc<ReadLedger>>,
     inbox: Inbox,
     background: Arc<BackgroundTasks>,
@@ -195,6 +198,7 @@ impl Session {
             model: Mutex::default(),
             policy: Mutex::default(),
             mcp: Mutex::default(),
+            code: Mutex::default(),
             reads: Mutex::default(),
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
@@ -280,6 +284,18 @@ impl Session {
             }
         };
         let gate = gate.with_approver(io.approver);
+        // Where the editor reports no diagnostics, our own servers do:
+        // told of each edit, their report follows it.
+        let served;
+        // (An editor that only sends those under the cursor with a code
+        // action, as Helix does, is not one that reports.)
+        let workspace: &dyn Workspace = match io.workspace.diagnostics() {
+            Some(editor) if editor.pushes() => io.workspace,
+            _ => {
+                served = ServedWorkspace::new(io.workspace, self.language_servers());
+                &served
+            }
+        };
         let reads = self.reads.locked().clone();
         let file = self.file.locked().clone();
         let transcript: &dyn Transcript = match &file {
@@ -288,9 +304,15 @@ impl Session {
         };
         let mut near = paths_in(&prompt.text());
         near.extend(io.near);
-        let code = io.code.clone();
+        // The editor's code intelligence, else our own servers' where any
+        // is named for the project (an untrusted project's too: the model
+        // is told why it gets no answer).
+        let code = io.code.clone().or_else(|| {
+            let servers = self.language_servers();
+            (!servers.is_empty()).then_some(servers as Arc<dyn crate::tools::code::Intelligence>)
+        });
         let system = self
-            .system_prompt(&settings, io.workspace, &gate, near, &tally, code.is_some())
+            .system_prompt(&settings, workspace, &gate, near, &tally, code.is_some())
             .await;
         let tools = self.tools(&settings, code).await;
         let config = loop_config(&settings, &model, system);
@@ -303,7 +325,7 @@ impl Session {
                 provider: model.provider.as_ref(),
                 tools: &tools,
                 gate: &gate,
-                workspace: io.workspace,
+                workspace,
                 sandbox: &sandbox,
                 sink: &tally,
                 config: &config,
@@ -727,13 +749,44 @@ impl Session {
         Ok(settings.files.deny_rules_only(&settings.root)?)
     }
 
-    /// Stops what the session runs: background commands, MCP servers.
+    /// Stops what the session runs: background commands, MCP servers,
+    /// language servers.
     pub async fn close(&self) {
         self.background.kill_all();
         let mcp = self.mcp.locked().clone();
         if let Some(mcp) = mcp {
             mcp.stop().await;
         }
+        let code = self.code.locked().clone();
+        if let Some(code) = code {
+            code.stop().await;
+        }
+    }
+
+    /// The session's own language servers (those its settings, Helix's
+    /// files and `PATH` name for the root), for the `code` tool where the
+    /// editor cannot answer and for the diagnostics after an edit; built
+    /// at the first call, none started until used, stopped with the
+    /// session. Without a sandbox (a bad setting) there are none.
+    pub fn language_servers(&self) -> Arc<LanguageServers> {
+        let mut code = self.code.locked();
+        if let Some(servers) = &*code {
+            return servers.clone();
+        }
+        let settings = self.settings();
+        let servers = match self.prepare() {
+            Ok(policy) => Arc::new(LanguageServers::new(
+                &settings.files.code,
+                &settings.root,
+                policy.sandbox,
+            )),
+            Err(error) => {
+                tracing::warn!(%error, "no language servers without the sandbox");
+                Arc::new(LanguageServers::none())
+            }
+        };
+        *code = Some(servers.clone());
+        servers
     }
 }
 

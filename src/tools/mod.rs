@@ -49,6 +49,7 @@ pub use grep::{FileResult, Grep, GrepError, GrepQuery, OutputMode, search, searc
 pub use multi_edit::MultiEdit;
 pub(crate) use process::is_secret as is_secret_variable;
 pub use process::{Ending, GroupProcess};
+pub(crate) use process::{confine, keep_stderr_tail, spawn_confined};
 pub use read_file::ReadFile;
 pub use reaper::start as start_reaper;
 pub use task::{SubAgentError, SubAgents, SubTask, Task};

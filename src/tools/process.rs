@@ -105,6 +105,105 @@ fn harden_environment(cmd: &mut tokio::process::Command) {
     );
 }
 
+/// What a confined child needs kept until it is spawned (the sandbox's
+/// ruleset) and while it runs (the session's temp folder).
+pub(crate) struct Confined {
+    pub confinement: crate::sandbox::Confinement,
+    pub temp: Option<Arc<tempfile::TempDir>>,
+}
+
+/// Makes `cmd` a process of the agent's the way commands are: the provider
+/// keys removed from its environment (hardened as [`harden_environment`]
+/// says), a session and process group of its own registered with the
+/// reaper between fork and exec (so it dies with the agent), the files of
+/// `view` mounted from their copies, and `sandbox` applied. Keep the
+/// result until `cmd` is spawned ([`spawn_confined`]). Language servers
+/// run this way too (`language_servers`).
+pub(crate) fn confine(
+    cmd: &mut tokio::process::Command,
+    sandbox: &Sandbox,
+    view: &CommandView,
+) -> std::io::Result<Confined> {
+    let mut confinement = sandbox
+        .confinement(&view.copies())
+        .map_err(std::io::Error::other)?;
+    let mounts = view.for_child(confinement.take_pinned())?;
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_secret) {
+            cmd.env_remove(name);
+        }
+    }
+    harden_environment(cmd);
+    let temp = confinement.environment(cmd);
+    let confine = confinement.for_child();
+    // SAFETY: the closure makes only async-signal-safe syscalls (setsid,
+    // getpid, send, unshare, mount, prctl, capset, landlock_restrict_self,
+    // seccomp), as the child
+    // of a threaded process must; `confinement` keeps the ruleset open
+    // until spawned. Mounting comes before the sandbox, which forbids it.
+    unsafe {
+        cmd.pre_exec(move || {
+            // A session of its own: its own process group (killed
+            // whole), and no controlling terminal, so it cannot type
+            // into the user's shell or an approval (TIOCSTI) or read
+            // the terminal's keys.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            reaper::register_self()?;
+            if let Some(mounts) = &mounts {
+                mounts.apply()?;
+            }
+            confine.apply()
+        });
+    }
+    Ok(Confined { confinement, temp })
+}
+
+/// Spawns a [`confine`]d command; a registration the reaper cannot take
+/// is said as what it means.
+pub(crate) fn spawn_confined(
+    cmd: &mut tokio::process::Command,
+) -> std::io::Result<tokio::process::Child> {
+    cmd.spawn().map_err(|error| {
+        if error.raw_os_error() == Some(libc::EPIPE) && reaper::is_running() {
+            std::io::Error::other(
+                "the process reaper is gone, so commands could outlive the agent; restart bareagent",
+            )
+        } else {
+            error
+        }
+    })
+}
+
+/// Keeps the last `max` bytes of a server's stderr in `tail` (each line
+/// logged at debug level), for the error that says why it ended: MCP and
+/// language servers.
+pub(crate) fn keep_stderr_tail(
+    name: String,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<String>>,
+    max: usize,
+) {
+    use tokio::io::AsyncBufReadExt;
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(server = name, "stderr: {line}");
+            let mut tail = tail.locked();
+            tail.push_str(&line);
+            tail.push('\n');
+            if tail.len() > max {
+                let cut = tail.len() - max;
+                let cut = (cut..tail.len())
+                    .find(|&at| tail.is_char_boundary(at))
+                    .unwrap_or(tail.len());
+                tail.drain(..cut);
+            }
+        }
+    });
+}
+
 impl GroupProcess {
     /// Starts `bash -c command` in `cwd`, stdin closed, stdout and stderr
     /// captured together, in a new process group, inside `sandbox`.
@@ -116,10 +215,6 @@ impl GroupProcess {
         sandbox: &Sandbox,
         view: &CommandView,
     ) -> std::io::Result<GroupProcess> {
-        let mut confinement = sandbox
-            .confinement(&view.copies())
-            .map_err(std::io::Error::other)?;
-        let mounts = view.for_child(confinement.take_pinned())?;
         // One pipe for stdout and stderr, as a terminal has: the output
         // keeps the order in which the command wrote it.
         let (reader, writer) = std::io::pipe()?;
@@ -135,44 +230,9 @@ impl GroupProcess {
             .env("PAGER", "cat")
             .env("GIT_PAGER", "cat")
             .env("GIT_TERMINAL_PROMPT", "0");
-        for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(is_secret) {
-                cmd.env_remove(name);
-            }
-        }
-        harden_environment(&mut cmd);
-        let temp = confinement.environment(&mut cmd);
-        let confine = confinement.for_child();
-        // SAFETY: the closure makes only async-signal-safe syscalls (setsid,
-        // getpid, send, unshare, mount, prctl, capset, landlock_restrict_self,
-        // seccomp), as the child
-        // of a threaded process must; `confinement` keeps the ruleset open
-        // until spawned. Mounting comes before the sandbox, which forbids it.
-        unsafe {
-            cmd.pre_exec(move || {
-                // A session of its own: its own process group (killed
-                // whole), and no controlling terminal, so it cannot type
-                // into the user's shell or an approval (TIOCSTI) or read
-                // the terminal's keys.
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                reaper::register_self()?;
-                if let Some(mounts) = &mounts {
-                    mounts.apply()?;
-                }
-                confine.apply()
-            });
-        }
-        let child = cmd.spawn().map_err(|error| {
-            if error.raw_os_error() == Some(libc::EPIPE) && reaper::is_running() {
-                std::io::Error::other(
-                    "the process reaper is gone, so commands could outlive the agent; restart bareagent",
-                )
-            } else {
-                error
-            }
-        })?;
+        let confined = confine(&mut cmd, sandbox, view)?;
+        let child = spawn_confined(&mut cmd)?;
+        let Confined { confinement, temp } = confined;
         drop(confinement);
         // Our copies of the write end went into the Command, which is dropped
         // here: the pipe ends when the last process holding it exits.

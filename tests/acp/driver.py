@@ -13,6 +13,7 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   fs, terminal: the capabilities to offer
   buffers:      {absolute path: text} served in place of the disk
   answers:      option ids, one per permission question, in order
+  env:          variables set for the agent besides this process's
   cancel_on_terminal: send session/cancel once a terminal is created
   cancel_on_permission: send session/cancel when asked, then answer
                 cancelled
@@ -190,7 +191,7 @@ async def main():
         agent[0],
         *agent[1:],
         cwd=scenario["cwd"],
-        env=dict(os.environ),
+        env=dict(os.environ, **scenario.get("env", {})),
         transport_kwargs={"stderr": None},
     ) as (
         conn,

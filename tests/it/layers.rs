@@ -124,7 +124,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     // Side by side: a tool never reaches the model, the provider knows no tool.
     &["tools", "provider"],
-    &["agent", "rewind", "mcp"],
+    &["agent", "rewind", "mcp", "language_servers"],
     &["config"],
     // One session's core, for every front end (src/session/).
     &["session"],

@@ -1,0 +1,327 @@
+//! The `code` tool answers from a real type checker (pyright, from npm)
+//! over a project built so that text search is wrong: a comment, a string
+//! and another class's method share the name asked about. The same turn in
+//! `bareagent run`, the language server with a Helix-like client (no
+//! `bareagent/codeIntelligence`, so our own servers answer) and
+//! `bareagent acp`: references, a definition across files and an import,
+//! an inferred type, a symbol found by name, a rename across three files as
+//! one approved change (undone by a rewind), and the type error an edit
+//! makes, reported after the edit.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::acp::{drive, of_type, python};
+use crate::common::{bareagent, run_against_model, sent_tool_results, workspace};
+use crate::lsp::{ask, options, requests_of, start, turn_end};
+use crate::support::model_server::{ModelServer, Reply, Step};
+
+/// Where the pinned language servers are (`.ci/run` installs them):
+/// `None` skips the test, unless `BAREAGENT_REQUIRE_LSP=1` makes it fail.
+pub fn servers_bin() -> Option<PathBuf> {
+    let found = std::env::var_os("BAREAGENT_LSP_BIN")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("pyright-langserver").exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("BAREAGENT_REQUIRE_LSP").as_deref() != Ok("1"),
+            "BAREAGENT_LSP_BIN does not hold pyright-langserver, and BAREAGENT_REQUIRE_LSP=1"
+        );
+        eprintln!("skipped: set BAREAGENT_LSP_BIN to a directory with pyright-langserver");
+    }
+    found
+}
+
+/// `PATH` with the language servers first.
+pub fn path_with(bin: &Path) -> String {
+    let rest = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{rest}", bin.display())
+}
+
+const SHAPES: &str = "\
+class Circle:
+    def __init__(self, r: float) -> None:
+        self.r = r
+
+    def area(self) -> float:
+        return 3.14159 * self.r * self.r
+
+
+class Square:
+    def __init__(self, side: float) -> None:
+        self.side = side
+
+    def area(self) -> float:
+        return self.side * self.side
+
+
+def total_area(circles: list[Circle]) -> float:
+    # the area of each: area() summed
+    return sum(c.area() for c in circles)
+";
+
+const REPORT: &str = "\
+from pkg.shapes import Circle, Square
+
+
+def describe(c: Circle) -> str:
+    label = \"area\"
+    half = c.area() / 2
+    return f\"{label}: {half}\"
+
+
+def square_report(s: Square) -> float:
+    return s.area()
+";
+
+const MAIN: &str = "\
+from pkg import shapes
+from pkg.report import describe
+
+print(describe(shapes.Circle(2.0)))
+";
+
+/// The fixture: `Circle.area` is used twice (in `total_area` and in
+/// `describe`); the word `area` is also in a comment, a string, and
+/// `Square.area` and its use.
+pub fn fixture() -> tempfile::TempDir {
+    workspace(&[
+        ("pkg/__init__.py", ""),
+        ("pkg/shapes.py", SHAPES),
+        ("pkg/report.py", REPORT),
+        ("main.py", MAIN),
+        ("pyrightconfig.json", "{\"include\": [\".\"]}\n"),
+    ])
+}
+
+/// The model's calls, in order, then its answer.
+fn script() -> Vec<Step> {
+    let code = |input: Value| Step::from(Reply::tool("code", input));
+    vec![
+        code(json!({"operation": "references", "path": "pkg/shapes.py", "symbol": "Circle.area"})),
+        code(json!({"operation": "definition", "path": "main.py", "symbol": "describe", "line": 4})),
+        code(json!({"operation": "hover", "path": "pkg/report.py", "symbol": "half"})),
+        code(json!({"operation": "workspace_symbols", "symbol": "square_report"})),
+        code(json!({"operation": "rename", "path": "pkg/shapes.py", "symbol": "Circle", "new_name": "Disk"})),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "pkg/report.py", "old_string": "    return s.area()", "new_string": "    return str(s.area())"}),
+        )
+        .into(),
+        Reply::text("Done.").into(),
+    ]
+}
+
+/// The front ends the turn runs in.
+#[derive(Clone, Copy, Debug)]
+enum FrontEnd {
+    Run,
+    Lsp,
+    Acp,
+}
+
+/// Runs the script's turn in `front`, allowing what is asked; returns the
+/// diffs the user was shown when asked, or `None` where the ACP SDK is
+/// missing.
+fn turn(front: FrontEnd, root: &Path, server: &ModelServer, bin: &Path) -> Option<Vec<String>> {
+    const PROMPT: &str = "look at the shapes";
+    match front {
+        FrontEnd::Run => {
+            let mut child = run_against_model(&mut bareagent(root), server)
+                .env("PATH", path_with(bin))
+                .args(["--json", PROMPT])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("bareagent run");
+            let mut stdin = child.stdin.take().expect("stdin");
+            let stdout = child.stdout.take().expect("stdout");
+            let mut diffs = Vec::new();
+            use std::io::{BufRead, Write};
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(event) = serde_json::from_str::<Value>(&line.expect("a line")) else {
+                    continue;
+                };
+                if event["type"] == "approval_request" {
+                    diffs.push(event["diff"].as_str().unwrap_or_default().to_string());
+                    let answer = json!({"id": event["id"], "decision": "allow"});
+                    writeln!(stdin, "{answer}").expect("answer");
+                }
+            }
+            let out = child.wait_with_output().expect("exit");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(diffs)
+        }
+        FrontEnd::Lsp => {
+            let mut options = options(root, server, "default");
+            options.env.push(("PATH".into(), path_with(bin)));
+            let client = start(root, options);
+            let turn = ask(&client, json!({"prompt": PROMPT}))["turn"]
+                .as_u64()
+                .expect("a turn");
+            let end = turn_end(&client, turn);
+            assert_eq!(end["type"], "turn_finished", "{end}");
+            let diffs = crate::lsp::events_of(&client, "approval_requested")
+                .iter()
+                .map(|event| event["diff"].as_str().unwrap_or_default().to_string())
+                .collect();
+            // The rewind: the turn's edits undone in one editor edit.
+            let edits = requests_of(&client, "workspace/applyEdit").len();
+            let answer = client
+                .execute("bareagent.rewind", json!([]))
+                .expect("rewind");
+            assert_eq!(
+                requests_of(&client, "workspace/applyEdit").len(),
+                edits + 1,
+                "{answer}"
+            );
+            Some(diffs)
+        }
+        FrontEnd::Acp => {
+            let python = python()?;
+            let transcript = drive(
+                &python,
+                root,
+                server,
+                json!({"fs": false, "env": {"PATH": path_with(bin)},
+                       "answers": ["allow_once", "allow_once", "allow_once"],
+                       "steps": [{"new": {}}, {"prompt": PROMPT}]}),
+            );
+            let response = of_type(&transcript, "prompt_response");
+            assert_eq!(
+                response
+                    .first()
+                    .map(|r| r["response"]["stopReason"].clone()),
+                Some(json!("end_turn")),
+                "{transcript:#?}"
+            );
+            // Each permission question's diffs, one per file, as one text.
+            Some(
+                of_type(&transcript, "request_permission")
+                    .iter()
+                    .map(|asked| {
+                        asked["toolCall"]["content"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter(|c| c["type"] == "diff")
+                            .map(|c| format!("{}\n", c["path"].as_str().unwrap_or_default()))
+                            .collect()
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+#[test]
+fn the_code_tool_answers_from_the_type_checker_in_every_front_end() {
+    let Some(bin) = servers_bin() else {
+        return;
+    };
+    let mut failed = Vec::new();
+    for front in [FrontEnd::Run, FrontEnd::Lsp, FrontEnd::Acp] {
+        let dir = fixture();
+        let root = dir.path().canonicalize().expect("root");
+        let server = ModelServer::start(script());
+        let Some(diffs) = turn(front, &root, &server, &bin) else {
+            continue;
+        };
+        if let Err(why) = check(front, &root, &server, &diffs) {
+            failed.push(format!("{front:?}: {why}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// What the model was told, and what became of the files.
+fn check(
+    front: FrontEnd,
+    root: &Path,
+    server: &ModelServer,
+    diffs: &[String],
+) -> Result<(), String> {
+    let requests = server.requests();
+    let last = requests.last().ok_or("no request")?;
+    let results = sent_tool_results(&last.body);
+    let said = |n: usize| {
+        results
+            .get(n)
+            .map(|(text, _)| text.as_str())
+            .unwrap_or_default()
+    };
+    let expect = |holds: bool, why: String| if holds { Ok(()) } else { Err(why) };
+    // References: exactly the two real uses — not the comment, the string,
+    // `Square.area` or its use.
+    let references = said(0);
+    expect(
+        references.starts_with("2 references")
+            && references.contains("pkg/shapes.py\n  19:21  return sum(c.area() for c in circles)")
+            && references.contains("pkg/report.py\n  6:14  half = c.area() / 2")
+            && !references.contains("s.area()")
+            && !references.contains('#'),
+        format!("references: {references}"),
+    )?;
+    // Definition: across files and an import.
+    let definition = said(1);
+    expect(
+        definition.contains("pkg/report.py\n  4:5  def describe(c: Circle) -> str:"),
+        format!("definition: {definition}"),
+    )?;
+    // Hover: the inferred type.
+    let hover = said(2);
+    expect(hover.contains("half: float"), format!("hover: {hover}"))?;
+    // A symbol by name.
+    let symbols = said(3);
+    expect(
+        symbols.contains("pkg/report.py\n  10:5  function `square_report`"),
+        format!("workspace symbols: {symbols}"),
+    )?;
+    // The rename: one change across three files, shown whole when asked.
+    let rename = said(4);
+    expect(
+        rename.starts_with("Renamed `Circle` to `Disk`") && rename.contains("in 3 files"),
+        format!("rename: {rename}"),
+    )?;
+    let asked = diffs.first().map(String::as_str).unwrap_or_default();
+    expect(
+        ["main.py", "pkg/report.py", "pkg/shapes.py"]
+            .iter()
+            .all(|file| asked.contains(file)),
+        format!("the question showed {diffs:?}"),
+    )?;
+    // The edit's type error, reported after the edit.
+    let edit = said(5);
+    expect(
+        edit.contains("error") && edit.contains("\"str\"") && edit.contains("\"float\""),
+        format!("the edit's result: {edit}"),
+    )?;
+    // Rewound (the language server rewound in the turn's client; the
+    // others here): the files are as they were.
+    if !matches!(front, FrontEnd::Lsp) {
+        let out = bareagent(root)
+            .args(["run", "--rewind"])
+            .output()
+            .expect("rewind");
+        expect(
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )?;
+    }
+    for (file, text) in [
+        ("pkg/shapes.py", SHAPES),
+        ("pkg/report.py", REPORT),
+        ("main.py", MAIN),
+    ] {
+        let now = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+        expect(now == text, format!("{file} after the rewind:\n{now}"))?;
+    }
+    Ok(())
+}
