@@ -61,14 +61,20 @@ fn a_client_that_does_not_announce_it_is_never_asked() {
     assert_eq!(sent_tool_results(&server.requests()[1].body).len(), 1);
 }
 
-/// The editor's answer, then its error, then no answer at all: the model
-/// reads the references, the editor's reason, and the timeout.
+/// The editor's answer, then its error, then no workspace symbols, then no
+/// answer at all: the model reads the references, the editor's reason, that
+/// nothing matched, and the timeout.
 #[test]
 fn the_editors_answer_error_and_silence_reach_the_model() {
     let dir = workspace(&[("calc.py", CALC), ("main.py", MAIN)]);
     let server = ModelServer::start(vec![
         references().into(),
         references().into(),
+        Reply::tool(
+            "code",
+            json!({"operation": "workspace_symbols", "symbol": "add", "path": "calc.py"}),
+        )
+        .into(),
         references().into(),
         Reply::text("done").into(),
     ]);
@@ -82,6 +88,7 @@ fn the_editors_answer_error_and_silence_reach_the_model() {
             {"uri": main_uri, "range": at(3, 8, 11)},
         ])),
         CodeAnswer::Error("no language server is attached to calc.py in Neovim".into()),
+        CodeAnswer::Result(Value::Null),
         CodeAnswer::NeverAnswer,
     ];
     let client = start(dir.path(), options);
@@ -90,7 +97,7 @@ fn the_editors_answer_error_and_silence_reach_the_model() {
     assert_eq!(end["type"], "turn_finished", "{end}");
 
     let asked = requests_of(&client, "bareagent/codeIntelligence");
-    assert_eq!(asked.len(), 3, "{asked:#?}");
+    assert_eq!(asked.len(), 4, "{asked:#?}");
     let calc_uri = format!("file://{}", dir.path().join("calc.py").display());
     assert_eq!(asked[0]["method"], "textDocument/references", "{asked:#?}");
     assert_eq!(asked[0]["params"]["textDocument"]["uri"], calc_uri);
@@ -119,7 +126,15 @@ fn the_editors_answer_error_and_silence_reach_the_model() {
         ),
         "{refused:?}"
     );
-    let silent = last_result(&requests[3].body);
+    // Workspace symbols name the file whose language is wanted (an editor
+    // with no server running yet opens it); no symbols is an answer.
+    assert_eq!(
+        asked[2],
+        json!({"method": "workspace/symbol", "params": {"query": "add"}, "uri": calc_uri}),
+    );
+    let none = last_result(&requests[3].body);
+    assert!(!none.1, "{none:?}");
+    let silent = last_result(&requests[4].body);
     assert!(silent.1, "{silent:?}");
     assert!(
         silent.0.contains("the editor")
