@@ -13,15 +13,12 @@ use serde_json::{Value, json};
 use tower_lsp_server::Client;
 
 use super::state::State;
-use crate::tools::code::{CodeError, Intelligence};
+use crate::tools::code::{CodeError, EDITOR, Intelligence};
 use crate::workspace::Workspace;
 
 /// How long the editor gets to answer: its servers may be starting (the
 /// first request after a file opens waits for the project to load).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Who answers, as the model reads it.
-const EDITOR: &str = "the editor";
 
 /// The request asking the client's language support (see docs/protocol.md).
 pub enum CodeIntelligence {}

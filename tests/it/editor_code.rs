@@ -140,7 +140,7 @@ fn the_editors_answer_error_and_silence_reach_the_model() {
         silent.0.contains("the editor")
             && silent
                 .0
-                .contains("did not answer textDocument/references within 30 s"),
+                .contains("the editor did not answer textDocument/references within 30 s"),
         "{silent:?}"
     );
 }

@@ -69,15 +69,16 @@ pub enum CodeError {
         reason: String,
     },
     /// It exited or failed `initialize` before it could answer.
-    #[error("the language server `{server}` did not start: {reason}")]
+    #[error("{} did not start: {reason}", who(server))]
     Start { server: String, reason: String },
     /// It exited while answering; it is started again on the next use.
     #[error(
-        "the language server `{server}` stopped while answering ({reason}); it is started again on the next call"
+        "{} stopped while answering ({reason}); it is started again on the next call",
+        who(server)
     )]
     Crashed { server: String, reason: String },
     /// No answer in time; the request was cancelled.
-    #[error("the language server `{server}` did not answer {method} within {seconds} s")]
+    #[error("{} did not answer {method} within {seconds} s", who(server))]
     Timeout {
         server: String,
         method: String,
@@ -85,7 +86,8 @@ pub enum CodeError {
     },
     /// What came back is not the protocol.
     #[error(
-        "the language server `{server}` answered {method} with something that is not the protocol: {reason}"
+        "{} answered {method} with something that is not the protocol: {reason}",
+        who(server)
     )]
     Garbage {
         server: String,
@@ -93,16 +95,28 @@ pub enum CodeError {
         reason: String,
     },
     /// The server answered with an error.
-    #[error("the language server `{server}` refused {method}: {message}")]
+    #[error("{} refused {method}: {message}", who(server))]
     Refused {
         server: String,
         method: String,
         message: String,
     },
     /// The server does not offer this operation.
-    #[error("the language server `{server}` does not support {method}")]
+    #[error("{} does not support {method}", who(server))]
     Unsupported { server: String, method: String },
     /// The editor could not answer (it said why).
     #[error("the editor could not answer: {0}")]
     Editor(String),
+}
+
+/// The editor, as [`Intelligence::answerer`] names it.
+pub const EDITOR: &str = "the editor";
+
+/// Who failed, as the model reads it: the editor, or a server by name.
+fn who(server: &str) -> String {
+    if server == EDITOR {
+        EDITOR.to_string()
+    } else {
+        format!("the language server `{server}`")
+    }
 }

@@ -29,7 +29,7 @@ use super::{Change, Tool, ToolContext, ToolError, edit_action, read_action};
 use crate::permission::Action;
 use crate::workspace::PathResolver;
 
-pub use intelligence::{CodeError, Intelligence};
+pub use intelligence::{CodeError, EDITOR, Intelligence};
 
 /// The tool, with whoever answers its requests this turn.
 pub struct Code {
