@@ -207,7 +207,10 @@ fn word_lines(sources: &BTreeMap<String, String>, name: &str) -> BTreeSet<(Strin
     let mut hits = BTreeSet::new();
     for (file, text) in sources {
         for (n, line) in text.lines().enumerate() {
-            if line.match_indices(name).any(|(at, _)| word_at(line, at, name)) {
+            if line
+                .match_indices(name)
+                .any(|(at, _)| word_at(line, at, name))
+            {
                 hits.insert((file.clone(), n + 1));
             }
         }
@@ -237,14 +240,23 @@ fn code(input: Value) -> Step {
 }
 
 fn grep_call() -> (&'static str, Value) {
-    ("grep", json!({"pattern": format!("\\b{NAME}\\b"), "glob": "*.py"}))
+    (
+        "grep",
+        json!({"pattern": format!("\\b{NAME}\\b"), "glob": "*.py"}),
+    )
 }
 
 /// The files `grep` lists, asked in a turn of their own.
 fn grep_files(project: &Project, bin: &Path) -> Vec<String> {
     let (name, input) = grep_call();
-    let requests = project.turn(bin, vec![Reply::tool(name, input).into(), Reply::text("ok").into()]);
-    let (listing, _) = tool_results(&requests).into_iter().next().expect("grep's result");
+    let requests = project.turn(
+        bin,
+        vec![Reply::tool(name, input).into(), Reply::text("ok").into()],
+    );
+    let (listing, _) = tool_results(&requests)
+        .into_iter()
+        .next()
+        .expect("grep's result");
     listing
         .lines()
         .filter(|line| line.ends_with(".py"))
@@ -327,7 +339,9 @@ fn main() {
         .map(PathBuf::from)
         .filter(|dir| dir.join("pyright-langserver").exists())
     else {
-        eprintln!("skipped: set BAREAGENT_LSP_BIN to a directory with pyright-langserver (.ci/run installs it)");
+        eprintln!(
+            "skipped: set BAREAGENT_LSP_BIN to a directory with pyright-langserver (.ci/run installs it)"
+        );
         return;
     };
     let archive = sdist();
@@ -429,14 +443,25 @@ fn main() {
     let replaced = by_text.sources();
     let (text_files, text_lines) = differences(&sources, &replaced);
     let (wrong_files, wrong_lines) = differences(&renamed, &replaced);
+    // Other classes' methods (and functions) of the name, renamed with F.
+    let definitions = |tree: &BTreeMap<String, String>| {
+        let def = format!("def {NEW_NAME}(");
+        tree.values()
+            .map(|text| text.matches(&def).count())
+            .sum::<usize>()
+    };
+    let other_definitions = definitions(&replaced) - definitions(&renamed);
     row(
         "rename",
         "grep + read_file + multi_edit",
         cost(&requests),
         &format!(
-            "{text_lines} lines in {text_files} files changed; differs from `code`'s in {wrong_lines} lines of {wrong_files} files"
+            "{text_lines} lines in {text_files} files changed; differs from `code`'s in {wrong_lines} lines of {wrong_files} files, {other_definitions} other definitions of `{NAME}` renamed"
         ),
     );
+
+    println!();
+    println!("`code`'s answer to the references call:\n{answer}");
 
     // 3. Latency: one cold `references`, then warm ones on other symbols.
     let targets = [
@@ -448,6 +473,7 @@ fn main() {
     ];
     let mut cold = Vec::new();
     let mut warm = Vec::new();
+    let mut warm_by_target: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
     for _ in 0..runs {
         let project = Project::unpack(&archive);
         let mut script: Vec<Step> = targets
@@ -466,7 +492,11 @@ fn main() {
             .map(|pair| pair[1].received.duration_since(pair[0].received))
             .collect();
         cold.push(gaps[0]);
-        warm.extend_from_slice(&gaps[1..]);
+        warm.extend_from_slice(&gaps[1..WARM + 1]);
+        for (n, gap) in gaps.iter().enumerate().take(WARM + 1).skip(1) {
+            let symbol = targets[n % targets.len()].1;
+            warm_by_target.entry(symbol).or_default().push(*gap);
+        }
     }
     println!();
     println!(
@@ -479,4 +509,8 @@ fn main() {
         ms(*warm.iter().min().expect("a call")),
         ms(*warm.iter().max().expect("a call")),
     );
+    for (symbol, times) in warm_by_target {
+        let calls = times.len();
+        println!("  warm `{symbol}`: median {} of {calls}", ms(median(times)));
+    }
 }
