@@ -19,7 +19,7 @@
 //! [code]
 //! request_timeout_secs = 30        # each request
 //! first_request_timeout_secs = 120 # the first after a start (the server indexes)
-//! diagnostics_wait_ms = 5000       # after an edit, for the server's report
+//! diagnostics_wait_ms = 10000      # after an edit, for the server's report
 //! helix = true                     # read Helix's languages.toml
 //! [code.servers.pyright]
 //! command = "pyright-langserver"
@@ -43,8 +43,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The first request after a start, which waits while the server indexes.
 pub const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long an edit waits for the server's report on the file: a server
-/// still starting reports seconds later; a running one soon after the change.
-pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
+/// still starting (pyright: about 3 s on a small project) reports seconds
+/// later; a running one soon after the change, which ends the wait.
+pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(10);
 
 /// `[code]`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

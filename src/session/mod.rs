@@ -289,10 +289,12 @@ impl Session {
         let served;
         // (An editor that only sends those under the cursor with a code
         // action, as Helix does, is not one that reports.)
+        // With no server of ours either, the editor's partial ones stay.
+        let servers = self.language_servers();
         let workspace: &dyn Workspace = match io.workspace.diagnostics() {
-            Some(editor) if editor.pushes() => io.workspace,
+            Some(editor) if editor.pushes() || servers.is_empty() => io.workspace,
             _ => {
-                served = ServedWorkspace::new(io.workspace, self.language_servers());
+                served = ServedWorkspace::new(io.workspace, servers);
                 &served
             }
         };
