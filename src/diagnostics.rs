@@ -139,6 +139,9 @@ pub struct EditorDiagnostics {
     /// The files a report follows every change of, where that is not all
     /// of them (our own servers report only on their languages' files).
     watched: Mutex<Option<Watched>>,
+    /// What another source reported (the editor's code actions, beside our
+    /// own servers): read for the files this store has no report on.
+    fallback: Mutex<Option<std::sync::Arc<EditorDiagnostics>>>,
 }
 
 /// Whether a report follows every change of a file.
@@ -152,6 +155,7 @@ impl Default for EditorDiagnostics {
             pushes: AtomicBool::new(false),
             settle: Mutex::new(DEFAULT_SETTLE),
             watched: Mutex::new(None),
+            fallback: Mutex::new(None),
         }
     }
 }
@@ -220,9 +224,23 @@ impl EditorDiagnostics {
         self.reports.send_modify(|n| *n += 1);
     }
 
+    /// Reads `other`'s reports for the files this store has none on (the
+    /// first one given stays).
+    pub fn fall_back_to(&self, other: std::sync::Arc<EditorDiagnostics>) {
+        let mut fallback = self.fallback.locked();
+        if fallback.is_none() && !std::ptr::eq(self, other.as_ref()) {
+            *fallback = Some(other);
+        }
+    }
+
+    fn fallback(&self) -> Option<std::sync::Arc<EditorDiagnostics>> {
+        self.fallback.locked().clone()
+    }
+
     /// A file's diagnostics, or `None` when the editor never reported on it.
     pub fn of(&self, path: &Path) -> Option<Vec<Diagnostic>> {
-        self.files().get(path).map(|r| r.items.clone())
+        let own = self.files().get(path).map(|r| r.items.clone());
+        own.or_else(|| self.fallback()?.of(path))
     }
 
     /// Every file with errors or warnings, in path order.
@@ -233,6 +251,15 @@ impl EditorDiagnostics {
             .filter(|(_, r)| r.items.iter().any(Diagnostic::matters))
             .map(|(path, r)| (path.clone(), r.items.clone()))
             .collect();
+        if let Some(fallback) = self.fallback() {
+            let reported: Vec<PathBuf> = self.files().keys().cloned().collect();
+            found.extend(
+                fallback
+                    .with_problems()
+                    .into_iter()
+                    .filter(|(path, _)| !reported.contains(path)),
+            );
+        }
         found.sort_by(|a, b| a.0.cmp(&b.0));
         found
     }
@@ -316,6 +343,23 @@ pub fn after_edit_line(shown: &str, before: &[Diagnostic], now: &[Diagnostic]) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fallback_is_read_only_where_this_store_has_no_report() {
+        let ours = EditorDiagnostics::default();
+        let editor = std::sync::Arc::new(EditorDiagnostics::default());
+        let (a, b) = (PathBuf::from("/w/a.py"), PathBuf::from("/w/b.ts"));
+        ours.replace(a.clone(), vec![]);
+        editor.replace_lines(a.clone(), 1, 1, vec![error(1, "stale")]);
+        editor.replace_lines(b.clone(), 1, 1, vec![error(1, "theirs")]);
+        assert_eq!(ours.of(&b), None);
+        ours.fall_back_to(editor.clone());
+        // Ours says a.py is clean; the editor's is the only word on b.ts.
+        assert_eq!(ours.of(&a), Some(vec![]));
+        assert_eq!(ours.of(&b), Some(vec![error(1, "theirs")]));
+        let problems: Vec<PathBuf> = ours.with_problems().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(problems, [b]);
+    }
 
     fn error(line: u32, message: &str) -> Diagnostic {
         Diagnostic {

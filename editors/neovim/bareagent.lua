@@ -121,6 +121,8 @@ vim.lsp.config('bareagent', {
     -- model = 'claude-sonnet-4-5',
     -- permissionMode = 'default',    -- default | accept-edits | plan | bypass
     saveDocuments = true,             -- we answer bareagent/saveDocuments, below
+    -- No codeIntelligence: the plugin answers the agent's code questions
+    -- from your language servers; without it, bareagent starts its own.
   },
   handlers = {
     -- Before a command runs, the agent asks to save the buffers it edited

@@ -105,11 +105,15 @@ impl CodeSettings {
             self.untrusted = project.servers;
         }
         self.project_trusted = trusted;
-        self.request_timeout_secs = project.request_timeout_secs.or(self.request_timeout_secs);
-        self.first_request_timeout_secs = project
-            .first_request_timeout_secs
-            .or(self.first_request_timeout_secs);
-        self.diagnostics_wait_ms = project.diagnostics_wait_ms.or(self.diagnostics_wait_ms);
+        // How long to wait is the user's to say, or a trusted project's:
+        // an untrusted one could make every edit wait.
+        if trusted {
+            self.request_timeout_secs = project.request_timeout_secs.or(self.request_timeout_secs);
+            self.first_request_timeout_secs = project
+                .first_request_timeout_secs
+                .or(self.first_request_timeout_secs);
+            self.diagnostics_wait_ms = project.diagnostics_wait_ms.or(self.diagnostics_wait_ms);
+        }
         self.helix = project.helix.or(self.helix);
         self
     }
@@ -796,6 +800,29 @@ mod tests {
             "gopls",
             Some(&home)
         ));
+    }
+
+    #[test]
+    fn only_a_trusted_project_sets_how_long_to_wait() {
+        let user = CodeSettings {
+            request_timeout_secs: Some(7),
+            ..CodeSettings::default()
+        };
+        let project = CodeSettings {
+            request_timeout_secs: Some(900),
+            diagnostics_wait_ms: Some(900_000),
+            ..CodeSettings::default()
+        };
+        for (trusted, request, wait) in [
+            (false, 7, DIAGNOSTICS_WAIT),
+            (true, 900, Duration::from_secs(900)),
+        ] {
+            let settings = user
+                .clone()
+                .with_project(project.clone(), trusted, &mut Vec::new());
+            assert_eq!(settings.request_timeout(), Duration::from_secs(request));
+            assert_eq!(settings.diagnostics_wait(), wait);
+        }
     }
 
     #[test]

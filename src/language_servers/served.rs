@@ -22,7 +22,13 @@ pub struct ServedWorkspace<'w> {
 }
 
 impl<'w> ServedWorkspace<'w> {
+    /// What the editor reports of its own (the diagnostics Helix's code
+    /// actions carry) stays readable for the files our servers do not
+    /// report on.
     pub fn new(inner: &'w dyn Workspace, servers: Arc<LanguageServers>) -> ServedWorkspace<'w> {
+        if let Some(editor) = inner.diagnostics() {
+            servers.diagnostics().fall_back_to(editor);
+        }
         ServedWorkspace { inner, servers }
     }
 }
@@ -45,7 +51,7 @@ impl Workspace for ServedWorkspace<'_> {
         self.inner.client_terminal()
     }
 
-    /// Our servers' reports.
+    /// Our servers' reports, and the editor's where ours have none.
     fn diagnostics(&self) -> Option<Arc<EditorDiagnostics>> {
         Some(self.servers.diagnostics())
     }

@@ -5,6 +5,7 @@
 
 mod approvals;
 mod chat;
+mod code;
 mod compact;
 mod diagnostics;
 mod documents;

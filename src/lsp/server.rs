@@ -41,7 +41,7 @@ pub struct Backend {
     pub state: Arc<State>,
 }
 
-/// `NAME: true` (`saveDocuments`, `diagnostics`) in `initializationOptions`
+/// `NAME: true` (`saveDocuments`, `diagnostics`, `codeIntelligence`) in `initializationOptions`
 /// (or its `bareagent` part) or in `capabilities.experimental`.
 fn announces(params: &InitializeParams, name: &str) -> bool {
     let options = params.initialization_options.as_ref();
@@ -128,6 +128,7 @@ impl LanguageServer for Backend {
                     .is_some_and(|c| c.name == "helix"),
             can_configure: workspace.and_then(|w| w.configuration).unwrap_or(false),
             can_save_documents: announces(&params, "saveDocuments"),
+            can_answer_code: announces(&params, "codeIntelligence"),
             options: params.initialization_options.clone().unwrap_or(Value::Null),
         };
         *self.state.editor_settings.locked() = EditorSettings::from_value(&init.options);

@@ -42,6 +42,9 @@ pub struct Init {
     /// The client answers `bareagent/saveDocuments` (it said so in its
     /// `initializationOptions` or `experimental` capabilities).
     pub can_save_documents: bool,
+    /// The client answers `bareagent/codeIntelligence` from its own
+    /// language support (see `code.rs`).
+    pub can_answer_code: bool,
     /// `initializationOptions`, kept to merge with later configuration.
     pub options: Value,
 }
@@ -504,6 +507,7 @@ impl Init {
             can_show_document: false,
             can_configure: false,
             can_save_documents: false,
+            can_answer_code: false,
             options: Value::Null,
         }
     }

@@ -340,7 +340,8 @@ async fn run_agent(parts: TurnParts, sink: LspSink) -> (Result<TurnOutcome, Stri
         sink: &sink,
         cancel,
         near: open_files(&state),
-        code: None,
+        code: super::code::EditorIntelligence::of(&state)
+            .map(|editor| Arc::new(editor) as Arc<dyn crate::tools::code::Intelligence>),
     };
     let end = core.run_turn(Message::user_text(prompt), io).await;
     let outcome = match end.result {

@@ -289,10 +289,12 @@ impl Session {
         let served;
         // (An editor that only sends those under the cursor with a code
         // action, as Helix does, is not one that reports.)
-        // With no server of ours either, the editor's partial ones stay.
+        // Without servers of our own, the editor's partial reports (those
+        // code actions carry) are all there is: kept.
         let servers = self.language_servers();
         let workspace: &dyn Workspace = match io.workspace.diagnostics() {
-            Some(editor) if editor.pushes() || servers.is_empty() => io.workspace,
+            Some(editor) if editor.pushes() => io.workspace,
+            _ if servers.is_empty() => io.workspace,
             _ => {
                 served = ServedWorkspace::new(io.workspace, servers);
                 &served

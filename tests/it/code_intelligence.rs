@@ -104,6 +104,8 @@ fn script() -> Vec<Step> {
         code(json!({"operation": "definition", "path": "main.py", "symbol": "describe", "line": 4})),
         code(json!({"operation": "hover", "path": "pkg/report.py", "symbol": "half"})),
         code(json!({"operation": "workspace_symbols", "symbol": "square_report"})),
+        code(json!({"operation": "callers", "path": "pkg/shapes.py", "symbol": "Circle.area"})),
+        code(json!({"operation": "symbols", "path": "pkg/shapes.py"})),
         code(json!({"operation": "rename", "path": "pkg/shapes.py", "symbol": "Circle", "new_name": "Disk"})),
         Reply::tool(
             "edit_file",
@@ -190,7 +192,13 @@ fn turn(front: FrontEnd, root: &Path, server: &ModelServer, bin: &Path) -> Optio
                 &python,
                 root,
                 server,
-                json!({"fs": false, "env": {"PATH": path_with(bin)},
+                // The state and config `bareagent(root)` uses, so that
+                // `run --rewind` knows the session as the user's.
+                json!({"fs": false, "env": {
+                           "PATH": path_with(bin),
+                           "XDG_STATE_HOME": root.join(".no-user-state"),
+                           "XDG_CONFIG_HOME": root.join(".no-user-config"),
+                       },
                        "answers": ["allow_once", "allow_once", "allow_once"],
                        "steps": [{"new": {}}, {"prompt": PROMPT}]}),
             );
@@ -263,7 +271,7 @@ fn check(
     let references = said(0);
     expect(
         references.starts_with("2 references")
-            && references.contains("pkg/shapes.py\n  19:21  return sum(c.area() for c in circles)")
+            && references.contains("pkg/shapes.py\n  19:18  return sum(c.area() for c in circles)")
             && references.contains("pkg/report.py\n  6:14  half = c.area() / 2")
             && !references.contains("s.area()")
             && !references.contains('#'),
@@ -284,8 +292,27 @@ fn check(
         symbols.contains("pkg/report.py\n  10:5  function `square_report`"),
         format!("workspace symbols: {symbols}"),
     )?;
+    // Callers: each call, in the function that makes it.
+    let callers = said(4);
+    expect(
+        callers.starts_with("2 calls")
+            && callers.contains(
+                "19:18  return sum(c.area() for c in circles)   (in function `total_area`)",
+            )
+            && callers.contains("6:14  half = c.area() / 2   (in function `describe`)"),
+        format!("callers: {callers}"),
+    )?;
+    // The outline: members under their class.
+    let outline = said(5);
+    expect(
+        outline.contains("    1  class Circle\n")
+            && outline.contains("    5    method area\n")
+            && outline.contains("   13    method area\n")
+            && outline.contains("   17  function total_area"),
+        format!("symbols: {outline}"),
+    )?;
     // The rename: one change across three files, shown whole when asked.
-    let rename = said(4);
+    let rename = said(6);
     expect(
         rename.starts_with("Renamed `Circle` to `Disk`") && rename.contains("in 3 files"),
         format!("rename: {rename}"),
@@ -298,7 +325,7 @@ fn check(
         format!("the question showed {diffs:?}"),
     )?;
     // The edit's type error, reported after the edit.
-    let edit = said(5);
+    let edit = said(7);
     expect(
         edit.contains("error") && edit.contains("\"str\"") && edit.contains("\"float\""),
         format!("the edit's result: {edit}"),
@@ -324,4 +351,102 @@ fn check(
         expect(now == text, format!("{file} after the rewind:\n{now}"))?;
     }
     Ok(())
+}
+
+/// Each way a language server fails reaches the model as a clear `code`
+/// error, and the session goes on: the next call, to a good server in the
+/// same run, is answered. A location outside the workspace is counted,
+/// never named. One `bareagent run`, the fake server (tests/fixtures/lsp)
+/// in a different mode for each file type.
+#[test]
+fn each_servers_fault_is_a_clear_tool_error_and_the_turn_goes_on() {
+    let fake = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lsp/fake_server.py"
+    );
+    // (the server's mode, the operation, what the model must read)
+    let rows: &[(&str, &str, &str)] = &[
+        ("not-installed", "hover", "is not installed"),
+        ("crash-at-start", "hover", "did not start"),
+        ("crash-mid", "hover", "stopped while answering"),
+        (
+            "hang",
+            "hover",
+            "did not answer textDocument/hover within 3 s",
+        ),
+        (
+            "invalid-json",
+            "hover",
+            "something that is not the protocol",
+        ),
+        ("not-jsonrpc", "hover", "something that is not the protocol"),
+        (
+            "error",
+            "references",
+            "refused textDocument/references: fake failure",
+        ),
+        ("no-hover", "hover", "does not support textDocument/hover"),
+        (
+            "outside",
+            "references",
+            "(1 outside the workspace not shown)",
+        ),
+    ];
+    let mut config = String::from(
+        "[code]\nrequest_timeout_secs = 1\nfirst_request_timeout_secs = 3\nhelix = false\n",
+    );
+    let mut files = vec![("a.good".to_string(), "x = 1\n".to_string())];
+    let mut script: Vec<Step> = Vec::new();
+    let good = json!({"operation": "hover", "path": "a.good", "line": 1, "column": 1});
+    for (index, (mode, operation, _)) in rows.iter().enumerate() {
+        let command = if *mode == "not-installed" {
+            "bareagent-no-such-server"
+        } else {
+            "python3"
+        };
+        config.push_str(&format!(
+            "[code.servers.{mode}]\ncommand = {command:?}\nargs = [{fake:?}, {mode:?}]\nextensions = [\"f{index}\"]\n"
+        ));
+        files.push((format!("a.f{index}"), "x = 1\n".into()));
+        let path = format!("a.f{index}");
+        script.push(
+            Reply::tool(
+                "code",
+                json!({"operation": operation, "path": path, "line": 1, "column": 1}),
+            )
+            .into(),
+        );
+        script.push(Reply::tool("code", good.clone()).into());
+    }
+    config.push_str(&format!(
+        "[code.servers.good]\ncommand = \"python3\"\nargs = [{fake:?}, \"good\"]\nextensions = [\"good\"]\n"
+    ));
+    script.push(Reply::text("Done.").into());
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let dir = workspace(&files);
+    let root = dir.path().canonicalize().expect("root");
+    crate::common::user_config(&root, &config);
+    let server = ModelServer::start(script);
+    let out = run_against_model(&mut bareagent(&root), &server)
+        .args(["--permission-mode", "bypass", "ask the servers"])
+        .output()
+        .expect("bareagent run");
+    crate::common::assert_succeeded(&out);
+    let requests = server.requests();
+    let results = sent_tool_results(&requests.last().expect("a request").body);
+    assert_eq!(results.len(), rows.len() * 2, "{results:?}");
+    for (index, (mode, _, want)) in rows.iter().enumerate() {
+        let (said, is_error) = &results[index * 2];
+        assert!(said.contains(want), "{mode}: {said}");
+        assert!(!said.contains("/etc/passwd"), "{mode}: {said}");
+        assert_eq!(*is_error, *mode != "outside", "{mode}: {said}");
+        let (next, next_error) = &results[index * 2 + 1];
+        assert!(
+            !next_error && next.contains("fake hover: x = 1"),
+            "after {mode}: {next}"
+        );
+    }
 }

@@ -19,15 +19,15 @@ use crate::support::model_server::{Fault, Hold, ModelServer, Reply};
 const GREET: &str = "def greet(name):\n    return 'hi ' + nme\n";
 
 /// What one script run showed.
-struct PluginRun {
-    stderr: String,
-    ok: bool,
+pub(crate) struct PluginRun {
+    pub(crate) stderr: String,
+    pub(crate) ok: bool,
     /// Neovim's lsp.log (every message at debug level).
     lsp_log: String,
 }
 
 impl PluginRun {
-    fn line(&self, prefix: &str) -> Option<&str> {
+    pub(crate) fn line(&self, prefix: &str) -> Option<&str> {
         self.stderr.lines().find_map(|l| l.strip_prefix(prefix))
     }
 
@@ -42,14 +42,29 @@ impl PluginRun {
 /// Runs tests/neovim/`script` in a headless Neovim with the plugin on its
 /// runtimepath, in workspace `root`, the model at `server`.
 fn run_script(nvim: &Path, script: &str, root: &Path, server: &ModelServer) -> PluginRun {
+    run_command(script_command(nvim, script, root, server), root)
+}
+
+/// The command [`run_script`] runs, for a test to add to its environment.
+pub(crate) fn script_command(
+    nvim: &Path,
+    script: &str,
+    root: &Path,
+    server: &ModelServer,
+) -> std::process::Command {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = nvim_in(nvim, root, server)
+    let mut command = nvim_in(nvim, root, server);
+    command
         .args(["--clean", "-l"])
         .arg(manifest.join("tests/neovim").join(script))
         .env("PLUGIN", manifest.join("editors/neovim"))
-        .env("BAREAGENT_BIN", env!("CARGO_BIN_EXE_bareagent"))
-        .output()
-        .expect("run nvim");
+        .env("BAREAGENT_BIN", env!("CARGO_BIN_EXE_bareagent"));
+    command
+}
+
+/// Runs a [`script_command`] to its end.
+pub(crate) fn run_command(mut command: std::process::Command, root: &Path) -> PluginRun {
+    let out = command.output().expect("run nvim");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let lsp_log = std::fs::read_to_string(root.join(".state/nvim/lsp.log")).unwrap_or_default();
     PluginRun {
@@ -292,7 +307,11 @@ fn plugin_sends_the_editors_diagnostics() {
         .and_then(|l| l.split_once("initializationOptions = "))
         .map(|(_, options)| options)
         .expect("the initialize request in the log");
-    for announced in ["diagnostics = true", "saveDocuments = true"] {
+    for announced in [
+        "diagnostics = true",
+        "saveDocuments = true",
+        "codeIntelligence = true",
+    ] {
         assert!(init.contains(announced), "{announced} in {init}");
     }
 }

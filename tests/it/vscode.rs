@@ -530,3 +530,126 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
     );
     assert!(run.fact("chat-file").contains("chat.md"), "{context}");
 }
+
+const SHAPE_TS: &str = "export interface Shape {\n  area(): number;\n}\n\nexport class Square implements Shape {\n  area(): number {\n    return 4;\n  }\n}\n";
+const MAIN_TS: &str =
+    "import { add } from './calc';\n\n// add is not called here\nexport const total = add(1, 2);\n";
+
+/// The `code` tool answered by VS Code's own TypeScript support (no extra
+/// install), first before any TypeScript file is open (VS Code starts
+/// its extension for the answer), then on an unsaved buffer: main.ts gains a call of `add` that is not
+/// saved; `references` of `add` lists it with the saved call, and not the
+/// comment; `hover` gives the type TypeScript infers; `definition` crosses
+/// the import; `callers` (the call hierarchy, prepared again from JSON)
+/// and `workspace_symbols` find it; `implementations` of an interface
+/// find its class; a plain-text file is an error (no extension knows it,
+/// where VS Code itself answers nothing); `rename` is one change across both
+/// files, reviewed in the view, landing in the buffers, the unsaved call
+/// included. The symbols are found through VS Code's outline of each file.
+#[test]
+fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
+    let Some(found) = installed_or_skip() else {
+        return;
+    };
+    let dir = workspace(&[
+        ("calc.ts", CALC),
+        ("main.ts", MAIN_TS),
+        ("shape.ts", SHAPE_TS),
+        ("notes.txt", "add things up\n"),
+    ]);
+    let code = |input: serde_json::Value| Reply::tool("code", input).into();
+    let model = ModelServer::start(vec![
+        code(json!({"operation": "hover", "path": "calc.ts", "symbol": "add"})),
+        Reply::text("add adds two numbers.").into(),
+        code(json!({"operation": "references", "path": "calc.ts", "symbol": "add"})),
+        code(json!({"operation": "hover", "path": "main.ts", "symbol": "total"})),
+        code(json!({"operation": "definition", "path": "main.ts", "line": 4, "column": 22})),
+        code(json!({"operation": "callers", "path": "calc.ts", "symbol": "add"})),
+        code(json!({"operation": "workspace_symbols", "symbol": "add"})),
+        code(json!({"operation": "implementations", "path": "shape.ts", "symbol": "Shape"})),
+        code(json!({"operation": "symbols", "path": "notes.txt"})),
+        code(json!({"operation": "rename", "path": "calc.ts", "symbol": "add", "new_name": "sum"})),
+        Reply::text("add is called from main.ts, twice; it is sum now.").into(),
+    ]);
+    let run = drive(&found, dir.path(), &model, "code", false);
+    let context = &run.context;
+    let sent: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|r| sent_tool_results(&r.body))
+        .collect();
+    // Asked before any TypeScript file was open.
+    let cold = sent[1].last().expect("the cold hover's result");
+    assert!(
+        !cold.1
+            && cold
+                .0
+                .contains("function add(a: number, b: number): number"),
+        "{cold:?}\n{context}"
+    );
+    let sent = &sent[2..];
+    let result = |n: usize| {
+        let (text, failed) = sent[n].last().expect("a tool result");
+        assert!(!failed, "{text}\n{context}");
+        text.clone()
+    };
+
+    assert_eq!(run.fact("main.ts-dirty"), "true", "{context}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.ts")).expect("main.ts"),
+        MAIN_TS,
+        "the new call is only in the buffer"
+    );
+    let references = result(1);
+    assert!(
+        references.contains("4:22  export const total = add(1, 2);")
+            && references.contains("5:22  export const again = add(3, 4);"),
+        "the saved call and the unsaved one: {references}\n{context}"
+    );
+    assert!(!references.contains("not called here"), "{references}");
+    assert!(result(2).contains("total: number"), "{context}");
+    let definition = result(3);
+    assert!(
+        definition.contains("calc.ts") && definition.contains("1:17"),
+        "{definition}\n{context}"
+    );
+    let callers = result(4);
+    assert!(
+        callers.contains("main.ts") && callers.contains("again = add(3, 4)"),
+        "{callers}\n{context}"
+    );
+    let symbols = result(5);
+    assert!(
+        symbols.contains("calc.ts") && symbols.contains("add"),
+        "{symbols}\n{context}"
+    );
+    let implementations = result(6);
+    assert!(
+        implementations.contains("shape.ts") && implementations.contains("class Square"),
+        "{implementations}\n{context}"
+    );
+    let (plain, failed) = sent[7].last().expect("the outline's result");
+    assert!(
+        *failed && plain.contains("no language extension handles notes.txt (plain text)"),
+        "{plain}\n{context}"
+    );
+    let renamed = result(8);
+    assert!(renamed.contains("2 files"), "{renamed}\n{context}");
+    assert!(run.fact("rename-diff").contains("sum"), "{context}");
+    let main_ts = run.fact("main.ts");
+    assert!(
+        main_ts.contains("import { sum }")
+            && main_ts.contains("total = sum(1, 2)")
+            && main_ts.contains("again = sum(3, 4)"),
+        "{context}"
+    );
+    assert!(run.fact("calc.ts").contains("function sum("), "{context}");
+    assert_eq!(model.remaining(), 0, "{context}");
+    // Figures for the closing note (never asserted): how long VS Code took
+    // to answer each request, as its language client traces it.
+    for took in run.log.lines().filter(|l| {
+        l.contains("Sending response 'bareagent/codeIntelligence") && l.contains("took")
+    }) {
+        eprintln!("{took}");
+    }
+}

@@ -113,6 +113,19 @@ function T.buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
 end
 
+--- The user's own LSP setup, as a config has it: pyright (`$PYRIGHT`)
+--- for python buffers, rooted at the workspace.
+function T.pyright_for_python()
+  vim.cmd('filetype on')
+  local pyright = assert(os.getenv('PYRIGHT'), 'PYRIGHT')
+  vim.api.nvim_create_autocmd('FileType', {
+    pattern = 'python',
+    callback = function(args)
+      vim.lsp.start({ name = 'pyright', cmd = { pyright, '--stdio' }, root_dir = T.root }, { bufnr = args.buf })
+    end,
+  })
+end
+
 function T.done()
   T.dump_chat()
   T.out('OK')

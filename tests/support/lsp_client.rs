@@ -89,6 +89,22 @@ pub struct ClientOptions {
     pub initialize_overrides: serde_json::Map<String, Value>,
     /// Sent as `initialize`'s `processId` (default: this test process).
     pub process_id: u32,
+    /// Consumed in order, one per `bareagent/codeIntelligence` (announce
+    /// `codeIntelligence` in `initialization_options` to be asked); once
+    /// empty, method not found.
+    pub code_answers: Vec<CodeAnswer>,
+}
+
+/// How the client answers one `bareagent/codeIntelligence`, as an editor
+/// whose language servers said this would.
+#[derive(Clone, Debug)]
+pub enum CodeAnswer {
+    /// The LSP result.
+    Result(Value),
+    /// An error response with this message (request failed, -32803).
+    Error(String),
+    /// Never answers.
+    NeverAnswer,
 }
 
 impl ClientOptions {
@@ -114,6 +130,7 @@ impl ClientOptions {
             configuration: Value::Null,
             initialize_overrides: serde_json::Map::new(),
             process_id: std::process::id(),
+            code_answers: Vec::new(),
         }
     }
 }
@@ -175,6 +192,7 @@ struct State {
     /// Negotiated position encoding name.
     encoding: String,
     message_answers: VecDeque<MessageRequestAnswer>,
+    code_answers: VecDeque<CodeAnswer>,
     stdout_closed: bool,
 }
 
@@ -219,6 +237,7 @@ impl LspClient {
             orphan_responses: Vec::new(),
             encoding: "utf-16".to_string(),
             message_answers: options.message_answers.iter().cloned().collect(),
+            code_answers: options.code_answers.iter().cloned().collect(),
             stdout_closed: false,
         };
         let inner = Arc::new(Inner {
@@ -982,7 +1001,7 @@ fn record_response(inner: &Inner, id: &Value, message: &Value) {
 
 enum Reply {
     Result(Value),
-    Error(i64, &'static str),
+    Error(i64, String),
     /// Leave the request unanswered.
     Silence,
 }
@@ -1007,7 +1026,13 @@ fn answer_server_request(inner: &Inner, id: Value, method: &str, params: &Value)
         "window/showDocument" => Reply::Result(json!({"success": true})),
         "workspace/workspaceFolders" => Reply::Result(inner.workspace_folders()),
         "bareagent/saveDocuments" => Reply::Result(save_documents(inner, params)),
-        _ => Reply::Error(METHOD_NOT_FOUND, "Method not found"),
+        "bareagent/codeIntelligence" => match inner.state().code_answers.pop_front() {
+            Some(CodeAnswer::Result(result)) => Reply::Result(result),
+            Some(CodeAnswer::Error(message)) => Reply::Error(-32803, message),
+            Some(CodeAnswer::NeverAnswer) => Reply::Silence,
+            None => Reply::Error(METHOD_NOT_FOUND, "Method not found".into()),
+        },
+        _ => Reply::Error(METHOD_NOT_FOUND, "Method not found".into()),
     };
     match reply {
         Reply::Result(result) => inner.send(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
@@ -1034,7 +1059,9 @@ fn answer_message_request(inner: &Inner, params: &Value) -> Reply {
             Reply::Result(action.cloned().unwrap_or(Value::Null))
         }
         MessageRequestAnswer::Null => Reply::Result(Value::Null),
-        MessageRequestAnswer::MethodNotFound => Reply::Error(METHOD_NOT_FOUND, "Method not found"),
+        MessageRequestAnswer::MethodNotFound => {
+            Reply::Error(METHOD_NOT_FOUND, "Method not found".into())
+        }
         MessageRequestAnswer::NeverAnswer => Reply::Silence,
     }
 }

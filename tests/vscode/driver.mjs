@@ -6,7 +6,7 @@
 // mark, the reply in the view); the Rust test checks what the model was sent
 // and the files. Each step prints `STEP name` on stdout, facts as `FACT k v`.
 //
-// Env: SCENARIO (turn | palette), URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
+// Env: SCENARIO (turn | palette | code), URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
 // (the node_modules holding playwright-core), CHROMIUM (default /usr/bin/chromium).
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
@@ -43,7 +43,7 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 page.setDefaultTimeout(STEP_MS);
 
-const scenarios = { turn, palette };
+const scenarios = { turn, palette, code };
 try {
   const scenario = scenarios[process.env.SCENARIO];
   if (!scenario) throw new Error(`unknown SCENARIO ${process.env.SCENARIO}`);
@@ -326,4 +326,49 @@ async function palette() {
   await tab('chat.md').waitFor();
   fact('chat-file', 'chat.md');
   await page.screenshot({ path: join(artefacts, 'palette.png') });
+}
+
+/**
+ * The agent's `code` tool answered by VS Code's own TypeScript support, on a
+ * buffer with an unsaved new call: the model's questions and what it was
+ * told are checked by the Rust test.
+ */
+async function code() {
+  await workbench();
+
+  // Before any TypeScript file is open, TypeScript's extension is not
+  // running yet: VS Code starts it for the answer.
+  step('ask cold');
+  const view = await chatView();
+  await until('the model label', async () => text(await view.locator('#model').textContent()).includes('anthropic'));
+  await view.locator('#prompt').fill('What is add?');
+  await view.locator('#prompt').press('Enter');
+  await view.locator('.msg.assistant', { hasText: 'add adds' }).waitFor({ timeout: 120_000 });
+
+  step('open files');
+  await openFile('calc.ts');
+  await openFile('main.ts');
+
+  step('unsaved call');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  // As text, not keys: no suggestion or auto-closed bracket gets in the way.
+  await page.keyboard.insertText('export const again = add(3, 4);');
+  await until('main.ts marked unsaved', async () => tab('main.ts').first().evaluate((e) => e.classList.contains('dirty')));
+
+  step('ask');
+  // The view is still shown (clicking its icon again would hide it).
+  await view.locator('#prompt').fill('Who calls add? Then rename it to sum.');
+  await view.locator('#prompt').press('Enter');
+
+  step('review the rename');
+  const rename = view.locator('.approval', { hasText: 'code' });
+  await rename.waitFor({ timeout: 120_000 });
+  fact('rename-diff', JSON.stringify(text(await rename.locator('.diff').textContent())));
+  await rename.getByRole('button', { name: 'Allow once' }).click();
+  await view.locator('.msg.assistant', { hasText: 'add is called' }).waitFor({ timeout: 120_000 });
+  fact('calc.ts', JSON.stringify(await editorText('calc.ts')));
+  fact('main.ts-dirty', await tab('main.ts').first().evaluate((e) => e.classList.contains('dirty')));
+  fact('main.ts', JSON.stringify(await editorText('main.ts')));
+  await page.screenshot({ path: join(artefacts, 'code.png') });
 }

@@ -1,6 +1,7 @@
 /**
  * The language client to the `bareagent` server: starts it, passes the
- * settings, answers `bareagent/saveDocuments`, forwards the editor's
+ * settings, answers `bareagent/saveDocuments` and
+ * `bareagent/codeIntelligence` (codeIntelligence.ts), forwards the editor's
  * diagnostics, and re-emits `bareagent/event` for the chat view and the
  * status bar. The server's own commands (`bareagent.ask`, …) are registered
  * by vscode-languageclient from `executeCommandProvider`; everything here
@@ -16,6 +17,7 @@ import {
   ShowMessageRequest,
   State,
 } from 'vscode-languageclient/node';
+import { CodeRequest, answerCode } from './codeIntelligence';
 import { currentSettings } from './config';
 import { findBinary } from './binary';
 import { DiagnosticsForwarder } from './diagnostics';
@@ -48,7 +50,7 @@ export class Agent implements vscode.Disposable {
     const server: ServerOptions = { command, args: [], options: { env: process.env } };
     const options: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
-      initializationOptions: () => ({ ...currentSettings(), saveDocuments: true, diagnostics: true }),
+      initializationOptions: () => ({ ...currentSettings(), saveDocuments: true, diagnostics: true, codeIntelligence: true }),
       outputChannel: this.log,
       middleware: {
         workspace: {
@@ -63,6 +65,7 @@ export class Agent implements vscode.Disposable {
     client.onDidChangeState((e) => this.states.fire(e.newState === State.Running));
     client.onNotification('bareagent/event', (event: EditorEvent) => this.events.fire(event));
     client.onRequest('bareagent/saveDocuments', (params: { uris?: string[] }) => saveDocuments(params?.uris ?? []));
+    client.onRequest('bareagent/codeIntelligence', (params: CodeRequest) => answerCode(params));
     try {
       await client.start();
     } catch (error) {

@@ -1,7 +1,8 @@
 -- The language client: starting `bareagent` for file buffers (vim.lsp.config
 -- + vim.lsp.enable on Neovim 0.11, vim.lsp.start from an autocmd on 0.10),
 -- finding the client for a buffer, running the server's commands, and the
--- handlers for what the server sends (events, saveDocuments, dialogs).
+-- handlers for what the server sends (events, saveDocuments,
+-- codeIntelligence, dialogs).
 -- It knows nothing of how events are shown: it hands them to `on_event`.
 
 local M = {}
@@ -92,8 +93,10 @@ end
 -- The client's configuration, as vim.lsp.config and vim.lsp.start take it.
 local function config()
   local init_options = vim.tbl_extend('force', {}, opts.settings or {}, {
-    -- We answer bareagent/saveDocuments and send bareagent/diagnostics.
+    -- We answer bareagent/saveDocuments and bareagent/codeIntelligence
+    -- (code.lua), and send bareagent/diagnostics.
     saveDocuments = true,
+    codeIntelligence = true,
     diagnostics = opts.diagnostics,
   })
   return {
@@ -104,6 +107,7 @@ local function config()
     handlers = {
       ['bareagent/event'] = handle_event,
       ['bareagent/saveDocuments'] = save_documents,
+      ['bareagent/codeIntelligence'] = require('bareagent.code').answer,
       ['window/showMessageRequest'] = show_message_request,
     },
     on_init = function(client)
