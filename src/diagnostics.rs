@@ -124,6 +124,8 @@ struct Reported {
     /// Bumped by each report for the file.
     generation: u64,
     items: Vec<Diagnostic>,
+    /// The last word on the file was that no report is coming.
+    none_coming: bool,
 }
 
 /// The editor's diagnostics, by resolved path.
@@ -205,9 +207,17 @@ impl EditorDiagnostics {
         });
     }
 
+    /// No report will follow the last change of `path` (the server that
+    /// would send it did not start): an edit waiting for one stops waiting,
+    /// with nothing to say.
+    pub fn none_coming(&self, path: PathBuf) {
+        self.update(path, |reported| reported.none_coming = true);
+    }
+
     fn update(&self, path: PathBuf, change: impl FnOnce(&mut Reported)) {
         let mut files = self.files();
         let reported = files.entry(path).or_default();
+        reported.none_coming = false;
         change(reported);
         reported.generation += 1;
         drop(files);
@@ -288,6 +298,9 @@ impl EditorDiagnostics {
             {
                 return None;
             }
+        }
+        if self.files().get(path).is_some_and(|r| r.none_coming) {
+            return None;
         }
         // More may follow soon (a syntax check, then a type check): wait
         // until a quiet moment passes with no new report on the file.
@@ -435,6 +448,17 @@ mod tests {
         });
         let now = store.after(&path, mark).await.expect("a report came");
         assert_eq!(now.len(), 2, "{now:?}");
+        // Told no report is coming: the wait ends at once, with nothing.
+        let mark = store.mark(&path).expect("the client pushes");
+        let telling = store.clone();
+        let told = path.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            telling.none_coming(told);
+        });
+        let waited = tokio::time::Instant::now();
+        assert_eq!(store.after(&path, mark).await, None);
+        assert_eq!(waited.elapsed(), Duration::from_millis(200));
         // A wait of zero turns it off.
         store.set_settle(Duration::ZERO);
         assert_eq!(store.mark(&path), None);

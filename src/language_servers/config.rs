@@ -19,7 +19,7 @@
 //! [code]
 //! request_timeout_secs = 30        # each request
 //! first_request_timeout_secs = 120 # the first after a start (the server indexes)
-//! diagnostics_wait_ms = 5000       # after an edit, for the server's report
+//! diagnostics_wait_ms = 10000      # after an edit, for the server's report
 //! helix = true                     # read Helix's languages.toml
 //! [code.servers.pyright]
 //! command = "pyright-langserver"
@@ -43,8 +43,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The first request after a start, which waits while the server indexes.
 pub const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long an edit waits for the server's report on the file: a server
-/// still starting reports seconds later; a running one soon after the change.
-pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
+/// still starting (pyright: about 3 s on a small project) reports seconds
+/// later; a running one soon after the change, which ends the wait.
+pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(10);
 
 /// `[code]`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -313,10 +314,33 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         return executable(&path).then_some(path);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    let found = std::env::split_paths(&path)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
-        .find(|candidate| executable(candidate))
+        .find(|candidate| executable(candidate))?;
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".rustup")));
+    (!is_idle_rustup_proxy(&found, program, rustup_home.as_deref())).then_some(found)
+}
+
+/// Whether `path` is rustup's proxy for `program` (`~/.cargo/bin/rust-analyzer`
+/// is one whether or not the component is installed) while no toolchain
+/// has the component: running it only says "Unknown binary".
+fn is_idle_rustup_proxy(path: &Path, program: &str, rustup_home: Option<&Path>) -> bool {
+    let proxy = path
+        .canonicalize()
+        .is_ok_and(|real| real.file_name().is_some_and(|name| name == "rustup"));
+    if !proxy {
+        return false;
+    }
+    let Some(Ok(toolchains)) = rustup_home.map(|home| std::fs::read_dir(home.join("toolchains")))
+    else {
+        return false;
+    };
+    !toolchains
+        .flatten()
+        .any(|toolchain| toolchain.path().join("bin").join(program).is_file())
 }
 
 /// The servers `settings` and the sources name, by the precedence above.
@@ -754,6 +778,28 @@ mod tests {
                 row.name
             );
         }
+    }
+
+    #[test]
+    fn a_rustup_proxy_counts_only_with_its_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("rustup"), "").unwrap();
+        std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
+        std::fs::write(bin.join("gopls"), "").unwrap();
+        let home = dir.path().join("rustup");
+        let toolchain = home.join("toolchains/stable/bin");
+        std::fs::create_dir_all(&toolchain).unwrap();
+        let proxy = bin.join("rust-analyzer");
+        assert!(is_idle_rustup_proxy(&proxy, "rust-analyzer", Some(&home)));
+        std::fs::write(toolchain.join("rust-analyzer"), "").unwrap();
+        assert!(!is_idle_rustup_proxy(&proxy, "rust-analyzer", Some(&home)));
+        assert!(!is_idle_rustup_proxy(
+            &bin.join("gopls"),
+            "gopls",
+            Some(&home)
+        ));
     }
 
     #[test]

@@ -168,7 +168,7 @@ impl LanguageServers {
             return;
         };
         let server = self.servers[index].clone();
-        if !server.reports() {
+        if !server.usable() {
             return;
         }
         server.changed(path, text);

@@ -56,6 +56,8 @@ pub struct Server {
     installed: bool,
     /// Given up for the session (or never installed): no report will come.
     given_up: AtomicBool,
+    /// Its last start failed: no report comes until one succeeds.
+    failing: AtomicBool,
     stopped: AtomicBool,
     status: Mutex<Status>,
     /// The text each file should have in the server: written by edits,
@@ -116,6 +118,7 @@ impl Server {
             link: tokio::sync::Mutex::new(Link::Idle),
             installed,
             given_up: AtomicBool::new(!installed),
+            failing: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             status: Mutex::new(Status::NotStarted),
             latest: Mutex::default(),
@@ -130,10 +133,15 @@ impl Server {
         self.status.locked().clone()
     }
 
-    /// Whether a report follows each change of its files: installed, not
-    /// given up.
-    pub fn reports(&self) -> bool {
+    /// Whether it may be started: installed, not given up.
+    pub fn usable(&self) -> bool {
         self.installed && !self.given_up.load(Ordering::Relaxed)
+    }
+
+    /// Whether a report follows each change of its files: usable, and its
+    /// last start did not fail.
+    pub fn reports(&self) -> bool {
+        self.usable() && !self.failing.load(Ordering::Relaxed)
     }
 
     /// Whether it has been started and still runs.
@@ -176,6 +184,7 @@ impl Server {
                     "language server started"
                 );
                 *self.status.locked() = Status::Running;
+                self.failing.store(false, Ordering::Relaxed);
                 *link = Link::Live(live.clone());
                 Ok(live)
             }
@@ -201,6 +210,7 @@ impl Server {
                 *self.status.locked() = Status::Failed {
                     error: error.to_string(),
                 };
+                self.failing.store(true, Ordering::Relaxed);
                 *link = Link::Failed {
                     error: error.clone(),
                     attempts: attempts + 1,
@@ -334,6 +344,7 @@ impl Server {
             Ok(live) => live,
             Err(error) => {
                 tracing::info!(server = self.name(), %error, "cannot tell the language server of an edit");
+                self.diagnostics.none_coming(path.to_path_buf());
                 return;
             }
         };

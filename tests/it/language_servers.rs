@@ -536,6 +536,8 @@ fn through_run_pyright_reports_a_type_error_after_the_edit() {
     let Some(bin) = lsp_bin() else { return };
     let dir = workspace(&[("shapes.py", TYPED)]);
     let root = dir.path().canonicalize().unwrap();
+    // A cold pyright on a loaded machine may take longer than the default.
+    crate::common::user_config(&root, "[code]\ndiagnostics_wait_ms = 60000\n");
     let server = ModelServer::start(vec![
         Reply::tool("write_file", json!({"path": "main.py", "content": BROKEN})).into(),
         Reply::text("Done.").into(),
@@ -562,6 +564,8 @@ fn through_the_language_server_pyright_reports_where_the_editor_does_not() {
     let Some(bin) = lsp_bin() else { return };
     let dir = workspace(&[("shapes.py", TYPED)]);
     let root = dir.path().canonicalize().unwrap();
+    // A cold pyright on a loaded machine may take longer than the default.
+    crate::common::user_config(&root, "[code]\ndiagnostics_wait_ms = 60000\n");
     let server = ModelServer::start(vec![
         Reply::tool("write_file", json!({"path": "main.py", "content": BROKEN})).into(),
         Reply::text("Done.").into(),
