@@ -680,6 +680,7 @@ pub fn status(state: &State) -> Value {
                 "spend": spend, "instructions": core.instructions(),
                 "sessionId": core.file().map(|f| f.id().to_string()),
                 "mcp": core.mcp().map(|m| m.report()),
+                "languageServers": core.code_servers().map(|c| c.report()),
             })
         })
         .collect();

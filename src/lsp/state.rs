@@ -390,6 +390,9 @@ impl State {
             if let Some(mcp) = session.core.mcp() {
                 mcp.stop_now();
             }
+            if let Some(servers) = session.core.code_servers() {
+                servers.stop_now();
+            }
         }
     }
 

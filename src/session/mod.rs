@@ -730,6 +730,12 @@ impl Session {
         self.mcp.locked().clone()
     }
 
+    /// The session's own language servers, if a turn has made them (none
+    /// is made here).
+    pub fn code_servers(&self) -> Option<Arc<LanguageServers>> {
+        self.code.locked().clone()
+    }
+
     /// Gives the session its MCP servers, unless it has some (the first
     /// wins: two turns racing to make them keep one set).
     pub fn set_mcp(&self, servers: Arc<McpServers>) -> Arc<McpServers> {

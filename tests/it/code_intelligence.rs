@@ -174,6 +174,21 @@ fn turn(front: FrontEnd, root: &Path, server: &ModelServer, bin: &Path) -> Optio
                 .iter()
                 .map(|event| event["diff"].as_str().unwrap_or_default().to_string())
                 .collect();
+            // The status names the session's server, running.
+            let status = client
+                .execute("bareagent.status", json!([]))
+                .expect("status");
+            let servers = &status["sessions"][0]["languageServers"];
+            let pyright = servers
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|s| s["command"] == "pyright-langserver");
+            assert_eq!(
+                pyright.map(|s| s["status"]["state"].clone()),
+                Some(json!("running")),
+                "{status}"
+            );
             // The rewind: the turn's edits undone in one editor edit.
             let edits = requests_of(&client, "workspace/applyEdit").len();
             let answer = client
