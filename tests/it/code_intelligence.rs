@@ -465,3 +465,89 @@ fn each_servers_fault_is_a_clear_tool_error_and_the_turn_goes_on() {
         );
     }
 }
+
+/// A rename is refused whole, nothing written, when one of its files
+/// changes while the user is asked (the change they allowed is no longer
+/// the one that would be made), and when a rule denies an edit of any one
+/// of its files — though the file it was asked about is allowed.
+#[test]
+fn a_rename_is_refused_whole_when_a_file_changes_while_asked_or_a_rule_denies_one() {
+    let Some(bin) = servers_bin() else {
+        return;
+    };
+    const USERS: &str = "# the user's line\n";
+    // (the case, the mode, config.toml, what the model reads)
+    let rows = [
+        (
+            "changed while asked",
+            "default",
+            "",
+            "changed while the user was being asked",
+        ),
+        (
+            "a rule denies main.py",
+            "accept-edits",
+            "[permissions]\ndeny = [\"edit(main.py)\"]\n",
+            "the rename would change main.py: ",
+        ),
+    ];
+    for (case, mode, config, want) in rows {
+        let dir = fixture();
+        let root = dir.path().canonicalize().expect("root");
+        crate::common::user_config(&root, config);
+        let server = ModelServer::start(vec![
+            Reply::tool(
+                "code",
+                json!({"operation": "rename", "path": "pkg/shapes.py", "symbol": "Circle", "new_name": "Disk"}),
+            )
+            .into(),
+            Reply::text("Done.").into(),
+        ]);
+        let mut child = run_against_model(&mut bareagent(&root), &server)
+            .env("PATH", path_with(&bin))
+            .args(["--json", "--permission-mode", mode, "rename it"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bareagent run");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        use std::io::{BufRead, Write};
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(event) = serde_json::from_str::<Value>(&line.expect("a line")) else {
+                continue;
+            };
+            if event["type"] == "approval_request" {
+                // The user types in one of the rename's files meanwhile.
+                let report = root.join("pkg/report.py");
+                std::fs::write(&report, format!("{REPORT}{USERS}")).expect("the user's edit");
+                writeln!(stdin, "{}", json!({"id": event["id"], "decision": "allow"}))
+                    .expect("answer");
+            }
+        }
+        let out = child.wait_with_output().expect("exit");
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let requests = server.requests();
+        let results = sent_tool_results(&requests.last().expect("a request").body);
+        let (said, is_error) = &results[0];
+        assert!(*is_error && said.contains(want), "{case}: {said}");
+        let report = if case == "changed while asked" {
+            format!("{REPORT}{USERS}")
+        } else {
+            REPORT.to_string()
+        };
+        for (file, text) in [
+            ("pkg/shapes.py", SHAPES),
+            ("pkg/report.py", report.as_str()),
+            ("main.py", MAIN),
+        ] {
+            let now = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+            assert_eq!(now, text, "{case}: {file}");
+        }
+    }
+}
