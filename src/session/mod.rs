@@ -132,6 +132,9 @@ pub struct Session {
     mcp: Mutex<Option<Arc<McpServers>>>,
     /// Our own language servers, built when first asked for.
     code: Mutex<Option<Arc<LanguageServers>>>,
+    /// Who answered the last turn's `code` tool (the editor's, where it
+    /// answers): an idle compaction sends the tools that turn sent.
+    last_code: Mutex<Option<Arc<dyn crate::tools::code::Intelligence>>>,
     reads: Mutex<Arc<ReadLedger>>,
     inbox: Inbox,
     background: Arc<BackgroundTasks>,
@@ -199,6 +202,7 @@ impl Session {
             policy: Mutex::default(),
             mcp: Mutex::default(),
             code: Mutex::default(),
+            last_code: Mutex::default(),
             reads: Mutex::default(),
             background: Arc::new(BackgroundTasks::new(inbox.clone())),
             inbox,
@@ -308,13 +312,7 @@ impl Session {
         };
         let mut near = paths_in(&prompt.text());
         near.extend(io.near);
-        // The editor's code intelligence, else our own servers' where any
-        // is named for the project (an untrusted project's too: the model
-        // is told why it gets no answer).
-        let code = io.code.clone().or_else(|| {
-            let servers = self.language_servers();
-            (!servers.is_empty()).then_some(servers as Arc<dyn crate::tools::code::Intelligence>)
-        });
+        let code = self.code_intelligence(io.code.clone());
         let system = self
             .system_prompt(&settings, workspace, &gate, near, &tally, code.is_some())
             .await;
@@ -463,10 +461,19 @@ impl Session {
             .prepare()
             .map_err(|error| crate::provider::ProviderError::Config(error.to_string()))?
             .gate;
+        let last = self.last_code.locked().clone();
+        let code = self.code_intelligence(last);
         let system = self
-            .system_prompt(&settings, workspace, &gate, Vec::new(), sink, false)
+            .system_prompt(
+                &settings,
+                workspace,
+                &gate,
+                Vec::new(),
+                sink,
+                code.is_some(),
+            )
             .await;
-        let tools = self.tools(&settings, None).await;
+        let tools = self.tools(&settings, code).await;
         let mut messages = self.history.locked().clone();
         let compacting = model.compaction.compact_idle(
             model.provider.as_ref(),
@@ -728,6 +735,21 @@ impl Session {
     /// The session's MCP servers, once it has some.
     pub fn mcp(&self) -> Option<Arc<McpServers>> {
         self.mcp.locked().clone()
+    }
+
+    /// Who answers the `code` tool: the editor, where it answers; else our
+    /// own servers, where any is named for the project (an untrusted
+    /// project's too: the model is told why it gets no answer); else no
+    /// one, and the tool is not offered. Remembered for an idle compaction.
+    fn code_intelligence(
+        &self,
+        editor: Option<Arc<dyn crate::tools::code::Intelligence>>,
+    ) -> Option<Arc<dyn crate::tools::code::Intelligence>> {
+        *self.last_code.locked() = editor.clone();
+        editor.or_else(|| {
+            let servers = self.language_servers();
+            (!servers.is_empty()).then_some(servers as Arc<dyn crate::tools::code::Intelligence>)
+        })
     }
 
     /// The session's own language servers, if a turn has made them (none

@@ -164,6 +164,7 @@ fn turn(front: FrontEnd, root: &Path, server: &ModelServer, bin: &Path) -> Optio
         FrontEnd::Lsp => {
             let mut options = options(root, server, "default");
             options.env.push(("PATH".into(), path_with(bin)));
+            crate::lsp::with_user_config(&mut options, &root.join(".no-user-config"));
             let client = start(root, options);
             let turn = ask(&client, json!({"prompt": PROMPT}))["turn"]
                 .as_u64()
@@ -253,6 +254,9 @@ fn the_code_tool_answers_from_the_type_checker_in_every_front_end() {
     for front in [FrontEnd::Run, FrontEnd::Lsp, FrontEnd::Acp] {
         let dir = fixture();
         let root = dir.path().canonicalize().expect("root");
+        // A cold pyright on a loaded machine reports late; the wait ends
+        // with its report.
+        crate::common::user_config(&root, "[code]\ndiagnostics_wait_ms = 60000\n");
         let server = ModelServer::start(script());
         let Some(diffs) = turn(front, &root, &server, &bin) else {
             continue;

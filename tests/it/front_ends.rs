@@ -316,6 +316,8 @@ fn idle_compaction_sends_the_turns_system_prompt_and_tools() {
     options.initialization_options["mcp"] = json!({"servers": {
         "everything": {"command": everything, "args": ["stdio"]},
     }});
+    // The editor answers the `code` tool: the turn offers it.
+    options.initialization_options["codeIntelligence"] = json!(true);
     let client = start(dir.path(), options);
     let turn = ask(&client, json!({"prompt": "read big.txt"}))["turn"]
         .as_u64()
@@ -346,8 +348,9 @@ fn idle_compaction_sends_the_turns_system_prompt_and_tools() {
         turn["system"]
     );
     assert!(
-        turn["tools"].to_string().contains("mcp__everything__echo"),
-        "the turn has the MCP tools: {}",
+        turn["tools"].to_string().contains("mcp__everything__echo")
+            && turn["tools"].to_string().contains("\"name\":\"code\""),
+        "the turn has the MCP tools and the editor's code: {}",
         turn["tools"]
     );
     assert_eq!(summary["system"], turn["system"], "the same system prompt");
