@@ -106,6 +106,7 @@ fn script() -> Vec<Step> {
         code(json!({"operation": "workspace_symbols", "symbol": "square_report"})),
         code(json!({"operation": "callers", "path": "pkg/shapes.py", "symbol": "Circle.area"})),
         code(json!({"operation": "symbols", "path": "pkg/shapes.py"})),
+        code(json!({"operation": "callees", "path": "pkg/report.py", "symbol": "describe"})),
         code(json!({"operation": "rename", "path": "pkg/shapes.py", "symbol": "Circle", "new_name": "Disk"})),
         Reply::tool(
             "edit_file",
@@ -330,8 +331,14 @@ fn check(
             && outline.contains("   17  function total_area"),
         format!("symbols: {outline}"),
     )?;
+    // Callees: what `describe` calls, where each is declared.
+    let callees = said(6);
+    expect(
+        callees.contains("pkg/shapes.py\n  5:9  method `area` (declared here)"),
+        format!("callees: {callees}"),
+    )?;
     // The rename: one change across three files, shown whole when asked.
-    let rename = said(6);
+    let rename = said(7);
     expect(
         rename.starts_with("Renamed `Circle` to `Disk`") && rename.contains("in 3 files"),
         format!("rename: {rename}"),
@@ -344,7 +351,7 @@ fn check(
         format!("the question showed {diffs:?}"),
     )?;
     // The edit's type error, reported after the edit.
-    let edit = said(7);
+    let edit = said(8);
     expect(
         edit.contains("error") && edit.contains("\"str\"") && edit.contains("\"float\""),
         format!("the edit's result: {edit}"),
