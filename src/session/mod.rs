@@ -436,7 +436,9 @@ impl Session {
             Surface::Editor => ToolRegistry::in_editor(),
         };
         if let Some(code) = code {
-            tools.register(crate::tools::code::Code::new(code));
+            tools.register(crate::tools::code::Code::new(code.clone()));
+            // Its sub-agents ask the same answerer.
+            tools.register(crate::tools::Task::with_code(code));
         }
         let mcp = self.mcp.locked().clone();
         if let Some(mcp) = mcp {

@@ -531,7 +531,7 @@ impl ToolRegistry {
     /// Everything: the user's agent.
     pub fn standard() -> Self {
         let mut registry = ToolRegistry::general();
-        registry.register(Task);
+        registry.register(Task::default());
         registry
     }
 

@@ -17,7 +17,18 @@ use crate::events::EventSink;
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
 
-pub struct Task;
+/// The tool, with who answers `code` for its sub-agents (the parent's
+/// answerer; an explore sub-agent may only ask, not rename).
+#[derive(Default)]
+pub struct Task {
+    code: Option<std::sync::Arc<dyn super::code::Intelligence>>,
+}
+
+impl Task {
+    pub fn with_code(code: std::sync::Arc<dyn super::code::Intelligence>) -> Self {
+        Task { code: Some(code) }
+    }
+}
 
 /// Model calls an explore sub-agent may make: exploring should not take 200.
 pub const EXPLORE_ITERATIONS: usize = 50;
@@ -109,13 +120,21 @@ impl Tool for Task {
             .ok_or_else(|| ToolError::failed("sub-agents cannot start sub-agents"))?;
         let kind = input.kind.unwrap_or_default();
         let explore = kind == Kind::Explore;
+        let mut tools = if explore {
+            ToolRegistry::explore()
+        } else {
+            ToolRegistry::general()
+        };
+        if let Some(code) = &self.code {
+            tools.register(if explore {
+                super::code::Code::read_only(code.clone())
+            } else {
+                super::code::Code::new(code.clone())
+            });
+        }
         let task = SubTask {
             prompt: input.prompt,
-            tools: if explore {
-                ToolRegistry::explore()
-            } else {
-                ToolRegistry::general()
-            },
+            tools,
             instructions: format!(
                 "You are a sub-agent working on one task for another agent, which sees only your final answer: \
                  make it complete and concise.{}",

@@ -562,3 +562,51 @@ fn a_rename_is_refused_whole_when_a_file_changes_while_asked_or_a_rule_denies_on
         }
     }
 }
+
+/// A sub-agent asks the same answerer as its parent: an explore sub-agent
+/// gets the code tool's questions but not `rename` (it only reads).
+#[test]
+fn an_explore_sub_agent_asks_code_but_cannot_rename() {
+    let Some(bin) = servers_bin() else {
+        return;
+    };
+    let dir = fixture();
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "task",
+            json!({"description": "find uses", "prompt": "find the uses of Circle.area", "kind": "explore"}),
+        )
+        .into(),
+        Reply::tool(
+            "code",
+            json!({"operation": "references", "path": "pkg/shapes.py", "symbol": "Circle.area"}),
+        )
+        .into(),
+        Reply::tool(
+            "code",
+            json!({"operation": "rename", "path": "pkg/shapes.py", "symbol": "Circle", "new_name": "Disk"}),
+        )
+        .into(),
+        Reply::text("Two uses.").into(),
+        Reply::text("Done.").into(),
+    ]);
+    let out = run_against_model(&mut bareagent(&root), &server)
+        .env("PATH", path_with(&bin))
+        .args(["--permission-mode", "bypass", "explore"])
+        .output()
+        .expect("bareagent run");
+    crate::common::assert_succeeded(&out);
+    let requests = server.requests();
+    // The sub-agent's last request carries both its results.
+    let results = sent_tool_results(&requests[3].body);
+    let references = results.first().map(|r| r.0.as_str()).unwrap_or_default();
+    assert!(references.starts_with("2 references"), "{results:?}");
+    let (rename, is_error) = results.get(1).cloned().unwrap_or_default();
+    assert!(
+        is_error && rename.contains("rename is not available here"),
+        "{results:?}"
+    );
+    let shapes = std::fs::read_to_string(root.join("pkg/shapes.py")).unwrap_or_default();
+    assert_eq!(shapes, SHAPES);
+}

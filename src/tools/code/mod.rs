@@ -34,11 +34,24 @@ pub use intelligence::{CodeError, EDITOR, Intelligence};
 /// The tool, with whoever answers its requests this turn.
 pub struct Code {
     intelligence: Arc<dyn Intelligence>,
+    /// For an explore sub-agent, which only reads: no `rename`.
+    read_only: bool,
 }
 
 impl Code {
     pub fn new(intelligence: Arc<dyn Intelligence>) -> Self {
-        Code { intelligence }
+        Code {
+            intelligence,
+            read_only: false,
+        }
+    }
+
+    /// Every operation but `rename`.
+    pub fn read_only(intelligence: Arc<dyn Intelligence>) -> Self {
+        Code {
+            intelligence,
+            read_only: true,
+        }
     }
 }
 
@@ -151,6 +164,9 @@ impl Tool for Code {
             )));
         }
         match input.operation {
+            Operation::Rename if self.read_only => Err(Input::invalid(
+                "rename is not available here: this agent only reads",
+            )),
             Operation::Rename => {
                 let detail = format!("(rename {} to `{}`)", input.about(), input.new_name()?);
                 edit_action(Self::NAME, input.path()?, detail, paths)
