@@ -610,3 +610,167 @@ fn an_explore_sub_agent_asks_code_but_cannot_rename() {
     let shapes = std::fs::read_to_string(root.join("pkg/shapes.py")).unwrap_or_default();
     assert_eq!(shapes, SHAPES);
 }
+
+/// The attacks on `code` a hostile language server (or a repository that
+/// ships one's configuration, once trusted) would make, as one table: its
+/// answers name files outside the workspace, reach out through a link the
+/// repository planted, touch files that grant power, create files, or point
+/// at a file the read rules deny. A rename is refused whole — nothing
+/// written, the file it was asked about included — and a place the model
+/// may not see is counted, never shown. Accept-edits mode, so the gate
+/// would let an ordinary rename through unasked.
+#[test]
+fn a_hostile_servers_answers_are_refused_or_hidden() {
+    let fake = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lsp/fake_server.py"
+    );
+    const SECRET: &str = "hunter2";
+    // (the attack, its targets (`{root}`, `{out}` substituted), the fake's
+    // extra argument, deny rules, the operation, what the model must read)
+    let rows: &[(&str, &str, &str, &str, &str, &str)] = &[
+        (
+            "a rename edits a file outside the workspace",
+            "{out}/victim",
+            "",
+            "",
+            "rename",
+            "outside the workspace; nothing was changed",
+        ),
+        (
+            "a rename edits outside through a link the repository planted",
+            "{root}/link/victim",
+            "",
+            "",
+            "rename",
+            "outside the workspace; nothing was changed",
+        ),
+        (
+            "a rename edits a git hook",
+            "{root}/.git/hooks/pre-commit",
+            "",
+            "",
+            "rename",
+            "needs the user's approval",
+        ),
+        (
+            "a rename edits .envrc, which the shell runs",
+            "{root}/.envrc",
+            "",
+            "",
+            "rename",
+            "needs the user's approval",
+        ),
+        (
+            "a rename edits a file a rule denies",
+            "{root}/secret.fk",
+            "",
+            "\"edit(secret.fk)\"",
+            "rename",
+            "the rename would change secret.fk: ",
+        ),
+        (
+            "a rename also creates a file",
+            "{root}/new.fk",
+            "--create",
+            "",
+            "rename",
+            "would also create, rename or delete files",
+        ),
+        (
+            "references name a file the read rules deny",
+            "{root}/secret.fk",
+            "",
+            "\"read(secret.fk)\"",
+            "references",
+            "(Skipped 1 file denied by",
+        ),
+        (
+            "references reach outside through a link",
+            "{root}/link/victim",
+            "",
+            "",
+            "references",
+            "(1 outside the workspace not shown)",
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (attack, targets, extra, deny, operation, want) in rows {
+        let dir = workspace(&[
+            ("a.fk", "x = 1\n"),
+            ("secret.fk", "password = hunter2\n"),
+            (".git/hooks/pre-commit", "#!/bin/sh\n"),
+            (".envrc", "export A=1\n"),
+        ]);
+        let root = dir.path().canonicalize().expect("root");
+        let outside = tempfile::tempdir().expect("outside");
+        std::fs::write(outside.path().join("victim"), "precious\n").expect("victim");
+        std::os::unix::fs::symlink(outside.path(), root.join("link")).expect("link");
+        let before = |root: &Path| -> Vec<String> {
+            ["a.fk", "secret.fk", ".git/hooks/pre-commit", ".envrc"]
+                .iter()
+                .map(|f| std::fs::read_to_string(root.join(f)).unwrap_or_default())
+                .collect()
+        };
+        let files = before(&root);
+        let targets = targets
+            .replace("{root}", &root.display().to_string())
+            .replace("{out}", &outside.path().display().to_string());
+        let mut args = vec![
+            fake.to_string(),
+            "hostile".into(),
+            "--targets".into(),
+            targets,
+        ];
+        if !extra.is_empty() {
+            args.push(extra.to_string());
+        }
+        crate::common::user_config(
+            &root,
+            &format!(
+                "[permissions]\ndeny = [{deny}]\n[code]\nhelix = false\n\
+                 [code.servers.hostile]\ncommand = \"python3\"\nargs = {}\nextensions = [\"fk\"]\n",
+                json!(args)
+            ),
+        );
+        let input = match *operation {
+            "rename" => {
+                json!({"operation": "rename", "path": "a.fk", "line": 1, "column": 1, "new_name": "owned"})
+            }
+            _ => json!({"operation": "references", "path": "a.fk", "line": 1, "column": 1}),
+        };
+        let server = ModelServer::start(vec![
+            Reply::tool("code", input).into(),
+            Reply::text("Done.").into(),
+        ]);
+        let out = run_against_model(&mut bareagent(&root), &server)
+            .args(["--permission-mode", "accept-edits", "go"])
+            .output()
+            .expect("bareagent run");
+        let requests = server.requests();
+        let said = requests
+            .last()
+            .and_then(|r| sent_tool_results(&r.body).into_iter().next())
+            .map(|(text, _)| text)
+            .unwrap_or_default();
+        let victim = std::fs::read_to_string(outside.path().join("victim")).unwrap_or_default();
+        let broken = if !out.status.success() {
+            Some(format!(
+                "the run failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        } else if !said.contains(want) {
+            Some(format!("the model read: {said}"))
+        } else if said.contains(SECRET) || said.contains("victim") {
+            Some(format!("the model was shown what it may not see: {said}"))
+        } else if before(&root) != files || victim != "precious\n" || root.join("new.fk").exists() {
+            Some(format!("a file was written: {said}"))
+        } else {
+            None
+        };
+        if let Some(broken) = broken {
+            failed.push(format!("{attack}: {broken}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}

@@ -46,11 +46,11 @@ pub async fn change(
     let mut files = Vec::with_capacity(by_file.len());
     let mut count = 0;
     for (uri, edits) in by_file {
+        // Named as any place outside is: not at all.
         let outside = || {
-            ToolError::failed(format!(
-                "the rename would change {}, outside the workspace; nothing was changed",
-                uri.as_str()
-            ))
+            ToolError::failed(
+                "the rename would change a file outside the workspace; nothing was changed",
+            )
         };
         let path = uri.to_file_path().ok_or_else(outside)?;
         let path = paths
