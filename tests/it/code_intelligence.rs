@@ -40,6 +40,45 @@ pub fn path_with(bin: &Path) -> String {
     format!("{}:{rest}", bin.display())
 }
 
+/// `bareagent run` with `args` (`--json` among them), the servers on
+/// `PATH`, allowing every question after `meanwhile` has run; the diffs
+/// the questions showed. Fails when the run does.
+fn run_allowing(
+    root: &Path,
+    server: &ModelServer,
+    bin: &Path,
+    args: &[&str],
+    mut meanwhile: impl FnMut(&Value),
+) -> Vec<String> {
+    use std::io::{BufRead, Write};
+    let mut child = run_against_model(&mut bareagent(root), server)
+        .env("PATH", path_with(bin))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bareagent run");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut diffs = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let Ok(event) = serde_json::from_str::<Value>(&line.expect("a line")) else {
+            continue;
+        };
+        if event["type"] == "approval_request" {
+            meanwhile(&event);
+            diffs.push(event["diff"].as_str().unwrap_or_default().to_string());
+            let answer = json!({"id": event["id"], "decision": "allow"});
+            writeln!(stdin, "{answer}").expect("answer");
+        }
+    }
+    let out = child.wait_with_output().expect("exit");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    diffs
+}
+
 const SHAPES: &str = "\
 class Circle:
     def __init__(self, r: float) -> None:
@@ -131,37 +170,7 @@ enum FrontEnd {
 fn turn(front: FrontEnd, root: &Path, server: &ModelServer, bin: &Path) -> Option<Vec<String>> {
     const PROMPT: &str = "look at the shapes";
     match front {
-        FrontEnd::Run => {
-            let mut child = run_against_model(&mut bareagent(root), server)
-                .env("PATH", path_with(bin))
-                .args(["--json", PROMPT])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("bareagent run");
-            let mut stdin = child.stdin.take().expect("stdin");
-            let stdout = child.stdout.take().expect("stdout");
-            let mut diffs = Vec::new();
-            use std::io::{BufRead, Write};
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(event) = serde_json::from_str::<Value>(&line.expect("a line")) else {
-                    continue;
-                };
-                if event["type"] == "approval_request" {
-                    diffs.push(event["diff"].as_str().unwrap_or_default().to_string());
-                    let answer = json!({"id": event["id"], "decision": "allow"});
-                    writeln!(stdin, "{answer}").expect("answer");
-                }
-            }
-            let out = child.wait_with_output().expect("exit");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Some(diffs)
-        }
+        FrontEnd::Run => Some(run_allowing(root, server, bin, &["--json", PROMPT], |_| {})),
         FrontEnd::Lsp => {
             let mut options = options(root, server, "default");
             options.env.push(("PATH".into(), path_with(bin)));
@@ -514,35 +523,12 @@ fn a_rename_is_refused_whole_when_a_file_changes_while_asked_or_a_rule_denies_on
             .into(),
             Reply::text("Done.").into(),
         ]);
-        let mut child = run_against_model(&mut bareagent(&root), &server)
-            .env("PATH", path_with(&bin))
-            .args(["--json", "--permission-mode", mode, "rename it"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("bareagent run");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        use std::io::{BufRead, Write};
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(event) = serde_json::from_str::<Value>(&line.expect("a line")) else {
-                continue;
-            };
-            if event["type"] == "approval_request" {
-                // The user types in one of the rename's files meanwhile.
-                let report = root.join("pkg/report.py");
-                std::fs::write(&report, format!("{REPORT}{USERS}")).expect("the user's edit");
-                writeln!(stdin, "{}", json!({"id": event["id"], "decision": "allow"}))
-                    .expect("answer");
-            }
-        }
-        let out = child.wait_with_output().expect("exit");
-        assert!(
-            out.status.success(),
-            "{case}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = ["--json", "--permission-mode", mode, "rename it"];
+        run_allowing(&root, &server, &bin, &args, |_| {
+            // The user types in one of the rename's files meanwhile.
+            let report = root.join("pkg/report.py");
+            std::fs::write(&report, format!("{REPORT}{USERS}")).expect("the user's edit");
+        });
         let requests = server.requests();
         let results = sent_tool_results(&requests.last().expect("a request").body);
         let (said, is_error) = &results[0];

@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ropey::Rope;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::{
-    CallHierarchyIncomingCall, CallHierarchyItem, CallHierarchyOutgoingCall, DocumentSymbol,
+    CallHierarchyIncomingCall, CallHierarchyItem, CallHierarchyOutgoingCall,
     DocumentSymbolResponse, GotoDefinitionResponse, Hover, HoverContents, Location, MarkedString,
     OneOf, Position, SymbolInformation, SymbolKind, Uri, WorkspaceSymbol,
 };
@@ -108,12 +107,7 @@ pub async fn at_place(
                 Operation::Definition => ("textDocument/definition", "definition"),
                 _ => ("textDocument/implementation", "implementation"),
             };
-            let found: Option<GotoDefinitionResponse> = parse(
-                ask,
-                place,
-                method,
-                ask.request(&place.path, method, at).await?,
-            )?;
+            let found: Option<GotoDefinitionResponse> = ask.answer(&place.path, method, at).await?;
             let mut listing = Listing::new(ask, &place.path);
             for (uri, position) in goto_places(found) {
                 listing.add(&uri, position, None);
@@ -124,12 +118,7 @@ pub async fn at_place(
             let method = "textDocument/references";
             let mut params = at;
             params["context"] = json!({"includeDeclaration": false});
-            let found: Option<Vec<Location>> = parse(
-                ask,
-                place,
-                method,
-                ask.request(&place.path, method, params).await?,
-            )?;
+            let found: Option<Vec<Location>> = ask.answer(&place.path, method, params).await?;
             let mut listing = Listing::new(ask, &place.path);
             for location in found.unwrap_or_default() {
                 listing.add(&location.uri, location.range.start, None);
@@ -143,12 +132,7 @@ pub async fn at_place(
         }
         Operation::Hover => {
             let method = "textDocument/hover";
-            let hover: Option<Hover> = parse(
-                ask,
-                place,
-                method,
-                ask.request(&place.path, method, at).await?,
-            )?;
+            let hover: Option<Hover> = ask.answer(&place.path, method, at).await?;
             Ok(match hover.map(|hover| hover_text(hover.contents)) {
                 Some(text) if !text.trim().is_empty() => {
                     format!("{about}:\n{}", crate::text::clip(text.trim(), HOVER_CHARS))
@@ -173,12 +157,7 @@ async fn calls(
 ) -> Result<String, ToolError> {
     let about = place.describe();
     let method = "textDocument/prepareCallHierarchy";
-    let items: Option<Vec<CallHierarchyItem>> = parse(
-        ask,
-        place,
-        method,
-        ask.request(&place.path, method, at).await?,
-    )?;
+    let items: Option<Vec<CallHierarchyItem>> = ask.answer(&place.path, method, at).await?;
     let Some(item) = items.and_then(|items| items.into_iter().next()) else {
         return Ok(format!(
             "The language server knows no calls of {about} (is it a function or a method?)."
@@ -189,12 +168,8 @@ async fn calls(
     match operation {
         Operation::Callers => {
             let method = "callHierarchy/incomingCalls";
-            let calls: Option<Vec<CallHierarchyIncomingCall>> = parse(
-                ask,
-                place,
-                method,
-                ask.request(&place.path, method, params).await?,
-            )?;
+            let calls: Option<Vec<CallHierarchyIncomingCall>> =
+                ask.answer(&place.path, method, params).await?;
             for call in calls.unwrap_or_default() {
                 let within = format!("in {} `{}`", kind_word(call.from.kind), call.from.name);
                 for range in &call.from_ranges {
@@ -205,12 +180,8 @@ async fn calls(
         }
         _ => {
             let method = "callHierarchy/outgoingCalls";
-            let calls: Option<Vec<CallHierarchyOutgoingCall>> = parse(
-                ask,
-                place,
-                method,
-                ask.request(&place.path, method, params).await?,
-            )?;
+            let calls: Option<Vec<CallHierarchyOutgoingCall>> =
+                ask.answer(&place.path, method, params).await?;
             for call in calls.unwrap_or_default() {
                 let what = format!(
                     "{} `{}` (declared here)",
@@ -227,48 +198,20 @@ async fn calls(
 }
 
 /// A file's outline: each symbol on its line, members indented.
-pub fn outline(ask: &Ask<'_, '_, '_>, path: &Path, result: Value) -> Result<String, ToolError> {
-    let method = "textDocument/documentSymbol";
+pub fn outline(
+    ask: &Ask<'_, '_, '_>,
+    path: &Path,
+    outline: Option<DocumentSymbolResponse>,
+    rope: &Rope,
+) -> Result<String, ToolError> {
     let shown = ask.cx.workspace().paths().display(path);
-    let outline: Option<DocumentSymbolResponse> =
-        serde_json::from_value(result).map_err(|error| ask.garbage(path, method, error))?;
-    let mut lines = Vec::new();
-    match outline {
-        None => {}
-        Some(DocumentSymbolResponse::Nested(symbols)) => {
-            fn walk(symbols: &[DocumentSymbol], depth: usize, lines: &mut Vec<String>) {
-                for symbol in symbols {
-                    lines.push(format!(
-                        "{:>5}  {}{} {}",
-                        symbol.selection_range.start.line + 1,
-                        "  ".repeat(depth),
-                        kind_word(symbol.kind),
-                        symbol.name
-                    ));
-                    walk(
-                        symbol.children.as_deref().unwrap_or_default(),
-                        depth + 1,
-                        lines,
-                    );
-                }
-            }
-            walk(&symbols, 0, &mut lines);
-        }
-        Some(DocumentSymbolResponse::Flat(symbols)) => {
-            for symbol in symbols {
-                let container = match &symbol.container_name {
-                    Some(container) if !container.is_empty() => format!(" (in {container})"),
-                    _ => String::new(),
-                };
-                lines.push(format!(
-                    "{:>5}  {} {}{container}",
-                    symbol.location.range.start.line + 1,
-                    kind_word(symbol.kind),
-                    symbol.name
-                ));
-            }
-        }
-    }
+    let mut lines: Vec<String> = super::target::flatten(outline, rope)
+        .iter()
+        .map(|d| {
+            let indent = "  ".repeat(d.containers.len());
+            format!("{:>5}  {indent}{} {}", d.at.line + 1, d.kind, d.name)
+        })
+        .collect();
     if lines.is_empty() {
         return Ok(format!("The language server lists no symbols in {shown}."));
     }
@@ -330,15 +273,6 @@ fn symbol_label(kind: SymbolKind, name: &str, container: Option<&str>) -> String
         }
         _ => format!("{} `{name}`", kind_word(kind)),
     }
-}
-
-fn parse<T: DeserializeOwned>(
-    ask: &Ask<'_, '_, '_>,
-    place: &Place,
-    method: &str,
-    value: Value,
-) -> Result<T, ToolError> {
-    serde_json::from_value(value).map_err(|error| ask.garbage(&place.path, method, error))
 }
 
 fn goto_places(found: Option<GotoDefinitionResponse>) -> Vec<(Uri, Position)> {

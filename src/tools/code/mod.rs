@@ -231,8 +231,9 @@ impl Tool for Code {
             }
             Operation::Symbols => {
                 let path = cx.workspace().paths().resolve(input.path()?)?;
-                let result = ask
-                    .request(
+                let text = cx.workspace().read_text(&path).await?.text;
+                let outline = ask
+                    .answer(
                         &path,
                         "textDocument/documentSymbol",
                         json!({
@@ -240,7 +241,7 @@ impl Tool for Code {
                         }),
                     )
                     .await?;
-                answer::outline(&ask, &path, result)
+                answer::outline(&ask, &path, outline, &ropey::Rope::from_str(&text))
             }
             operation => {
                 let place = target::locate(&ask, &input).await?;
@@ -265,7 +266,7 @@ impl Code {
         let new_name = input.new_name()?;
         let place = target::locate(&ask, input).await?;
         let edit = ask
-            .request(
+            .answer(
                 &place.path,
                 "textDocument/rename",
                 json!({
@@ -293,6 +294,17 @@ impl Ask<'_, '_, '_> {
                 .request(self.cx.workspace(), path, method, params),
         )
         .await
+    }
+
+    /// One request, its answer read as the protocol's type `T`.
+    async fn answer<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+        method: &str,
+        params: Value,
+    ) -> Result<T, ToolError> {
+        let value = self.request(path, method, params).await?;
+        serde_json::from_value(value).map_err(|error| self.garbage(path, method, error))
     }
 
     async fn cancellable(

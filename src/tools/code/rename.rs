@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 
 use ropey::Rope;
-use serde_json::Value;
 use tower_lsp_server::ls_types::{
     DocumentChangeOperation, DocumentChanges, OneOf, TextEdit, Uri, WorkspaceEdit,
 };
@@ -35,11 +34,8 @@ struct FileEdits {
 pub async fn change(
     ask: &Ask<'_, '_, '_>,
     place: &Place,
-    answer: Value,
+    edit: Option<WorkspaceEdit>,
 ) -> Result<(Change, usize), ToolError> {
-    let method = "textDocument/rename";
-    let edit: Option<WorkspaceEdit> =
-        serde_json::from_value(answer).map_err(|error| ask.garbage(&place.path, method, error))?;
     let by_file = by_file(edit.unwrap_or_default())?;
     let cx = ask.cx;
     let paths = cx.workspace().paths();

@@ -49,13 +49,13 @@ impl Place {
 
 /// One entry of a file's outline, flattened.
 #[derive(Clone, Debug)]
-struct Declared {
-    name: String,
+pub(super) struct Declared {
+    pub name: String,
     /// The names it is inside, outermost first.
-    containers: Vec<String>,
-    kind: &'static str,
+    pub containers: Vec<String>,
+    pub kind: &'static str,
     /// Where its name is.
-    at: Position,
+    pub at: Position,
     /// All of it (its body too).
     range: Range,
 }
@@ -80,11 +80,9 @@ pub async fn locate(ask: &Ask<'_, '_, '_>, input: &Input) -> Result<Place, ToolE
         return Ok(place(None, at_line_column(&rope, &shown, line, column)?));
     };
     let method = "textDocument/documentSymbol";
-    let outline = ask
-        .request(&path, method, json!({"textDocument": {"uri": uri(&path)?}}))
+    let outline: Option<DocumentSymbolResponse> = ask
+        .answer(&path, method, json!({"textDocument": {"uri": uri(&path)?}}))
         .await?;
-    let outline: Option<DocumentSymbolResponse> =
-        serde_json::from_value(outline).map_err(|error| ask.garbage(&path, method, error))?;
     let declared = flatten(outline, &rope);
     let position = choose(&declared, &rope, &shown, symbol, input.line)?;
     Ok(place(Some(symbol.to_string()), position))
@@ -114,7 +112,7 @@ fn at_line_column(rope: &Rope, shown: &str, line: u32, column: u32) -> Result<Po
 }
 
 /// The file's outline as one list, each entry knowing its containers.
-fn flatten(outline: Option<DocumentSymbolResponse>, rope: &Rope) -> Vec<Declared> {
+pub(super) fn flatten(outline: Option<DocumentSymbolResponse>, rope: &Rope) -> Vec<Declared> {
     let mut declared = Vec::new();
     match outline {
         None => {}
