@@ -9,7 +9,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
-    init_logging();
+    // The language server's and ACP's stderr is the editor's log; the
+    // other commands' is the user's terminal.
+    let for_people = !matches!(cli.command, None | Some(Command::Lsp | Command::Acp(_)));
+    init_logging(for_people);
     // Still one thread: the only time forking the reaper is sound.
     protect_environment();
     if let Err(error) = bareagent::tools::start_reaper() {
@@ -129,16 +132,22 @@ fn usage_error(error: clap::Error) -> ExitCode {
 }
 
 /// Logs go to stderr (stdout is the protocol channel or the answer), filtered
-/// by `BAREAGENT_LOG` (e.g. `debug`, `bareagent=trace`); warnings by default.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BAREAGENT_LOG")
-        // rmcp's own errors would repeat ours, with a server's URL as
-        // expanded (a `${TOKEN}` in it included): off unless asked for.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
-    let _ = tracing_subscriber::fmt()
+/// by `BAREAGENT_LOG` (e.g. `debug`, `bareagent=trace`); warnings by default,
+/// `for_people` (a terminal's commands) each as one plain sentence.
+fn init_logging(for_people: bool) {
+    let asked = tracing_subscriber::EnvFilter::try_from_env("BAREAGENT_LOG").ok();
+    let plain = for_people && asked.is_none();
+    // rmcp's own errors would repeat ours, with a server's URL as
+    // expanded (a `${TOKEN}` in it included): off unless asked for.
+    let filter = asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let _ = if plain {
+        logs.event_format(bareagent::cli::LogSentence).try_init()
+    } else {
+        logs.try_init()
+    };
 }

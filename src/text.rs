@@ -29,6 +29,15 @@ pub fn truncate_chars(text: &mut String, max: usize) -> bool {
     cut
 }
 
+/// `1 model call`, `2 model calls`: a count and its noun, plural unless one.
+pub fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,7 +59,8 @@ pub struct TurnOutcome {
 pub enum LoopError {
     /// `max_iterations` model calls, and the model still called tools.
     #[error(
-        "the turn reached its cap of {cap} iterations without a final answer; the history is intact, so a new message can let the agent go on"
+        "the turn reached its cap of {} without a final answer; the history is intact, so a new message can let the agent go on",
+        crate::text::count(*.cap, "iteration")
     )]
     IterationCap {
         /// The cap that was reached.
@@ -303,7 +304,8 @@ async fn call_model(agent: &Agent<'_>, request: Request<'_>) -> Result<Response,
         return agent.provider.create(request).await;
     }
     let fall_back = |error: ProviderError| async move {
-        tracing::warn!(%error, "streaming failed before any output; calling again without streaming");
+        // The sink says it (StreamFallback): a warning would say it twice.
+        tracing::info!(%error, "streaming failed before any output; calling again without streaming");
         agent.sink.emit(AgentEvent::StreamFallback {
             reason: error.to_string(),
         });

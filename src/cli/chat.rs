@@ -28,7 +28,7 @@ use super::sessions::{Which, open_which, print_list};
 use super::slash::{Input, Slash, help, parse};
 use super::terminal_agent::TerminalAgent;
 use super::{ChatArgs, PermissionModeArg};
-use crate::agent::{LoopError, Message, Role};
+use crate::agent::LoopError;
 use crate::permission::PermissionMode;
 use crate::provider::{Effort, Thinking};
 use crate::session::Layer;
@@ -43,6 +43,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     }
     let agent = TerminalAgent::assemble(&args.agent, false).await?;
     let opened = open_which(agent.workspace.paths(), &Which::of(&args.agent))?;
+    super::recap::show(&opened.messages);
     let spend = SessionSpend::new(agent.sink.clone());
     spend.start(opened.usage, opened.cost_usd);
     agent
@@ -289,14 +290,11 @@ impl Chat {
         };
         match open_which(paths, &which) {
             Ok(opened) => {
-                let last = last_prompt(&opened.messages);
+                super::recap::show(&opened.messages);
                 self.agent
                     .session
                     .start_conversation(Some(Arc::new(opened.file)), opened.messages);
                 self.spend.start(opened.usage, opened.cost_usd);
-                if let Some(prompt) = last {
-                    eprintln!("  its last prompt: {prompt}");
-                }
             }
             Err(error) => eprintln!("bareagent: {error:#}; still in session {current}"),
         }
@@ -429,22 +427,6 @@ impl Interrupts {
             .take()
             .is_some_and(|at| at.elapsed() < TWICE)
     }
-}
-
-/// The last prompt the user typed in `messages`, on one line.
-fn last_prompt(messages: &[Message]) -> Option<String> {
-    messages
-        .iter()
-        .rev()
-        .filter(|m| m.role == Role::User)
-        .map(Message::text)
-        .find(|text| !text.trim().is_empty())
-        .map(|text| {
-            let line = text.trim().lines().next().unwrap_or_default();
-            // Shown as text: a control character in it is escaped, never
-            // sent to the terminal.
-            super::diff_view::visible_lines(crate::text::prefix(line, 80))
-        })
 }
 
 /// A mode as the settings and `--permission-mode` spell it.

@@ -30,7 +30,7 @@ pub async fn list(json: bool) -> anyhow::Result<()> {
     }
     for server in &report {
         let state = match &server.status {
-            Status::Running { tools } => format!("running, {tools} tools"),
+            Status::Running { tools } => format!("running, {}", crate::text::count(*tools, "tool")),
             Status::Failed { error, .. } => format!("failed: {error}"),
             Status::NotStarted => "not started".into(),
             Status::Starting => "starting".into(),

@@ -6,8 +6,11 @@ mod approve;
 mod chat;
 mod diff_view;
 mod line_editor;
+mod log_line;
+mod markdown;
 mod mcp;
 mod output;
+mod recap;
 mod run;
 mod session_spend;
 mod sessions;
@@ -23,6 +26,7 @@ use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
 
 pub use chat::chat;
+pub use log_line::Sentence as LogSentence;
 pub use mcp::list as mcp_list;
 pub use run::run;
 pub use sessions::sessions;
@@ -62,7 +66,7 @@ pub enum Command {
     Run(RunArgs),
     /// Talk with the agent in the current directory, a turn per prompt (`/help` lists the commands).
     Chat(ChatArgs),
-    /// List this workspace's saved sessions (newest first), or remove one.
+    /// List this workspace's saved sessions (the last used first), or remove one.
     Sessions {
         #[command(subcommand)]
         action: Option<SessionsAction>,

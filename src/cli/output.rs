@@ -18,8 +18,10 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
+use super::markdown::MarkdownStream;
 use crate::agent::TurnOutcome;
-use crate::events::{AgentEvent, EventSink, Spend, usage_line};
+use crate::events::{AgentEvent, EventSink, Spend, thousands, usage_line};
+use crate::history::Usage;
 use crate::sandbox::HINT_PREFIX;
 use crate::sync::Locked;
 use crate::text::clip;
@@ -48,6 +50,10 @@ pub struct TerminalSink {
     spinner: bool,
     /// `--quiet`: no diff of the edits applied without asking, no thinking.
     quiet: bool,
+    /// stdout is a terminal that may have colour: answers are rendered
+    /// markdown (see `markdown.rs`), else printed as they come.
+    markdown: bool,
+    stdout_terminal: bool,
 }
 
 #[derive(Default)]
@@ -63,6 +69,61 @@ struct TerminalState {
     spend: Spend,
     /// The thinking streamed since the last text or tool call.
     thought: String,
+    /// The note on an unknown cost was shown (once a chat).
+    said_unpriced: bool,
+    /// The answer being rendered as markdown, when it is.
+    answer: Option<MarkdownStream>,
+}
+
+/// Said once, under the first turn whose cost is unknown.
+const UNPRICED_NOTE: &str =
+    "  (cost unknown: this model has no price; add [prices.\"MODEL\"] to config.toml)";
+
+/// The terminal's width in columns (stderr's), if it says one.
+pub(super) fn stderr_width() -> Option<usize> {
+    rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|cols| *cols > 0)
+}
+
+/// The line after a turn: `[2 model calls · 1,200 in · … · $0.0123]`,
+/// shortened where it would not fit in `width` (the prompt's tokens in one
+/// figure, an unknown cost in two words, [`UNPRICED_NOTE`] after it);
+/// `/cost` has every figure.
+fn turn_line(calls: usize, usage: &Usage, spend: &Spend, width: Option<usize>) -> String {
+    let calls = crate::text::count(calls, "model call");
+    let line = format!("[{calls} · {}]", usage_line(usage, spend));
+    if width.is_none_or(|width| line.chars().count() <= width) {
+        return line;
+    }
+    let cached = usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+    let mut parts = vec![
+        calls,
+        match cached {
+            0 => format!("{} in", thousands(usage.input_tokens)),
+            _ => format!(
+                "{} in ({} via the cache)",
+                thousands(usage.input_tokens + cached),
+                thousands(cached)
+            ),
+        },
+    ];
+    parts.push(format!("{} out", thousands(usage.output_tokens)));
+    parts.push(match spend.cost_usd {
+        Some(usd) => format!("${usd:.4}"),
+        None => "cost unknown".to_string(),
+    });
+    match (spend.context_percent, spend.context_window) {
+        (Some(percent), Some(window)) => {
+            parts.push(format!("context {percent:.1}% of {}k", window / 1000))
+        }
+        _ if spend.context_tokens > 0 => {
+            parts.push(format!("context {}", thousands(spend.context_tokens)))
+        }
+        _ => {}
+    }
+    format!("[{}]", parts.join(" · "))
 }
 
 /// The spinner's line: what it waits for, the time, the latest thought.
@@ -81,10 +142,72 @@ impl TerminalSink {
     /// With the spinner when stderr is a terminal; `quiet`: no diff of the
     /// edits applied without asking.
     pub fn new(quiet: bool) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
         TerminalSink {
             state: Mutex::default(),
             spinner: std::io::stderr().is_terminal(),
             quiet,
+            markdown: std::io::stdout().is_terminal() && !no_color,
+            stdout_terminal: std::io::stdout().is_terminal(),
+        }
+    }
+
+    /// The next piece of the answer, as markdown: the lines it completes
+    /// printed (the spinner kept), the line still being written shown on
+    /// the spinner's line until it ends.
+    fn render(&self, state: &mut TerminalState, text: &str) {
+        if !state.thought.is_empty() {
+            // Says how long the thinking was, before the answer.
+            Self::stop_waiting(state);
+        }
+        let stream = state.answer.get_or_insert_with(|| {
+            let width = rustix::termios::tcgetwinsize(std::io::stdout())
+                .ok()
+                .map(|size| usize::from(size.ws_col))
+                .filter(|cols| *cols > 0)
+                .unwrap_or(80);
+            MarkdownStream::new(width)
+        });
+        let ready = stream.push(text);
+        let partial = stream.partial().to_string();
+        Self::print_above(state, &ready);
+        if partial.trim().is_empty() {
+            if let Some(bar) = &state.waiting {
+                bar.set_message("");
+            }
+            return;
+        }
+        self.start_waiting(state);
+        if let Some(bar) = &state.waiting {
+            bar.set_prefix("writing…");
+            // Its end: what was written last.
+            let chars = partial.chars().count();
+            let tail: String = partial.chars().skip(chars.saturating_sub(60)).collect();
+            bar.set_message(super::diff_view::visible_lines(&tail));
+        }
+    }
+
+    /// The rest of the markdown answer, rendered (the answer ended, or a
+    /// tool call came).
+    fn finish_answer(state: &mut TerminalState) {
+        if let Some(mut stream) = state.answer.take() {
+            let rest = stream.finish();
+            Self::print_above(state, &rest);
+        }
+    }
+
+    /// Prints `text` on stdout, above the spinner if it stands.
+    fn print_above(state: &TerminalState, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let print = || {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        };
+        match &state.waiting {
+            Some(bar) => bar.suspend(print),
+            None => print(),
         }
     }
 
@@ -159,9 +282,19 @@ impl EventSink for TerminalSink {
     fn emit(&self, event: AgentEvent) {
         let mut state = self.state();
         match event {
+            AgentEvent::TextDelta { text } if self.markdown => {
+                self.render(&mut state, &text);
+                state.streamed = true;
+            }
             AgentEvent::TextDelta { text } => {
                 Self::stop_waiting(&mut state);
-                print!("{text}");
+                // On a terminal (`NO_COLOR`), model text shows and never
+                // steers it; into a pipe or a file, it is data, untouched.
+                if self.stdout_terminal {
+                    print!("{}", super::diff_view::visible_lines(&text));
+                } else {
+                    print!("{text}");
+                }
                 let _ = std::io::stdout().flush();
                 state.mid_line = !text.ends_with('\n');
                 state.streamed = true;
@@ -170,6 +303,7 @@ impl EventSink for TerminalSink {
             AgentEvent::ThinkingDelta { text } => self.think(&mut state, &text),
             AgentEvent::UserMessage { .. } => {}
             AgentEvent::ToolCall { name, input, .. } => {
+                Self::finish_answer(&mut state);
                 Self::stop_waiting(&mut state);
                 Self::end_line(&mut state);
                 state.streamed = false;
@@ -265,6 +399,7 @@ impl TurnSink for TerminalSink {
         state.running_tools = 0;
         state.spend = Spend::default();
         state.thought.clear();
+        state.answer = None;
         self.start_waiting(&mut state);
     }
 
@@ -279,21 +414,37 @@ impl TurnSink for TerminalSink {
 
     fn finished(&self, outcome: &TurnOutcome) {
         let mut state = self.state();
+        if self.markdown && !state.streamed && !outcome.text.is_empty() {
+            self.render(&mut state, &outcome.text);
+        }
+        Self::finish_answer(&mut state);
         Self::stop_waiting(&mut state);
-        if !state.streamed && !outcome.text.is_empty() {
-            print!("{}", outcome.text);
+        if !self.markdown && !state.streamed && !outcome.text.is_empty() {
+            if self.stdout_terminal {
+                print!("{}", super::diff_view::visible_lines(&outcome.text));
+            } else {
+                print!("{}", outcome.text);
+            }
             state.mid_line = !outcome.text.ends_with('\n');
         }
         Self::end_line(&mut state);
         eprintln!(
-            "[{} model calls · {}]",
-            outcome.iterations,
-            usage_line(&outcome.usage, &state.spend)
+            "{}",
+            turn_line(
+                outcome.iterations,
+                &outcome.usage,
+                &state.spend,
+                stderr_width()
+            )
         );
+        if state.spend.cost_usd.is_none() && !std::mem::replace(&mut state.said_unpriced, true) {
+            eprintln!("{}", Self::dim(UNPRICED_NOTE));
+        }
     }
 
     fn failed(&self, reason: &str) {
         let mut state = self.state();
+        Self::finish_answer(&mut state);
         Self::stop_waiting(&mut state);
         Self::end_line(&mut state);
         eprintln!("bareagent: {reason}");

@@ -25,7 +25,7 @@ pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The list `bareagent sessions` and `/sessions` print, newest first.
+/// The list `bareagent sessions` and `/sessions` print, the last used first.
 pub fn print_list(paths: &PathResolver) -> anyhow::Result<()> {
     let list = sessions::list(paths)?;
     if list.is_empty() {

@@ -51,7 +51,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec {
         name: "sessions",
         argument: None,
-        help: "this workspace's saved sessions, newest first",
+        help: "this workspace's saved sessions, the last used first",
     },
     Spec {
         name: "resume",

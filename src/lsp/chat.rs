@@ -371,14 +371,7 @@ pub fn prompt_section(prompt: &str) -> String {
     format!("{YOU}\n\n{}\n\n{AGENT}", prompt.trim())
 }
 
-/// `1 model call`, `2 model calls`.
-pub fn count(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
-}
+pub use crate::text::count;
 
 /// What makes `chat` end with a blank line (nothing for an empty chat).
 pub fn blank_line_after(chat: &str) -> &'static str {

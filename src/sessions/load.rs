@@ -61,6 +61,10 @@ pub enum SessionError {
         "{path} was not written by bareagent for you in this workspace (it is readable by others, not yours, or not in your own record of sessions: it may have come with the repository); it is neither resumed nor rewound"
     )]
     NotOurs { path: String },
+    #[error(
+        "{path} is yours but readable by others (mode {mode:o}), so it is not taken as written by bareagent for you: it is neither resumed nor rewound; if you changed its mode, `chmod 600 {path}` makes it resumable again"
+    )]
+    OpenToOthers { path: String, mode: u32 },
     #[error("session `{0}` is in use by another bareagent (an editor, or a run): end it first")]
     InUse(String),
     #[error("nothing to rewind: the session has no turn yet")]
@@ -275,15 +279,23 @@ fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionErro
     let meta = file.metadata().map_err(io)?;
     file.read_to_end(&mut bytes).map_err(io)?;
     let token = first_line_token(&bytes);
-    let owner_only = {
+    let (owner_only, open_to_others) = {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: geteuid has no preconditions.
-        meta.uid() == unsafe { libc::geteuid() }
-            && meta.mode() & 0o077 == 0
-            && super::vouch::vouched(id, token.as_deref(), paths.root())
+        let yours = meta.uid() == unsafe { libc::geteuid() }
+            && super::vouch::vouched(id, token.as_deref(), paths.root());
+        (
+            yours && meta.mode() & 0o077 == 0,
+            yours.then_some(meta.mode() & 0o777),
+        )
     };
     if own && !owner_only {
-        return Err(SessionError::NotOurs { path: shown });
+        // Only a file the user's own record vouches for is told how to
+        // make it theirs again: a planted one is not theirs to chmod.
+        return Err(match open_to_others {
+            Some(mode) => SessionError::OpenToOthers { path: shown, mode },
+            None => SessionError::NotOurs { path: shown },
+        });
     }
     // The list shows what a file says (escaped where shown); what is
     // resumed or rewound is checked line by line.
@@ -509,7 +521,7 @@ fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
     Ok(ids.into_iter().map(|(_, id)| id).collect())
 }
 
-/// The sessions of this workspace, newest first. A file that cannot be read
+/// The sessions of this workspace, the last used first. A file that cannot be read
 /// is left out of the list, and logged.
 pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
     let mut summaries = Vec::new();

@@ -91,7 +91,7 @@ impl Chat {
     /// Sends a prompt and waits for the turn's end and the next prompt.
     fn turn(&mut self, prompt: &str) -> String {
         self.send(prompt);
-        let shown = self.expect(" model calls · ");
+        let shown = self.expect(" model call");
         self.expect("› ");
         shown
     }
@@ -463,7 +463,8 @@ fn clear_starts_a_new_session_and_resume_goes_back() {
 
     let listed = chat.command("/sessions", &first_id);
     assert!(listed.contains("second"), "{listed}");
-    let loaded = chat.command("/resume", "its last prompt: first");
+    let loaded = chat.command("/resume", "agent: One.");
+    assert!(loaded.contains("you: first"), "{loaded}");
     assert!(
         loaded.contains(&format!("resuming session {first_id} (2 messages")),
         "{loaded}"
@@ -817,4 +818,44 @@ fn effort_and_thinking_are_set_from_the_chat() {
         first["thinking"], second["thinking"],
         "thinking off: {second}"
     );
+}
+
+/// A resumed chat shows what was said — by `/resume` and by `--continue` —
+/// and never the agent's own markup: a rewound session's history ends in
+/// a `<system-reminder>` for the model, which is not the user's prompt.
+#[test]
+fn resuming_shows_the_last_exchanges_without_markup() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let server = ModelServer::start(vec![
+        Reply::text("One.").into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),
+        )
+        .into(),
+        Reply::text("Edited.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
+    chat.turn("first");
+    chat.turn("shout a.txt");
+    chat.command("/rewind", "restored a.txt");
+    chat.command("/clear", "New session");
+    let loaded = chat.command("/resume", "agent: One.");
+    assert!(loaded.contains("you: first"), "{loaded}");
+    assert!(
+        !loaded.contains("system-reminder") && !loaded.contains("shout"),
+        "{loaded}"
+    );
+    let state = chat.quit();
+
+    let server = ModelServer::start(Vec::new());
+    let chat = Chat::start_with(dir.path(), &server, &["--continue"], state);
+    let shown = chat.terminal.text();
+    let recap = &shown[shown.find("resuming session").expect("resumed")..];
+    assert!(
+        recap.contains("you: first") && recap.contains("agent: One."),
+        "{shown}"
+    );
+    assert!(!recap.contains("system-reminder"), "{shown}");
+    chat.quit();
 }

@@ -52,6 +52,7 @@ mod session_handle;
 mod sessions;
 mod shell_differential;
 mod terminal;
+mod terminal_output;
 mod thinking;
 mod tool_ids;
 mod tools;

@@ -200,7 +200,7 @@ fn a_rewind_writes_nothing_it_cannot_vouch_for() {
             vec![edit_record("a.txt", Some("planted\n"), "a\n")],
             0o644,
             Vouched::Yes,
-            "not written by bareagent for you",
+            "readable by others (mode 644)",
         ),
         (
             "one cloned under umask 077 (0600, the user's, but not in their record)",

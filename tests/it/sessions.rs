@@ -556,8 +556,10 @@ fn a_session_file_that_came_with_the_repository_is_not_resumed() {
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             assert_eq!(out.status.success(), mine, "{how} mine={mine}: {stderr}");
             if !mine {
+                // Still the user's (their record has it): told how to make it private again.
                 assert!(
-                    stderr.contains("not written by bareagent for you"),
+                    stderr.contains("readable by others (mode 644)")
+                        && stderr.contains(&format!("`chmod 600 .bareagent/sessions/{id}.jsonl`")),
                     "{stderr}"
                 );
                 assert!(server.requests().is_empty(), "nothing was sent");
