@@ -224,6 +224,13 @@ pub fn thousands(n: u64) -> String {
 pub trait EventSink: Send + Sync {
     /// Shows one event.
     fn emit(&self, event: AgentEvent);
+
+    /// A command the `bash` tool runs started (an empty `chunk`, once) or
+    /// wrote `chunk` (stdout and stderr as they came, lossy UTF-8), before
+    /// its `ToolResult`, which carries the output the model sees. Not an
+    /// event: it is for a live view (the terminal's), never recorded or
+    /// sent. A sink that passes events on passes this on too.
+    fn command_output(&self, _chunk: &str) {}
 }
 
 /// A sink that shows nothing: for sub-agents and tests that only want the result.

@@ -64,6 +64,10 @@ impl<'a> UsageTally<'a> {
 }
 
 impl EventSink for UsageTally<'_> {
+    fn command_output(&self, chunk: &str) {
+        self.sink.command_output(chunk);
+    }
+
     fn emit(&self, event: AgentEvent) {
         match event {
             // A sub-agent's call: its total is its own, ours is made here.

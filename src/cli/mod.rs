@@ -4,6 +4,7 @@
 
 mod approve;
 mod chat;
+mod command_tail;
 mod diff_view;
 mod line_editor;
 mod log_line;

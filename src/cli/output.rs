@@ -18,6 +18,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
+use super::command_tail::{CommandTail, EchoOff};
 use super::markdown::MarkdownStream;
 use crate::agent::TurnOutcome;
 use crate::events::{AgentEvent, EventSink, Spend, thousands, usage_line};
@@ -73,6 +74,8 @@ struct TerminalState {
     said_unpriced: bool,
     /// The answer being rendered as markdown, when it is.
     answer: Option<MarkdownStream>,
+    /// The command running now, drawn live, and the echo held off meanwhile.
+    command: Option<(CommandTail, EchoOff)>,
 }
 
 /// Said once, under the first turn whose cost is unknown.
@@ -196,6 +199,14 @@ impl TerminalSink {
         }
     }
 
+    /// The running command's live view is cleared (it ended, or the turn did).
+    fn stop_command(state: &mut TerminalState) {
+        if let Some((tail, echo)) = state.command.take() {
+            tail.clear();
+            drop(echo);
+        }
+    }
+
     /// Prints `text` on stdout, above the spinner if it stands.
     fn print_above(state: &TerminalState, text: &str) {
         if text.is_empty() {
@@ -279,6 +290,10 @@ impl Default for TerminalSink {
 }
 
 impl EventSink for TerminalSink {
+    fn command_output(&self, chunk: &str) {
+        self.command_chunk(chunk);
+    }
+
     fn emit(&self, event: AgentEvent) {
         let mut state = self.state();
         match event {
@@ -319,6 +334,7 @@ impl EventSink for TerminalSink {
                 is_error,
                 ..
             } => {
+                Self::stop_command(&mut state);
                 Self::stop_waiting(&mut state);
                 for line in result_lines(&name, &content, is_error) {
                     eprintln!("{line}");
@@ -391,6 +407,28 @@ impl EventSink for TerminalSink {
     }
 }
 
+impl TerminalSink {
+    /// A command started (`chunk` empty) or wrote `chunk`: its live view,
+    /// on a terminal.
+    fn command_chunk(&self, chunk: &str) {
+        if !self.spinner || self.quiet {
+            return;
+        }
+        let mut state = self.state();
+        if state.command.is_none() {
+            Self::stop_waiting(&mut state);
+            Self::end_line(&mut state);
+            let width = stderr_width().unwrap_or(80);
+            state.command = Some((CommandTail::start(width), EchoOff::new()));
+        }
+        if let Some((tail, _)) = &mut state.command
+            && !chunk.is_empty()
+        {
+            tail.push(chunk);
+        }
+    }
+}
+
 impl TurnSink for TerminalSink {
     fn started(&self) {
         let mut state = self.state();
@@ -406,14 +444,16 @@ impl TurnSink for TerminalSink {
     fn notice(&self, line: &str) {
         let mut state = self.state();
         Self::end_line(&mut state);
-        match &state.waiting {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+        match (&state.waiting, &state.command) {
+            (Some(bar), _) => bar.suspend(|| eprintln!("{line}")),
+            (None, Some((tail, _))) => tail.suspend(|| eprintln!("{line}")),
+            (None, None) => eprintln!("{line}"),
         }
     }
 
     fn finished(&self, outcome: &TurnOutcome) {
         let mut state = self.state();
+        Self::stop_command(&mut state);
         if self.markdown && !state.streamed && !outcome.text.is_empty() {
             self.render(&mut state, &outcome.text);
         }
@@ -444,6 +484,7 @@ impl TurnSink for TerminalSink {
 
     fn failed(&self, reason: &str) {
         let mut state = self.state();
+        Self::stop_command(&mut state);
         Self::finish_answer(&mut state);
         Self::stop_waiting(&mut state);
         Self::end_line(&mut state);

@@ -86,6 +86,10 @@ fn priced(usage: &Usage, price: Option<Price>) -> Spend {
 }
 
 impl EventSink for SessionSpend {
+    fn command_output(&self, chunk: &str) {
+        self.sink.command_output(chunk);
+    }
+
     fn emit(&self, event: AgentEvent) {
         if let AgentEvent::Usage { total, spend, .. } = &event {
             self.totals().turn = (*total, *spend);

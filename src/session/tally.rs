@@ -80,6 +80,10 @@ impl<'a> Tally<'a> {
 }
 
 impl EventSink for Tally<'_> {
+    fn command_output(&self, chunk: &str) {
+        self.inner.command_output(chunk);
+    }
+
     fn emit(&self, event: AgentEvent) {
         match &event {
             AgentEvent::Usage { call, spend, .. } => {

@@ -106,7 +106,7 @@ impl Tool for Bash {
                 return Err(ToolError::failed(format!("cannot start bash: {error}")));
             }
         };
-        let ending = process.wait(Some(timeout), cx.cancel).await;
+        let ending = wait_showing_output(&mut process, timeout, cx).await;
         let mounted: Vec<String> = view
             .mounts
             .iter()
@@ -138,6 +138,34 @@ impl Tool for Bash {
                     .map(|note| format!("\n{note}"))
                     .unwrap_or_default();
                 Err(ToolError::failed(format!("{other}\n{output}{note}")))
+            }
+        }
+    }
+}
+
+/// Waits for the command as [`GroupProcess::wait`] does, telling the sink
+/// it started and each piece of output as it comes (pieces that come
+/// faster than the sink takes them are joined).
+async fn wait_showing_output(
+    process: &mut GroupProcess,
+    timeout: Duration,
+    cx: &ToolContext<'_, '_>,
+) -> Ending {
+    let output = process.output.clone();
+    let mut grown = process.grown();
+    cx.sink.command_output("");
+    let mut shown = 0;
+    let wait = process.wait(Some(timeout), cx.cancel);
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            ending = &mut wait => return ending,
+            Ok(()) = grown.changed() => {
+                let (text, next) = output.locked().since(shown);
+                shown = next;
+                if !text.is_empty() {
+                    cx.sink.command_output(&text);
+                }
             }
         }
     }

@@ -58,6 +58,8 @@ pub struct GroupProcess {
     /// The process group id (the leader's pid).
     pgid: i32,
     pub output: SharedOutput,
+    /// The bytes read so far, told as they grow (for a live view).
+    grown: tokio::sync::watch::Receiver<usize>,
     readers: Option<JoinHandle<()>>,
     /// Keeps the sandbox's private temp folder while the command runs.
     _temp: Option<Arc<tempfile::TempDir>>,
@@ -242,22 +244,33 @@ impl GroupProcess {
         let pgid = child.id().map(|id| id as i32).unwrap_or(0);
         let output: SharedOutput = Arc::default();
         let sink = output.clone();
+        let (grow, grown) = tokio::sync::watch::channel(0);
         let readers = tokio::spawn(async move {
             let mut buffer = vec![0u8; 16 * 1024];
+            let mut total = 0;
             while let Ok(n) = pipe.read(&mut buffer).await {
                 if n == 0 {
                     break;
                 }
                 sink.locked().push(&buffer[..n]);
+                total += n;
+                grow.send_replace(total);
             }
         });
         Ok(GroupProcess {
             child,
             pgid,
             output,
+            grown,
             readers: Some(readers),
             _temp: temp,
         })
+    }
+
+    /// Told each time output arrives (its value: the bytes so far); read
+    /// what came with `output`'s [`OutputBuffer::since`].
+    pub fn grown(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.grown.clone()
     }
 
     /// Waits for the command to end, to time out, or to be cancelled; kills

@@ -266,3 +266,53 @@ fn the_sessions_help_says_the_order_of_the_list() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("the last used first"), "{help}");
 }
+
+/// A command that runs shows that it runs: its last lines, replaced in
+/// place, under a spinner with the time; a key typed meanwhile (Enter)
+/// leaves no stale copy of that drawing behind, and once the command ends
+/// the drawing is gone and its result shows.
+#[test]
+fn a_running_command_shows_its_last_lines_live_and_leaves_nothing_behind() {
+    use std::io::Write;
+    let dir = workspace(&[]);
+    let script = "for i in 1 2 3 4 5 6 7; do echo step $i; done; \
+                  while [ ! -f go ]; do sleep 0.05; done; echo finished";
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": script})).into(),
+        Reply::text("Ran it.").into(),
+    ]);
+    let command = run(
+        dir.path(),
+        &server,
+        &["--permission-mode", "bypass"],
+        "run it",
+    );
+    let (mut master, mut child, terminal) = on_a_terminal_sized(command, None, ROWS);
+    let live = terminal.wait_for("the live tail", |t| {
+        t.contains("running") && t.contains("│ step 7")
+    });
+    assert!(live.contains("running 0s"), "{live}");
+    assert!(live.contains("│ step 3"), "the last five lines: {live}");
+    let before = live.len();
+    master.write_all(b"x\r").unwrap();
+    terminal.wait_for("a redraw after the key", |t| {
+        t[before..].contains("running")
+    });
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let status = wait_exit(&mut child);
+    let text = terminal.wait_for("the end", |t| t.contains(" model call"));
+    assert!(status.success(), "{text}");
+    let mut screen = vt100::Parser::new(500, COLUMNS, 0);
+    screen.process(text.as_bytes());
+    let shown = rows(&screen);
+    let all = shown.join("\n");
+    assert!(!all.contains("running"), "a stale drawing:\n{all}");
+    assert!(
+        all.contains("│ finished") && all.contains("Ran it."),
+        "{all}"
+    );
+    assert!(
+        !all.contains("│ step 3"),
+        "only the result's lines stay:\n{all}"
+    );
+}
