@@ -821,8 +821,9 @@ fn effort_and_thinking_are_set_from_the_chat() {
 }
 
 /// A resumed chat shows what was said — by `/resume` and by `--continue` —
-/// and never the agent's own markup: a rewound session's history ends in
-/// a `<system-reminder>` for the model, which is not the user's prompt.
+/// and never the agent's own markup: a rewound session whose file was
+/// changed since ends in a `<system-reminder>` for the model, which is not
+/// the user's prompt.
 #[test]
 fn resuming_shows_the_last_exchanges_without_markup() {
     let dir = workspace(&[("a.txt", "one\n")]);
@@ -838,7 +839,9 @@ fn resuming_shows_the_last_exchanges_without_markup() {
     let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
     chat.turn("first");
     chat.turn("shout a.txt");
-    chat.command("/rewind", "restored a.txt");
+    // Changed since: the rewind leaves it, and tells the model so in a note.
+    std::fs::write(dir.path().join("a.txt"), "by hand\n").unwrap();
+    chat.command("/rewind", "left as they are: a.txt");
     chat.command("/clear", "New session");
     let loaded = chat.command("/resume", "agent: One.");
     assert!(loaded.contains("you: first"), "{loaded}");
