@@ -316,3 +316,28 @@ fn a_running_command_shows_its_last_lines_live_and_leaves_nothing_behind() {
         "only the result's lines stay:\n{all}"
     );
 }
+
+/// A stream that fails before any text is asked again without streaming,
+/// and the user is told so once, in the turn's own words, not also by a
+/// warning.
+#[test]
+fn a_streaming_fallback_is_said_once() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        crate::support::model_server::Fault::MalformedSse {
+            reply: Reply::text("Never shown."),
+            after_text: false,
+        }
+        .into(),
+        Reply::text("Whole answer.").into(),
+    ]);
+    let out = run(dir.path(), &server, &[], "hello")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("without streaming").count(), 1, "{stderr}");
+    assert!(stderr.contains("asked again without streaming"), "{stderr}");
+}
