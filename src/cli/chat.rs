@@ -43,7 +43,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     }
     let agent = TerminalAgent::assemble(&args.agent, false).await?;
     let opened = open_which(agent.workspace.paths(), &Which::of(&args.agent))?;
-    super::recap::show(&opened.messages);
+    let recap = super::recap::for_stderr(&opened.messages);
     let spend = SessionSpend::new(agent.sink.clone());
     spend.start(opened.usage, opened.cost_usd);
     agent
@@ -66,6 +66,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
         mode_name(chat.agent.session.mode()),
         chat.session_id(),
     );
+    eprint!("{recap}");
     // The terminal as the shell left it, to leave it so if the chat quits
     // while the prompt has it in raw mode.
     let cooked = rustix::termios::tcgetattr(std::io::stdin()).ok();
@@ -290,7 +291,7 @@ impl Chat {
         };
         match open_which(paths, &which) {
             Ok(opened) => {
-                super::recap::show(&opened.messages);
+                eprint!("{}", super::recap::for_stderr(&opened.messages));
                 self.agent
                     .session
                     .start_conversation(Some(Arc::new(opened.file)), opened.messages);

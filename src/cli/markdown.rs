@@ -203,19 +203,30 @@ fn code_line(line: &str, highlighter: Option<&mut HighlightLines<'static>>) -> S
                     continue;
                 }
                 let c = style.foreground;
-                out.push_str(&format!(
-                    "\x1b[38;2;{};{};{}m{}",
-                    c.r,
-                    c.g,
-                    c.b,
-                    visible(text)
-                ));
+                out.push_str(&foreground(c.r, c.g, c.b));
+                out.push_str(&visible(text));
             }
             out.push_str(RESET);
         }
         None => out.push_str(&format!("\x1b[2m{}{RESET}", visible(line))),
     }
     out
+}
+
+/// The escape for a foreground colour: 24-bit where the terminal says it
+/// takes it (`COLORTERM`), else the nearest of the 256-colour cube, which
+/// every terminal that has colour at all shows.
+fn foreground(r: u8, g: u8, b: u8) -> String {
+    static TRUE_COLOUR: OnceLock<bool> = OnceLock::new();
+    let true_colour = *TRUE_COLOUR.get_or_init(|| {
+        std::env::var("COLORTERM").is_ok_and(|value| value == "truecolor" || value == "24bit")
+    });
+    if true_colour {
+        format!("\x1b[38;2;{r};{g};{b}m")
+    } else {
+        let step = |value: u8| (u16::from(value) * 5 + 127) / 255;
+        format!("\x1b[38;5;{}m", 16 + 36 * step(r) + 6 * step(g) + step(b))
+    }
 }
 
 /// How a run of text is drawn.
@@ -434,6 +445,16 @@ fn styled(text: &str, style: Style) -> String {
     } else {
         format!("{sgr}{text}{RESET}")
     }
+}
+
+/// `line` of markdown as its plain words, on one line: no markup, no
+/// styling, nothing that steers the terminal (a table's row stays as written).
+pub fn plain(line: &str) -> String {
+    render_line(line, usize::MAX / 4)
+        .iter()
+        .map(|row| strip_sgr(row))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A table drawn with lines, its columns shrunk to fit `width` (cells

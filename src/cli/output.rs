@@ -121,9 +121,10 @@ fn turn_line(calls: usize, usage: &Usage, spend: &Spend, width: Option<usize>) -
         (Some(percent), Some(window)) => {
             parts.push(format!("context {percent:.1}% of {}k", window / 1000))
         }
-        _ if spend.context_tokens > 0 => {
-            parts.push(format!("context {}", thousands(spend.context_tokens)))
-        }
+        _ if spend.context_tokens > 0 => parts.push(format!(
+            "context {} tokens",
+            thousands(spend.context_tokens)
+        )),
         _ => {}
     }
     format!("[{}]", parts.join(" · "))

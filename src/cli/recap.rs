@@ -22,17 +22,18 @@ struct Exchange {
     answer: String,
 }
 
-/// Prints the recap of `messages` on stderr, dimmed where it has colour.
-pub fn show(messages: &[Message]) {
+/// The recap of `messages` as stderr shows it: dimmed where it has colour,
+/// each line ending with a newline; empty for an empty history.
+pub fn for_stderr(messages: &[Message]) -> String {
     let width = super::output::stderr_width().unwrap_or(100);
     let dim = super::diff_view::colour_on_stderr();
-    for line in lines(messages, width) {
-        if dim {
-            eprintln!("\x1b[2m{line}\x1b[0m");
-        } else {
-            eprintln!("{line}");
-        }
-    }
+    lines(messages, width)
+        .into_iter()
+        .map(|line| match dim {
+            true => format!("\x1b[2m{line}\x1b[0m\n"),
+            false => format!("{line}\n"),
+        })
+        .collect()
 }
 
 /// The recap's lines (none for an empty history), each at most `width`
@@ -67,7 +68,8 @@ fn push_cut(out: &mut Vec<String>, who: &str, text: &str, max: usize, width: usi
             " ".repeat(who.len() + 4)
         };
         let room = width.saturating_sub(lead.chars().count()).max(10);
-        let line = super::diff_view::visible_lines(line.trim_end());
+        // An answer's markdown as its words (`## Plan` → `Plan`), made visible.
+        let line = super::markdown::plain(line.trim_end());
         out.push(format!("{lead}{}", crate::text::clip(&line, room)));
     }
     if lines.len() > max {
@@ -165,7 +167,7 @@ mod tests {
             user("third"),
             user("<system-reminder>The user rewound the turn above.</system-reminder>"),
             user("<user-message>\nsent during\n</user-message>"),
-            assistant("\u{1b}[2Jdone"),
+            assistant("## \u{1b}[2JDone\n**all** good"),
         ];
         assert_eq!(
             lines(&messages, 40),
@@ -179,7 +181,8 @@ mod tests {
                 "         …",
                 "  you: third",
                 "  you: sent during",
-                "  agent: \\u{1b}[2Jdone",
+                "  agent: \\u{1b}[2JDone",
+                "         all good",
             ]
         );
         assert!(lines(&[], 40).is_empty());
