@@ -1,7 +1,7 @@
 //! A stored session shown again (`session/load`): its history as the
 //! `session/update` notifications a live turn would have sent — the
-//! user's prompts (images included), the agent's text and thinking, each tool call with its
-//! result.
+//! user's prompts (images included), the agent's text and thinking, each
+//! tool call with its result, an edit with its diff.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock as AcpBlock, ContentChunk, ImageContent, SessionUpdate,
 };
 
-use super::sink::{ClientSink, text_chunk, tool_call, tool_result};
+use super::sink::{ClientSink, asked_diffs, text_chunk, tool_call, tool_result};
 use crate::agent::{ContentBlock, Message, Role};
 
 pub fn replay(sink: &ClientSink, root: &Path, messages: &[Message]) {
@@ -39,7 +39,9 @@ pub fn replay(sink: &ClientSink, root: &Path, messages: &[Message]) {
                         id, name, input, ..
                     },
                 ) => {
-                    sink.send(SessionUpdate::ToolCall(tool_call(root, id, name, input)));
+                    let call =
+                        tool_call(root, id, name, input).content(asked_diffs(root, name, input));
+                    sink.show_call(call);
                 }
                 (
                     _,

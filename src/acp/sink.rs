@@ -16,6 +16,8 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::Value;
 
+use agent_client_protocol::UntypedMessage;
+
 use super::Peer;
 use super::calls::Calls;
 use crate::events::{AgentEvent, EventSink, TodoStatus};
@@ -34,6 +36,26 @@ impl ClientSink {
     pub fn send(&self, update: SessionUpdate) {
         let notification = SessionNotification::new(self.session.clone(), update);
         if let Err(error) = self.peer.send_notification(notification) {
+            tracing::debug!(%error, "cannot send session/update");
+        }
+    }
+
+    /// Shows a new call, its status said even when `pending`: the schema
+    /// leaves its default out, and a client that reads none shows none.
+    pub fn show_call(&self, call: ToolCall) {
+        let status = serde_json::to_value(call.status).unwrap_or_default();
+        let notification =
+            SessionNotification::new(self.session.clone(), SessionUpdate::ToolCall(call));
+        let sent = serde_json::to_value(&notification)
+            .map_err(agent_client_protocol::Error::from)
+            .and_then(|mut params| {
+                if let Some(update) = params.get_mut("update").and_then(Value::as_object_mut) {
+                    update.entry("status").or_insert(status);
+                }
+                UntypedMessage::new("session/update", params)
+            })
+            .and_then(|message| self.peer.send_notification(message));
+        if let Err(error) = sent {
             tracing::debug!(%error, "cannot send session/update");
         }
     }
@@ -89,6 +111,40 @@ pub fn tool_call(root: &Path, id: &str, tool: &str, input: &Value) -> ToolCall {
         .raw_input(input.clone())
 }
 
+/// An edit call's change as `diff` content, from what it asked: each
+/// replaced text and its replacement, a written file's whole text. What a
+/// stored session shows of its edits again (the files' texts then are not
+/// in the history).
+pub fn asked_diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
+    let Some(path) = input.get("path").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let path = root.join(path);
+    let text =
+        |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let replaced = |edit: &Value| -> Option<ToolCallContent> {
+        let new = text(edit, "new_string")?;
+        Some(
+            Diff::new(path.clone(), new)
+                .old_text(text(edit, "old_string"))
+                .into(),
+        )
+    };
+    match tool {
+        "edit_file" => replaced(input).into_iter().collect(),
+        "multi_edit" => input
+            .get("edits")
+            .and_then(Value::as_array)
+            .map(|edits| edits.iter().filter_map(replaced).collect())
+            .unwrap_or_default(),
+        "write_file" => text(input, "content")
+            .map(|content| Diff::new(path.clone(), content).into())
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// A tool's result as the panel's update of its call.
 pub fn tool_result(id: &str, content: &str, is_error: bool) -> ToolCallUpdate {
     let status = if is_error {
@@ -120,9 +176,7 @@ impl EventSink for ClientSink {
             }
             AgentEvent::ToolCall { id, name, input } => {
                 self.calls.opened(&id, &name, &input);
-                self.send(SessionUpdate::ToolCall(tool_call(
-                    &self.root, &id, &name, &input,
-                )));
+                self.show_call(tool_call(&self.root, &id, &name, &input));
             }
             AgentEvent::ToolResult {
                 id,

@@ -178,6 +178,9 @@ pub struct SessionSummary {
     /// USD; `None`: some call's price is unknown.
     pub cost_usd: Option<f64>,
     pub size: u64,
+    /// When the file was last written: the session last used.
+    #[serde(skip)]
+    pub updated: Option<std::time::SystemTime>,
 }
 
 fn check_id(id: &str) -> Result<(), SessionError> {
@@ -494,10 +497,10 @@ fn replay(
     Ok(loaded)
 }
 
-/// The ids of this workspace's session files, the last written first
-/// (then the newest id): `--continue` goes on with the conversation last
-/// used, even one started before another.
-fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
+/// The ids of this workspace's session files with when each was last
+/// written, the last written first (then the newest id): `--continue` goes
+/// on with the conversation last used, even one started before another.
+fn ids(paths: &PathResolver) -> Result<Vec<(Option<std::time::SystemTime>, String)>, SessionError> {
     let mut ids: Vec<(Option<std::time::SystemTime>, String)> = paths
         .file_names(&sessions_dir(paths))?
         .into_iter()
@@ -506,14 +509,14 @@ fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
         .map(|id| (paths.file_modified(&file_of(paths, &id)), id))
         .collect();
     ids.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(ids.into_iter().map(|(_, id)| id).collect())
+    Ok(ids)
 }
 
-/// The sessions of this workspace, newest first. A file that cannot be read
-/// is left out of the list, and logged.
+/// The sessions of this workspace, last used first. A file that cannot be
+/// read is left out of the list, and logged.
 pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
     let mut summaries = Vec::new();
-    for id in ids(paths)? {
+    for (updated, id) in ids(paths)? {
         match read(paths, &id, false) {
             Ok(loaded) => summaries.push(SessionSummary {
                 date: loaded.header.created.clone(),
@@ -526,6 +529,7 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
                     + loaded.usage.cache_read_input_tokens,
                 cost_usd: loaded.cost_usd,
                 size: loaded.size,
+                updated,
                 id,
             }),
             Err(error) => tracing::warn!(session = %id, %error, "cannot read a session file"),
@@ -538,7 +542,7 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
 /// damaged last session is an error when loaded, never silently passed
 /// over for an older one.
 pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
-    Ok(ids(paths)?.into_iter().next())
+    Ok(ids(paths)?.into_iter().next().map(|(_, id)| id))
 }
 
 /// Deletes session `id`, and the user's record of it.

@@ -26,7 +26,7 @@ pub use load::{
 };
 pub use record::{
     CompactionRecord, EditRecord, Header, Record, Refused, RewindRecord, VERSION, new_id,
-    now_rfc3339,
+    now_rfc3339, rfc3339,
 };
 
 use crate::history::{Message, Role, Usage, push_user_blocks};

@@ -16,6 +16,7 @@ mod concurrency;
 mod connections;
 mod costs;
 mod diffs;
+mod docs_commands;
 mod dying;
 mod editor_code;
 mod editor_diagnostics;
