@@ -6,15 +6,16 @@
 //! The cursor is the place of the last session sent, in the list's own
 //! order (when it was last written, then its id): the next page is what
 //! comes after it, so a session written between two pages moves to the top
-//! rather than pushing another one onto the next page twice.
+//! rather than pushing another one onto the next page twice. Only the
+//! files on a page are read.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
 use agent_client_protocol::{Error, ErrorCode};
 
-use crate::sessions::{self, SessionSummary};
+use crate::sessions::{self, Place, SessionSummary};
 use crate::workspace::PathResolver;
 
 /// Sessions a page holds.
@@ -22,9 +23,6 @@ pub const PAGE: usize = 20;
 
 /// Characters of the first prompt a title keeps.
 const TITLE: usize = 100;
-
-/// The place of a session in the list: when it was last written, its id.
-type Place = (Option<SystemTime>, String);
 
 /// Answers `session/list` for the workspace `cwd` names, else the one the
 /// agent was started in.
@@ -55,26 +53,14 @@ pub fn list(request: &ListSessionsRequest) -> Result<ListSessionsResponse, Error
     }
     let paths = PathResolver::new(&root)
         .map_err(|e| invalid(format!("cannot open the workspace {}: {e}", root.display())))?;
-    let all = sessions::list(&paths).map_err(|e| invalid(e.to_string()))?;
-    let (page, more) = page(all, after.as_ref());
+    let (page, more) =
+        sessions::list_after(&paths, after.as_ref(), PAGE).map_err(|e| invalid(e.to_string()))?;
     let next = more.then(|| page.last().map(|s| cursor(&(s.updated, s.id.clone()))));
     let infos = page
         .into_iter()
         .map(|summary| info(paths.root(), summary))
         .collect();
     Ok(ListSessionsResponse::new(infos).next_cursor(next.flatten()))
-}
-
-/// The page after `after` (from the top without it), and whether more
-/// follow. `all` is in the list's order: the last written first.
-fn page(all: Vec<SessionSummary>, after: Option<&Place>) -> (Vec<SessionSummary>, bool) {
-    let mut rest: Vec<SessionSummary> = all
-        .into_iter()
-        .filter(|s| after.is_none_or(|after| (s.updated, s.id.clone()) < *after))
-        .collect();
-    let more = rest.len() > PAGE;
-    rest.truncate(PAGE);
-    (rest, more)
 }
 
 fn info(root: &Path, summary: SessionSummary) -> SessionInfo {
@@ -119,49 +105,23 @@ fn parse(cursor: &str) -> Option<Place> {
 mod tests {
     use super::*;
 
-    fn summary(id: &str, updated: Option<u64>) -> SessionSummary {
-        SessionSummary {
-            id: id.to_string(),
-            date: String::new(),
-            first_prompt: None,
-            turns: 0,
-            messages: 0,
-            tokens: 0,
-            cost_usd: None,
-            size: 0,
-            updated: updated.map(|s| UNIX_EPOCH + Duration::new(s, 5)),
-        }
-    }
-
-    /// Pages follow one another without a gap or a repeat, including across
-    /// equal times (the id decides) and files without a time (last); a
-    /// cursor reads back as the place it was made from.
+    /// A cursor reads back as the place it was made from, a file without a
+    /// time too; anything else is no cursor.
     #[test]
-    fn pages_cover_the_list_once_in_its_order() {
-        let mut all: Vec<SessionSummary> = (0..PAGE * 2 + 3)
-            .map(|n| summary(&format!("s{n:03}"), Some(1000 - (n as u64) / 3)))
-            .collect();
-        all.push(summary("z-untimed", None));
-        all.push(summary("a-untimed", None));
-        // As `sessions::list` orders them: the last written first.
-        all.sort_by(|a, b| (b.updated, &b.id).cmp(&(a.updated, &a.id)));
-        let mut seen = Vec::new();
-        let mut after: Option<Place> = None;
-        loop {
-            let (page, more) = page(all.clone(), after.as_ref());
-            assert!(page.len() <= PAGE);
-            seen.extend(page.iter().map(|s| s.id.clone()));
-            if !more {
-                break;
-            }
-            let last = page.last().expect("a full page");
-            let text = cursor(&(last.updated, last.id.clone()));
-            after = Some(parse(&text).expect("a cursor parses"));
-            assert_eq!(after, Some((last.updated, last.id.clone())), "{text}");
+    fn a_cursor_reads_back_as_its_place() {
+        let places: [Place; 3] = [
+            (
+                Some(UNIX_EPOCH + Duration::new(1_764_000_000, 5)),
+                "20261201T143000123-ab12".into(),
+            ),
+            (Some(UNIX_EPOCH), "a".into()),
+            (None, "z".into()),
+        ];
+        for place in places {
+            let text = cursor(&place);
+            assert_eq!(parse(&text), Some(place), "{text}");
         }
-        let want: Vec<String> = all.iter().map(|s| s.id.clone()).collect();
-        assert_eq!(seen, want);
-        for bad in ["", "x", "1/", "a.b/c", "1.2.3/x"] {
+        for bad in ["", "x", "1/", "-/", "a.b/c", "1.2.3/x", "1.5000000000/x"] {
             assert_eq!(parse(bad), None, "{bad}");
         }
     }

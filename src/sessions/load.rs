@@ -497,11 +497,15 @@ fn replay(
     Ok(loaded)
 }
 
+/// Where a session stands in the list: when its file was last written,
+/// then its id (ordered so, the last used first is the greatest).
+pub type Place = (Option<std::time::SystemTime>, String);
+
 /// The ids of this workspace's session files with when each was last
 /// written, the last written first (then the newest id): `--continue` goes
 /// on with the conversation last used, even one started before another.
-fn ids(paths: &PathResolver) -> Result<Vec<(Option<std::time::SystemTime>, String)>, SessionError> {
-    let mut ids: Vec<(Option<std::time::SystemTime>, String)> = paths
+fn ids(paths: &PathResolver) -> Result<Vec<Place>, SessionError> {
+    let mut ids: Vec<Place> = paths
         .file_names(&sessions_dir(paths))?
         .into_iter()
         .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_string))
@@ -515,8 +519,22 @@ fn ids(paths: &PathResolver) -> Result<Vec<(Option<std::time::SystemTime>, Strin
 /// The sessions of this workspace, last used first. A file that cannot be
 /// read is left out of the list, and logged.
 pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
+    Ok(list_after(paths, None, usize::MAX)?.0)
+}
+
+/// At most `count` sessions of the list that come after `after` (from the
+/// top without it), and whether more follow: a page, for which only the
+/// files on it are read.
+pub fn list_after(
+    paths: &PathResolver,
+    after: Option<&Place>,
+    count: usize,
+) -> Result<(Vec<SessionSummary>, bool), SessionError> {
+    let mut places = ids(paths)?
+        .into_iter()
+        .filter(|place| after.is_none_or(|after| place < after));
     let mut summaries = Vec::new();
-    for (updated, id) in ids(paths)? {
+    for (updated, id) in places.by_ref() {
         match read(paths, &id, false) {
             Ok(loaded) => summaries.push(SessionSummary {
                 date: loaded.header.created.clone(),
@@ -534,8 +552,11 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
             }),
             Err(error) => tracing::warn!(session = %id, %error, "cannot read a session file"),
         }
+        if summaries.len() == count {
+            break;
+        }
     }
-    Ok(summaries)
+    Ok((summaries, places.next().is_some()))
 }
 
 /// The session of this workspace last written — readable or not: a
