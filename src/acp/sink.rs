@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionId, SessionNotification, SessionUpdate, Terminal, TextContent, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind, UsageUpdate,
+    SessionId, SessionNotification, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
 
@@ -145,8 +144,14 @@ pub fn asked_diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallConten
     }
 }
 
-/// A tool's result as the panel's update of its call.
-pub fn tool_result(id: &str, content: &str, is_error: bool) -> ToolCallUpdate {
+/// A tool's result as the panel's update of its call, after `kept`: what
+/// the call showed that stays (the update's content replaces it).
+pub fn tool_result(
+    id: &str,
+    kept: Vec<ToolCallContent>,
+    content: &str,
+    is_error: bool,
+) -> ToolCallUpdate {
     let status = if is_error {
         ToolCallStatus::Failed
     } else {
@@ -154,11 +159,11 @@ pub fn tool_result(id: &str, content: &str, is_error: bool) -> ToolCallUpdate {
     };
     let shown = crate::text::prefix(content, SHOWN_OUTPUT);
     let block: ToolCallContent = ContentBlock::Text(TextContent::new(shown)).into();
+    let mut shown = kept;
+    shown.push(block);
     ToolCallUpdate::new(
         id.to_string(),
-        ToolCallUpdateFields::new()
-            .status(status)
-            .content(vec![block]),
+        ToolCallUpdateFields::new().status(status).content(shown),
     )
 }
 
@@ -184,15 +189,13 @@ impl EventSink for ClientSink {
                 is_error,
                 ..
             } => {
-                let mut update = tool_result(&id, &content, is_error);
-                // A command run in the client's terminal: the terminal
-                // stays in the panel, with the result after it.
-                if let Some(terminal) = self.calls.closed(&id)
-                    && let Some(shown) = update.fields.content.as_mut()
-                {
-                    shown.insert(0, ToolCallContent::Terminal(Terminal::new(terminal)));
-                }
-                self.send(SessionUpdate::ToolCallUpdate(update));
+                // The terminal a command ran in and an edit's diffs stay in
+                // the panel (the update's content replaces what it showed),
+                // with the result after them.
+                let kept = self.calls.closed(&id);
+                self.send(SessionUpdate::ToolCallUpdate(tool_result(
+                    &id, kept, &content, is_error,
+                )));
             }
             AgentEvent::FileChanged { path, .. } => {
                 let resolved = self.root.join(&path);
@@ -203,7 +206,7 @@ impl EventSink for ClientSink {
                     return;
                 };
                 let diff: ToolCallContent = Diff::new(resolved, after).old_text(before).into();
-                let fields = ToolCallUpdateFields::new().content(vec![diff]);
+                let fields = ToolCallUpdateFields::new().content(self.calls.showed_diff(&id, diff));
                 self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                     id, fields,
                 )));

@@ -258,6 +258,17 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
             && e["update"]["status"] == "in_progress"
     });
     let write = position(&transcript, |e| e["type"] == "write_text_file");
+    // Done, it still shows its diff (an update's content replaces the
+    // last), then the result.
+    let edit_done = position(&transcript, |e| {
+        update_kind(e) == "tool_call_update"
+            && e["update"]["toolCallId"] == edit_id
+            && e["update"]["status"] == "completed"
+    });
+    let shown = &transcript[edit_done]["update"]["content"];
+    assert_eq!(shown[0]["type"], "diff", "{shown:#}");
+    assert_eq!(shown[0]["newText"], "edited\n", "{shown:#}");
+    assert_eq!(shown[1]["type"], "content", "{shown:#}");
     let bash_call = position(&transcript, call("bash"));
     assert_eq!(transcript[bash_call]["update"]["kind"], "execute");
     let terminal = position(&transcript, |e| e["type"] == "create_terminal");
@@ -1149,14 +1160,22 @@ fn loaded_edits_are_shown_with_their_diffs() {
         .filter(|e| update_kind(e) == "tool_call")
         .map(|e| e["update"]["content"].clone())
         .collect();
+    let want = [
+        json!({"type": "diff", "path": root.join("notes.txt"), "oldText": "two", "newText": "2"}),
+        json!({"type": "diff", "path": root.join("new.txt"), "newText": "fresh\n"}),
+    ];
     assert_eq!(
         diffs,
-        [
-            json!([{"type": "diff", "path": root.join("notes.txt"), "oldText": "two", "newText": "2"}]),
-            json!([{"type": "diff", "path": root.join("new.txt"), "newText": "fresh\n"}]),
-        ],
+        want.iter().map(|d| json!([d])).collect::<Vec<_>>(),
         "{replayed:#?}"
     );
+    // Their results keep showing them (an update's content replaces).
+    let done: Vec<Value> = of_type(&replayed, "update")
+        .into_iter()
+        .filter(|e| update_kind(e) == "tool_call_update")
+        .map(|e| e["update"]["content"][0].clone())
+        .collect();
+    assert_eq!(done, want, "{replayed:#?}");
 }
 
 /// An MCP server the client passes by URL (Streamable HTTP, as
