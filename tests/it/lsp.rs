@@ -820,6 +820,31 @@ fn files_not_open_are_created_and_edited_through_the_editor() {
     }
 }
 
+/// A file not open in the editor and not UTF-8: the editor might decode
+/// it otherwise, so an edit placed on our text could land elsewhere in its;
+/// it is written on disk instead, in its own encoding, and no edit is sent.
+#[test]
+fn a_file_not_open_and_not_utf8_is_edited_on_disk_in_its_encoding() {
+    let dir = workspace(&[]);
+    let menu = dir.path().join("menu.txt");
+    std::fs::write(&menu, b"caf\xe9\n").unwrap();
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": "menu.txt", "old_string": "café", "new_string": "thé"}),
+        )
+        .into(),
+        Reply::text("ok").into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let turn = ask(&client, json!("edit"))["turn"].as_u64().unwrap();
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let result = &events_of(&client, "tool_result")[0];
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(requests_of(&client, "workspace/applyEdit").is_empty());
+    assert_eq!(std::fs::read(&menu).unwrap(), b"th\xe9\n");
+}
+
 #[test]
 fn an_edit_the_editor_refuses_or_silently_skips_is_an_error_for_the_model() {
     for behaviour in [ApplyEditBehaviour::Refuse, ApplyEditBehaviour::NeovimLike] {
