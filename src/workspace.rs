@@ -80,6 +80,14 @@ pub enum WorkspaceError {
     Io { path: String, message: String },
 }
 
+/// The folder bareagent keeps its own files in, in a workspace.
+pub const OWN_DIR: &str = ".bareagent";
+
+const OWN_GITIGNORE: &str = "# bareagent's own files (chat, sessions, review diffs) stay out of git;\n\
+# config.toml holds the project's settings: commit that one.\n\
+*\n\
+!config.toml\n";
+
 /// The largest file the agent reads or writes whole: 10 MiB. Above any
 /// hand-written source file and most generated ones (lockfiles, bundles),
 /// and 2.5 million tokens: more than a model takes in at once (`read_file`
@@ -320,6 +328,26 @@ impl PathResolver {
                 },
             }
         })
+    }
+
+    /// Creates bareagent's own folder in the workspace (`.bareagent/`, and
+    /// `sub` in it) with, when it has none, a `.gitignore` that keeps its
+    /// files — the chat, sessions, diffs — out of the user's `git status`:
+    /// all but `config.toml`, the project's settings, which are committed.
+    /// A `.gitignore` already there (the user's) is left as it is.
+    pub fn create_own_dir(&self, sub: &str) -> Result<PathBuf, WorkspaceError> {
+        let own = self.root.join(OWN_DIR);
+        let dir = own.join(sub);
+        self.create_dirs(&dir)?;
+        let ignore = own.join(".gitignore");
+        if let Err(WorkspaceError::NotFound(_)) = self.open_file(&ignore) {
+            use std::io::Write;
+            // `create_new`: one written meanwhile is kept, never replaced.
+            if let Ok(mut file) = self.open_append(&ignore, true) {
+                let _ = file.write_all(OWN_GITIGNORE.as_bytes());
+            }
+        }
+        Ok(dir)
     }
 
     /// Opens a resolved file for appending, through the walk (its missing
