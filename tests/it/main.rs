@@ -51,6 +51,7 @@ mod secrets;
 mod session_core;
 mod session_handle;
 mod sessions;
+mod settings_commands;
 mod shell_differential;
 mod terminal;
 mod thinking;
