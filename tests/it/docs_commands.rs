@@ -56,6 +56,10 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     ("bareagent sessions rm ID", "a synopsis"),
     (
+        "bareagent mcp add",
+        "names the command (its forms follow it)",
+    ),
+    (
         "bareagent sessions rm ../../x",
         "shown as refused (tests/it/sessions.rs)",
     ),
@@ -70,6 +74,10 @@ const RUN_AS: &[(&str, &[&str])] = &[
     (
         "bareagent trust [PATH]",
         &["bareagent trust", "bareagent trust ."],
+    ),
+    (
+        "bareagent mcp remove NAME",
+        &["bareagent mcp add demo -- true && bareagent mcp remove demo"],
     ),
 ];
 
