@@ -610,6 +610,37 @@ impl TurnSink for JsonSink {
 mod tests {
     use super::*;
 
+    /// The whole line where it fits; else one figure for the prompt's
+    /// tokens and an unknown cost in two words.
+    #[test]
+    fn the_turn_line_is_said_shorter_where_it_would_wrap() {
+        let usage = Usage {
+            input_tokens: 1_000,
+            output_tokens: 500,
+            cache_creation_input_tokens: 2_000,
+            cache_read_input_tokens: 10_000,
+            ..Usage::default()
+        };
+        let spend = Spend {
+            cost_usd: None,
+            ..Spend::default()
+        }
+        .with_context(&usage, Some(200_000));
+        let whole = turn_line(1, &usage, &spend, None);
+        assert!(
+            whole.starts_with("[1 model call · 1,000 in · 2,000 cache write"),
+            "{whole}"
+        );
+        assert_eq!(
+            turn_line(1, &usage, &spend, Some(whole.chars().count())),
+            whole
+        );
+        assert_eq!(
+            turn_line(1, &usage, &spend, Some(100)),
+            "[1 model call · 13,000 in (12,000 via the cache) · 500 out · cost unknown · context 6.8% of 200k]"
+        );
+    }
+
     #[test]
     fn a_command_shows_its_status_and_last_lines_and_the_hint_whole() {
         let hint = format!(
