@@ -106,7 +106,7 @@ impl Tool for Bash {
                 return Err(ToolError::failed(format!("cannot start bash: {error}")));
             }
         };
-        let ending = wait_showing_output(&mut process, timeout, cx).await;
+        let ending = wait_showing_output(&mut process, timeout, cx.cancel, cx.sink).await;
         let mounted: Vec<String> = view
             .mounts
             .iter()
@@ -143,19 +143,21 @@ impl Tool for Bash {
     }
 }
 
-/// Waits for the command as [`GroupProcess::wait`] does, telling the sink
+/// Waits for the command as [`GroupProcess::wait`] does, telling `sink`
 /// it started and each piece of output as it comes (pieces that come
-/// faster than the sink takes them are joined).
-async fn wait_showing_output(
+/// faster than the sink takes them are joined): what a terminal shows
+/// live of any command the user sees run.
+pub(crate) async fn wait_showing_output(
     process: &mut GroupProcess,
     timeout: Duration,
-    cx: &ToolContext<'_, '_>,
+    cancel: &tokio_util::sync::CancellationToken,
+    sink: &dyn crate::events::EventSink,
 ) -> Ending {
     let output = process.output.clone();
     let mut grown = process.grown();
-    cx.sink.command_output("");
+    sink.command_output("");
     let mut shown = 0;
-    let wait = process.wait(Some(timeout), cx.cancel);
+    let wait = process.wait(Some(timeout), cancel);
     tokio::pin!(wait);
     loop {
         tokio::select! {
@@ -164,7 +166,7 @@ async fn wait_showing_output(
                 let (text, next) = output.locked().since(shown);
                 shown = next;
                 if !text.is_empty() {
-                    cx.sink.command_output(&text);
+                    sink.command_output(&text);
                 }
             }
         }
