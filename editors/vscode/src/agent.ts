@@ -74,17 +74,24 @@ export class Agent implements vscode.Disposable {
     const started = Date.now();
     this.stopping = false;
     // Started here, not by the client, to know its exit code and keep its stderr's end.
+    let ended: Promise<void> = Promise.resolve();
     const server: ServerOptions = async () => {
       this.serverLog.reset();
       const child = spawn(command, [], { env: process.env, stdio: 'pipe' });
-      child.on('error', (error) => {
-        this.down = `${command} could not be started: ${error.message}`;
-        this.log.error(this.down);
-      });
-      child.on('exit', (code, signal) => {
-        if (this.stopping) return;
-        this.down = exitReason(code, signal, this.serverLog.tail());
-        this.log.error(`${command}: ${this.down}`);
+      ended = new Promise((done) => {
+        child.on('error', (error) => {
+          this.down = `${command} could not be started: ${error.message}`;
+          this.log.error(this.down);
+          done();
+        });
+        // 'close': its stderr is read to the end by then.
+        child.on('close', (code, signal) => {
+          if (!this.stopping) {
+            this.down = exitReason(code, signal, this.serverLog.tail());
+            this.log.error(`${command}: ${this.down}`);
+          }
+          done();
+        });
       });
       return child;
     };
@@ -119,7 +126,8 @@ export class Agent implements vscode.Disposable {
     try {
       await client.start();
     } catch (error) {
-      // The exit handler has said why, where the process ran at all.
+      // The process's end says why (its exit code and stderr): wait for it, a little.
+      await Promise.race([ended, new Promise((later) => setTimeout(later, 3000))]);
       if (this.down === 'it has not started yet') this.down = `it did not start: ${error}`;
       this.log.error(`the server did not start (${command}): ${this.down}`);
       void this.showDown(new ServerDown(`the server did not start (${command}): ${this.down}`));

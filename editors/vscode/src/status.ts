@@ -48,9 +48,10 @@ export class StatusItem implements vscode.Disposable {
     this.render();
   }
 
-  /** New session: no tokens spent in it yet. */
+  /** New session: no tokens spent in it yet, and the old one's turn is over. */
   newSession(): void {
     this.tokens = 0;
+    this.running.clear();
     this.render();
   }
 
