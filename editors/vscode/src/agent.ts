@@ -17,6 +17,8 @@ import * as vscode from 'vscode';
 import { spawn } from 'node:child_process';
 import * as readline from 'node:readline';
 import {
+  CloseAction,
+  ErrorAction,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
@@ -95,7 +97,25 @@ export class Agent implements vscode.Disposable {
       });
       return child;
     };
+    // A crash restarts the server, up to 4 times in 3 minutes (as the
+    // client's default does); then, and on a broken pipe, the reason is ours
+    // to give (the exit code and stderr), not the client's "write EPIPE".
+    const restarts: number[] = [];
     const options: LanguageClientOptions = {
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+          handled: true,
+        }),
+        closed: () => {
+          const now = Date.now();
+          restarts.push(now);
+          while (restarts.length > 0 && now - restarts[0] > 3 * 60_000) restarts.shift();
+          if (restarts.length <= 4) return { action: CloseAction.Restart, handled: true };
+          void this.showDown(new ServerDown(`the server stopped 5 times in 3 minutes: ${this.down}`));
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
       stdioOptions: {
         stdout: () => undefined,
         // Each line at its own level (the client's default logs them all as errors).
