@@ -151,9 +151,6 @@ async fn show_dialog(state: Arc<State>, view: PendingView) {
                 };
                 continue;
             }
-            // Answered in the editor's own view, which then withdraws
-            // its dialog with `null`: not a dismissal.
-            _ if !state.approvals.is_pending(view.id) => return,
             Ok(other) => {
                 tracing::info!(
                     ?other,
