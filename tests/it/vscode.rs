@@ -486,30 +486,6 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     assert_eq!(run.fact("opened-from-reply"), "true", "{context}");
     // The view showed each reply: no "done" notification for it.
     assert_eq!(run.fact("done-notifications"), "0", "{context}");
-    // The native question: the question without its diff, every label whole,
-    // and Review opening the diff editor.
-    let toast = run.fact("toast-message");
-    assert!(
-        toast.contains("wants to run edit_file calc.ts") && !toast.contains("--- a/"),
-        "{toast}\n{context}"
-    );
-    let buttons: Vec<serde_json::Value> =
-        serde_json::from_str(run.fact("toast-buttons")).expect("toast-buttons is JSON");
-    let labels: Vec<&str> = buttons.iter().filter_map(|b| b["label"].as_str()).collect();
-    assert_eq!(
-        labels,
-        ["Allow", "Session", "Always", "Reject", "Review"],
-        "{context}"
-    );
-    assert!(
-        buttons.iter().all(|b| b["cut"] == json!(false)),
-        "a label was cut: {buttons:?}\n{context}"
-    );
-    assert!(
-        run.fact("toast-review")
-            .contains("calc.ts: current ↔ proposed"),
-        "{context}"
-    );
     // The session's tokens in the status bar (7 calls of 10 in and 5 out),
     // not the last turn's (1 call).
     assert!(run.fact("status-end").contains("105 tokens"), "{context}");
@@ -632,11 +608,32 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
         ["Fix broken.ts."],
         "{context}"
     );
-    // No bypass: the edit asked, in the view.
+    // No bypass: the edit asked (in a notification, the view hidden).
+    // The native question: the question without its diff, every label whole,
+    // and Review opening the diff editor.
+    let toast = run.fact("fix-question");
     assert!(
-        run.fact("fix-question").contains("edit_file: broken.ts"),
+        toast.contains("wants to run edit_file broken.ts") && !toast.contains("--- a/"),
+        "{toast}\n{context}"
+    );
+    let buttons: Vec<serde_json::Value> =
+        serde_json::from_str(run.fact("toast-buttons")).expect("toast-buttons is JSON");
+    let labels: Vec<&str> = buttons.iter().filter_map(|b| b["label"].as_str()).collect();
+    assert_eq!(
+        labels,
+        ["Allow", "Session", "Always", "Reject", "Review"],
         "{context}"
     );
+    assert!(
+        buttons.iter().all(|b| b["cut"] == json!(false)),
+        "a label was cut: {buttons:?}\n{context}"
+    );
+    assert!(
+        run.fact("toast-review")
+            .contains("broken.ts: current ↔ proposed"),
+        "{context}"
+    );
+
     assert!(run.fact("status").contains("model: anthropic"), "{context}");
     let about = crate::lsp::user_texts(&requests[2].body);
     // (The rewound turn is no longer in the history.)
