@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::diff_view;
 use super::output::print_json_line;
-use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
+use crate::permission::{ActionKind, Approval, Approver, DENIED_BY_USER, Question};
 
 pub enum TerminalApprover {
     /// Prompt on stderr, answer on stdin.
@@ -41,9 +41,10 @@ impl Approver for TerminalApprover {
         let action = question.action;
         match self {
             TerminalApprover::Nobody => Approval::Reject(format!(
-                "Denied: `{}` needs approval ({}) and there is no terminal to ask on. \
-                 (The user can rerun with --permission-mode accept-edits or bypass, or add an allow rule.)",
-                action.tool, question.reason
+                "Denied: `{}` needs approval ({}) and there is no terminal to ask on. (The user can {}.)",
+                action.tool,
+                question.reason,
+                how_to_allow(question)
             )),
             TerminalApprover::Tty => {
                 // What was typed before the question was shown (the next
@@ -90,6 +91,24 @@ impl Approver for TerminalApprover {
                 Approval::Reject(NO_ANSWER.to_string())
             }
         }
+    }
+}
+
+/// What the user could do so that `question` is not asked: accept-edits
+/// only where it would have allowed it — an edit asked only because the
+/// mode asks for edits (never a command, nor an edit a rule or a sensitive
+/// path asks for, which accept-edits asks for too).
+fn how_to_allow(question: &Question<'_>) -> String {
+    // The gate's own reason for an edit in the default mode
+    // (`PermissionGate::default_reason`); checked by the run tests.
+    let mode_asks =
+        question.action.kind == ActionKind::Edit && question.reason == "it changes files";
+    let rule = diff_view::visible_lines(question.rule);
+    match mode_asks {
+        true => {
+            format!("rerun with --permission-mode accept-edits, or add the allow rule `{rule}`")
+        }
+        false => format!("add the allow rule `{rule}`, or rerun with --permission-mode bypass"),
     }
 }
 

@@ -121,7 +121,12 @@ impl TerminalAgent {
 /// The command line's layer of the settings.
 fn command_line(args: &AgentArgs) -> Layer {
     args.reasoning.onto(Layer {
-        provider: args.provider,
+        // `--replay FILE` names its provider: it wins over
+        // BAREAGENT_PROVIDER as an explicit `--provider` would.
+        provider: args.provider.or(args
+            .replay
+            .as_ref()
+            .map(|_| crate::provider::ProviderKind::Replay)),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),
