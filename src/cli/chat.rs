@@ -171,7 +171,12 @@ impl Chat {
                 }
             }
             Slash::Model(Some(name)) => match self.agent.set_model(&name) {
-                Ok(()) => eprintln!("from the next turn on, {}", self.model_line()),
+                Ok(Some(provider)) => eprintln!(
+                    "from the next turn on, {} (provider {}, the history goes with it)",
+                    self.model_line(),
+                    super::terminal_agent::api_name(provider)
+                ),
+                Ok(None) => eprintln!("from the next turn on, {}", self.model_line()),
                 Err(error) => eprintln!("bareagent: the model is unchanged: {error:#}"),
             },
             Slash::Mode(None) => eprintln!(

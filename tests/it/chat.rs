@@ -47,16 +47,18 @@ impl Chat {
         extra: &[&str],
         state: tempfile::TempDir,
     ) -> Chat {
-        let mut command: Command = crate::common::bareagent(dir);
+        let mut command = chat_command(dir, &state);
         command
-            .args(["chat", "--provider", "anthropic", "--base-url"])
+            .args(["--provider", "anthropic", "--base-url"])
             .arg(server.anthropic_base())
             .args(["--model", "claude-sonnet-4-5"])
             .args(extra)
-            .env("ANTHROPIC_API_KEY", TEST_KEY)
-            .env("XDG_STATE_HOME", state.path())
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm");
+            .env("ANTHROPIC_API_KEY", TEST_KEY);
+        Chat::launch(command, state)
+    }
+
+    /// `command` on its own terminal, once the prompt is there.
+    fn launch(command: Command, state: tempfile::TempDir) -> Chat {
         // stdout on the terminal too: the line editor draws there.
         let (master, child, terminal) = on_a_terminal_sized(command, None, 24);
         let mut chat = Chat {
@@ -115,6 +117,18 @@ impl Chat {
         assert!(status.success(), "{status:?}\n{}", self.terminal.text());
         self.state.take().expect("the state directory")
     }
+}
+
+/// `bareagent chat` in `dir`, with `state` as the user's state directory,
+/// no colour, and a plain terminal.
+fn chat_command(dir: &Path, state: &tempfile::TempDir) -> Command {
+    let mut command: Command = crate::common::bareagent(dir);
+    command
+        .arg("chat")
+        .env("XDG_STATE_HOME", state.path())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    command
 }
 
 /// One Anthropic call's usage: 1,000 in, 500 out, 2,000 cache write,
@@ -816,5 +830,72 @@ fn effort_and_thinking_are_set_from_the_chat() {
     assert_ne!(
         first["thinking"], second["thinking"],
         "thinking off: {second}"
+    );
+}
+
+/// `/model gpt-5.5` on Anthropic switches to OpenAI where its key (or a
+/// server of one's own) is in the environment, and back with a Claude
+/// name, the history going along; without one it is refused with the
+/// reason. An OpenAI name never reaches `/v1/messages`.
+#[test]
+fn model_switches_the_provider_its_name_belongs_to() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::text("From Claude.").into(),
+        Reply::text("From GPT.").into(),
+        Reply::text("From Claude again.").into(),
+    ]);
+    // No OpenAI in the environment: refused, still Claude.
+    let state = tempfile::tempdir().unwrap();
+    let mut command = chat_command(dir.path(), &state);
+    command
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
+        .args(["--model", "claude-sonnet-4-5"]);
+    let mut chat = Chat::launch(command, state);
+    let refused = chat.command("/model gpt-5.5", "OPENAI_API_KEY is not set");
+    assert!(
+        refused.contains("gpt-5.5 is a model of the openai API"),
+        "{refused}"
+    );
+    chat.turn("first");
+    chat.quit();
+    let sent = server.requests();
+    assert_eq!(sent[0].path, "/v1/messages");
+    assert_eq!(sent[0].body["model"], "claude-sonnet-4-5");
+
+    // With OpenAI's base URL: switched, and back.
+    let state = tempfile::tempdir().unwrap();
+    let mut command = chat_command(dir.path(), &state);
+    command
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .args(["--model", "claude-sonnet-4-5"]);
+    let mut chat = Chat::launch(command, state);
+    chat.command("/model gpt-5.5", "provider openai");
+    chat.turn("second");
+    chat.command("/model claude-haiku-4-5", "provider anthropic");
+    chat.turn("third");
+    chat.quit();
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3);
+    assert!(
+        sent[1].path.ends_with("/chat/completions"),
+        "{}",
+        sent[1].path
+    );
+    assert_eq!(sent[1].body["model"], "gpt-5.5");
+    assert_eq!(sent[2].path, "/v1/messages");
+    assert_eq!(sent[2].body["model"], "claude-haiku-4-5");
+    let history = conversation(&sent[2].body);
+    assert_eq!(
+        history,
+        [
+            pair("user", "second"),
+            pair("assistant", "From GPT."),
+            pair("user", "third")
+        ]
     );
 }
