@@ -5,9 +5,9 @@
 //! `--continue` / `--resume` / `/resume` names), a turn end recorded after
 //! each turn, the history kept in memory between turns.
 //!
-//! Ctrl-C during a turn cancels it (the history stays valid, the prompt
-//! comes back); a second one soon after quits with 130, whether the turn
-//! has ended by then or not. Otherwise at the prompt Ctrl-C clears the
+//! Ctrl-C or Esc during a turn cancels it (the history stays valid, the
+//! prompt comes back, with what was typed meanwhile); a second Ctrl-C soon
+//! after quits with 130, whether the turn has ended by then or not. Otherwise at the prompt Ctrl-C clears the
 //! line; Ctrl-D on an empty line (or `/exit`) ends the chat.
 //! The slash commands are `slash.rs`'s; what each does is here.
 
@@ -70,7 +70,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let cooked = rustix::termios::tcgetattr(std::io::stdin()).ok();
     let mut editor = LineEditor::start(history_path());
     loop {
-        let read = editor.read();
+        let read = editor.read(chat.agent.take_typed_ahead());
         tokio::pin!(read);
         let read = loop {
             tokio::select! {
@@ -418,6 +418,7 @@ impl Interrupts {
                     if cancel.is_cancelled() {
                         // Clears the spinner: exit does not wait for its thread to.
                         sink.failed("interrupted");
+                        super::turn_keys::restore_terminal();
                         std::process::exit(130);
                     }
                     sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");

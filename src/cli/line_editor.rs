@@ -3,9 +3,11 @@
 //! time.
 //!
 //! The terminal is in raw mode only while a line is being read. Between
-//! two reads — a turn, its approvals — it is as the shell left it, so a
-//! Ctrl-C is a SIGINT (which cancels the turn) and the approver reads a
-//! plain line. Nothing here is started unless `bareagent chat` runs.
+//! two reads — a turn, its approvals — `turn_keys` has it out of canonical
+//! mode with signals on, so a Ctrl-C is a SIGINT (which cancels the turn),
+//! a lone Esc is read as a key, and the approver reads single keys. What
+//! was typed during the turn starts the next line. Nothing here is started
+//! unless `bareagent chat` runs.
 //!
 //! Multi-line input: a line ending in `\`, or one that leaves a ```
 //! block open, goes on on the next line (as Alt-Enter and Shift-Enter
@@ -21,7 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use reedline::{
-    FileBackedHistory, Prompt, PromptEditMode, PromptHistorySearch, Reedline, Signal,
+    EditCommand, FileBackedHistory, Prompt, PromptEditMode, PromptHistorySearch, Reedline, Signal,
     ValidationResult, Validator,
 };
 
@@ -41,7 +43,8 @@ pub enum Read {
 
 /// The prompt's thread, waiting to be asked for a line.
 pub struct LineEditor {
-    ask: std::sync::mpsc::Sender<()>,
+    /// Asks for a line, starting with this text (typed during the turn).
+    ask: std::sync::mpsc::Sender<String>,
     lines: tokio::sync::mpsc::UnboundedReceiver<io::Result<Read>>,
 }
 
@@ -49,12 +52,15 @@ impl LineEditor {
     /// Starts the thread, with the history at `history` (`None`: kept in
     /// memory only).
     pub fn start(history: Option<PathBuf>) -> LineEditor {
-        let (ask, asked) = std::sync::mpsc::channel::<()>();
+        let (ask, asked) = std::sync::mpsc::channel::<String>();
         let (answer, lines) = tokio::sync::mpsc::unbounded_channel();
         std::thread::spawn(move || {
             let mut editor = editor(history.as_deref());
             // Until the chat drops its end.
-            while asked.recv().is_ok() {
+            while let Ok(typed) = asked.recv() {
+                if !typed.is_empty() {
+                    editor.run_edit_commands(&[EditCommand::InsertString(typed)]);
+                }
                 let read = editor.read_line(&ChatPrompt).map(|signal| match signal {
                     Signal::Success(buffer) => Read::Line(joined(&buffer)),
                     Signal::CtrlD => Read::End,
@@ -70,10 +76,11 @@ impl LineEditor {
         LineEditor { ask, lines }
     }
 
-    /// The next thing the user types.
-    pub async fn read(&mut self) -> io::Result<Read> {
+    /// The next thing the user types, after `typed` (what they typed
+    /// during the turn, put back at the prompt).
+    pub async fn read(&mut self, typed: String) -> io::Result<Read> {
         let gone = || io::Error::other("the prompt's thread ended");
-        self.ask.send(()).map_err(|_| gone())?;
+        self.ask.send(typed).map_err(|_| gone())?;
         self.lines.recv().await.ok_or_else(gone)?
     }
 }

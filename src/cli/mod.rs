@@ -13,6 +13,7 @@ mod session_spend;
 mod sessions;
 mod slash;
 mod terminal_agent;
+mod turn_keys;
 
 use std::path::PathBuf;
 

@@ -92,6 +92,7 @@ async fn cancel_on_ctrl_c(cancel: CancellationToken, sink: Arc<dyn TurnSink>) {
     if tokio::signal::ctrl_c().await.is_ok() {
         // Clears the spinner: exit does not wait for its thread to.
         sink.failed("interrupted");
+        super::turn_keys::restore_terminal();
         std::process::exit(130);
     }
 }

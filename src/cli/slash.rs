@@ -195,8 +195,10 @@ pub fn help() -> String {
          Enter sends; a line ending in \\ goes on on the next line, and so does an open ``` block.\n  \
          // at the start sends a prompt that starts with /.\n  \
          Up and Down go through earlier prompts (kept in $XDG_STATE_HOME/bareagent/chat_history).\n  \
-         Ctrl-C clears the line; during a turn it cancels the turn, and a second one\n  \
-         within 2 seconds quits.\n  \
+         Ctrl-C clears the line; during a turn it (or Esc) cancels the turn, and a\n  \
+         second Ctrl-C within 2 seconds quits. What you type during a turn waits at the next prompt.\n  \
+         Approvals: y once, s this session, a always, n or Enter no, t no and tell the agent why,\n  \
+         v the whole diff in $PAGER (default less -R).\n  \
          Ctrl-D on an empty line ends the chat.\n",
     );
     text

@@ -15,12 +15,14 @@ use tokio_util::sync::CancellationToken;
 use super::AgentArgs;
 use super::approve::TerminalApprover;
 use super::output::{JsonSink, TerminalSink, TurnSink};
+use super::turn_keys::TurnKeys;
 use crate::agent::Message;
 use crate::config::Config;
 use crate::events::EventSink;
 use crate::permission::PermissionMode;
 use crate::provider::{ProviderChoice, ProviderKind};
 use crate::session::{Layer, Layers, Session, Surface, TurnEnd, TurnIo};
+use crate::sync::Locked;
 use crate::workspace::{DiskWorkspace, Workspace};
 
 pub struct TerminalAgent {
@@ -29,6 +31,8 @@ pub struct TerminalAgent {
     pub workspace: DiskWorkspace,
     pub sink: Arc<dyn TurnSink>,
     pub session: Session,
+    /// Typed while the last turn ran (see `turn_keys`).
+    typed_ahead: std::sync::Mutex<String>,
 }
 
 impl TerminalAgent {
@@ -78,6 +82,7 @@ impl TerminalAgent {
             workspace,
             sink,
             session,
+            typed_ahead: Default::default(),
         })
     }
 
@@ -88,7 +93,14 @@ impl TerminalAgent {
         sink: &dyn EventSink,
         cancel: CancellationToken,
     ) -> TurnEnd {
-        let approver = TerminalApprover::for_run(self.json, std::io::stdin().is_terminal());
+        let terminal = std::io::stdin().is_terminal();
+        // The keyboard is the turn's: Esc cancels it, approvals take keys.
+        let keys = match (self.json, terminal) {
+            (false, true) => TurnKeys::start(cancel.clone(), self.sink.clone()),
+            _ => None,
+        };
+        let approver =
+            TerminalApprover::for_run(self.json, terminal, keys.as_ref().map(TurnKeys::keys));
         let io = TurnIo {
             workspace: &self.workspace,
             approver: Box::new(approver),
@@ -97,7 +109,16 @@ impl TerminalAgent {
             near: Vec::new(),
             code: None,
         };
-        self.session.run_turn(Message::user_text(prompt), io).await
+        let end = self.session.run_turn(Message::user_text(prompt), io).await;
+        if let Some(keys) = keys {
+            *self.typed_ahead.locked() = keys.finish();
+        }
+        end
+    }
+
+    /// What was typed during the last turn, for the next prompt.
+    pub fn take_typed_ahead(&self) -> String {
+        std::mem::take(&mut *self.typed_ahead.locked())
     }
 
     /// Asks `name` from the next turn on: its provider, price, context

@@ -105,6 +105,13 @@ impl Chat {
         shown + &self.expect("› ")
     }
 
+    /// [`Chat::quit`], once sure no Esc was echoed (as `^[`).
+    fn quit_having_echoed_no_esc(self) {
+        let screen = self.terminal.text();
+        assert!(!screen.contains("^["), "{screen}");
+        self.quit();
+    }
+
     fn key(&mut self, bytes: &[u8]) {
         self.master.write_all(bytes).unwrap();
     }
@@ -622,9 +629,8 @@ fn typing_ahead_answers_no_question() {
     let mut chat = Chat::start(dir.path(), &server, &[]);
     chat.send("write new.txt");
     chat.expect("waiting for the model");
-    // Typed ahead: echoed by the terminal, waiting in its input queue.
+    // Typed ahead: read during the turn, dropped when the question shows.
     chat.send("y");
-    chat.expect("y");
     hold.release();
     chat.expect("Allow write_file new.txt");
     chat.expect("[N] no: ");
@@ -898,4 +904,105 @@ fn model_switches_the_provider_its_name_belongs_to() {
             pair("user", "third")
         ]
     );
+}
+
+/// Esc during a turn cancels it as Ctrl-C does: the running command is
+/// killed, the history stays valid and the next turn goes on from it;
+/// nothing is echoed; what was typed during the turn is at the next
+/// prompt, to send with Enter.
+#[test]
+fn esc_cancels_the_turn_and_what_was_typed_meanwhile_is_the_next_prompt() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "sleep 30"})).into(),
+        Reply::text("Going on.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
+    chat.send("wait a while");
+    chat.expect("→ bash sleep 30");
+    chat.key(b"never mind");
+    chat.key(b"\x1b");
+    chat.expect("cancelling (Esc)");
+    chat.expect("cancelled; the history is kept");
+    chat.expect("› never mind");
+    chat.key(b"\r");
+    chat.expect("Going on.");
+    chat.expect("› ");
+    chat.quit_having_echoed_no_esc();
+    let requests = server.requests();
+    let sent = sent_tool_results(&requests[1].body);
+    assert!(
+        sent[0].1 && sent[0].0.contains("Cancelled by user"),
+        "{sent:?}"
+    );
+    let last = conversation(&requests[1].body);
+    assert_eq!(last.last(), Some(&pair("user", "never mind")), "{last:?}");
+}
+
+/// A chat whose commands' pager is `pager` (a shell command line).
+fn chat_with_pager(dir: &Path, server: &ModelServer, pager: &str) -> Chat {
+    let state = tempfile::tempdir().unwrap();
+    let mut command = chat_command(dir, &state);
+    command
+        .env("PAGER", pager)
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
+        .args(["--model", "claude-sonnet-4-5"]);
+    Chat::launch(command, state)
+}
+
+/// An approval is one key: `v` shows the whole diff in the pager and asks
+/// again, `t` is no with a line that reaches the model with the refusal,
+/// `y` is yes; Esc at a question cancels the turn, echoing nothing.
+#[test]
+fn approvals_are_single_keys_with_the_pager_and_a_reason_for_no() {
+    let long: String = (1..=60).map(|n| format!("line {n}\n")).collect();
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("write_file", json!({"path": "long.txt", "content": long})).into(),
+        Reply::tool("bash", json!({"command": "rm -rf build"})).into(),
+        Reply::text("Understood.").into(),
+        Reply::tool("write_file", json!({"path": "other.txt", "content": "x\n"})).into(),
+    ]);
+    let paged = dir.path().join("paged.txt");
+    let pager = format!("cat > '{}'", paged.display());
+    let mut chat = chat_with_pager(dir.path(), &server, &pager);
+    chat.send("write long.txt");
+    chat.expect("[v] the whole diff");
+    chat.expect("[N] no: ");
+    chat.key(b"v");
+    // Asked again once the pager ends, with the whole diff paged.
+    chat.expect("[N] no: ");
+    let whole = std::fs::read_to_string(&paged).unwrap();
+    assert!(
+        whole.contains("+line 1\n") && whole.contains("+line 60\n"),
+        "{whole}"
+    );
+    chat.key(b"y");
+    chat.expect("yes");
+    chat.expect("Allow bash rm -rf build");
+    chat.expect("[N] no: ");
+    chat.key(b"t");
+    chat.expect("tell the agent why");
+    chat.key(b"use cargo cleam");
+    chat.key(b"\x7fn\r");
+    chat.expect("Understood.");
+    chat.expect("› ");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("long.txt")).unwrap(),
+        long
+    );
+    let sent = sent_tool_results(&server.requests()[2].body);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(sent[1].1, "{sent:?}");
+    assert!(sent[1].0.contains("Denied by user"), "{sent:?}");
+    assert!(sent[1].0.contains("use cargo clean"), "{sent:?}");
+
+    chat.send("write other.txt");
+    chat.expect("[N] no: ");
+    chat.key(b"\x1b");
+    chat.expect("cancelled; the history is kept");
+    chat.expect("› ");
+    chat.quit_having_echoed_no_esc();
+    assert!(!dir.path().join("other.txt").exists());
 }
