@@ -7,6 +7,7 @@ mod chat;
 mod diff_view;
 mod line_editor;
 mod mcp;
+mod mentions;
 mod output;
 mod run;
 mod session_spend;

@@ -35,6 +35,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .session
         .start_conversation(Some(Arc::new(file)), messages);
     sink.started();
+    let prompt = crate::agent::Message::user_text(prompt);
     let end = agent.turn(prompt, sink.as_event_sink(), cancel).await;
     agent.session.close().await;
     match end.result {

@@ -89,7 +89,7 @@ impl TerminalAgent {
     /// One turn on `prompt`, its events to `sink`, cancelled by `cancel`.
     pub async fn turn(
         &self,
-        prompt: String,
+        prompt: Message,
         sink: &dyn EventSink,
         cancel: CancellationToken,
     ) -> TurnEnd {
@@ -109,11 +109,17 @@ impl TerminalAgent {
             near: Vec::new(),
             code: None,
         };
-        let end = self.session.run_turn(Message::user_text(prompt), io).await;
+        let end = self.session.run_turn(prompt, io).await;
         if let Some(keys) = keys {
             *self.typed_ahead.locked() = keys.finish();
         }
         end
+    }
+
+    /// Puts `text` at the next prompt, before what was typed meanwhile.
+    pub fn type_ahead(&self, text: String) {
+        let mut typed = self.typed_ahead.locked();
+        typed.insert_str(0, &text);
     }
 
     /// What was typed during the last turn, for the next prompt.

@@ -1006,3 +1006,146 @@ fn approvals_are_single_keys_with_the_pager_and_a_reason_for_no() {
     chat.quit_having_echoed_no_esc();
     assert!(!dir.path().join("other.txt").exists());
 }
+
+impl Chat {
+    /// Pastes `text` as a terminal does: wrapped in the bracketed-paste
+    /// marks if the program asked for them (`ESC [?2004h`), else as typed.
+    fn paste(&mut self, text: &str) {
+        if self.terminal.text().contains("\x1b[?2004h") {
+            self.key(format!("\x1b[200~{text}\x1b[201~").as_bytes());
+        } else {
+            self.key(text.as_bytes());
+        }
+    }
+}
+
+/// The blocks of the last user message of a request.
+fn last_user_blocks(body: &Value) -> Vec<Value> {
+    let messages = body["messages"].as_array().expect("messages");
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .expect("a user message");
+    last["content"].as_array().cloned().unwrap_or_default()
+}
+
+/// A paste is one prompt, however many lines it has; a long one shows
+/// folded in the line and is sent whole; an image's path in it is sent
+/// as the image.
+#[test]
+fn a_paste_is_one_prompt_folded_when_long_and_an_image_path_is_the_image() {
+    let png: &[u8] = b"\x89PNG\r\n\x1a\nnot really an image";
+    let dir = workspace(&[]);
+    std::fs::write(dir.path().join("shot.png"), png).unwrap();
+    let server = ModelServer::start(vec![
+        Reply::text("One.").into(),
+        Reply::text("Two.").into(),
+        Reply::text("Three.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.paste("Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: nme");
+    chat.key(b"\r");
+    chat.expect("One.");
+    chat.expect("› ");
+
+    let long: Vec<String> = (1..=42).map(|n| format!("log line {n}")).collect();
+    chat.paste(&long.join("\n"));
+    chat.expect("[pasted 42 lines]");
+    chat.key(b" what failed?\r");
+    chat.expect("Two.");
+    chat.expect("› ");
+
+    chat.paste("what is in shot.png");
+    chat.key(b"?\r");
+    chat.expect("Three.");
+    chat.expect("› ");
+    chat.quit();
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(
+        last_user_blocks(&sent[0].body)[0]["text"],
+        "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: nme"
+    );
+    let folded = last_user_blocks(&sent[1].body)[0]["text"].clone();
+    assert_eq!(folded, format!("{} what failed?", long.join("\n")));
+    let blocks = last_user_blocks(&sent[2].body);
+    assert_eq!(blocks[0]["text"], "what is in shot.png?");
+    use base64::Engine;
+    assert_eq!(blocks[1]["type"], "image", "{blocks:?}");
+    assert_eq!(blocks[1]["source"]["media_type"], "image/png");
+    assert_eq!(
+        blocks[1]["source"]["data"],
+        base64::engine::general_purpose::STANDARD.encode(png)
+    );
+}
+
+/// Tab completes `@` mentions from the workspace's files, not the ignored
+/// ones; a mentioned file's text goes with the prompt; a file a deny rule
+/// covers is refused with the rule, nothing sent, the line given back.
+#[test]
+fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
+    let dir = workspace(&[
+        ("src/lib.rs", "pub fn answer() -> u32 { 42 }\n"),
+        (".gitignore", "ignored/\n"),
+        ("ignored/notes.txt", "not offered\n"),
+        ("secret.txt", "hunter2\n"),
+    ]);
+    crate::common::user_config(dir.path(), "[permissions]\ndeny = [\"read(secret.txt)\"]\n");
+    let server = ModelServer::start(vec![Reply::text("It returns 42.").into()]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.key(b"what is @secret.txt");
+    chat.key(b"\r");
+    chat.expect("secret.txt is not attached: Denied by the permission rule");
+    chat.expect("nothing was sent");
+    chat.expect("› what is @secret.txt");
+    // The line back, cleared (Ctrl-U) for the next prompt.
+    chat.key(b"\x15");
+    chat.key(b"explain @ign\t @src/li\t");
+    chat.expect("@src/lib.rs");
+    chat.key(b"\r");
+    chat.expect("It returns 42.");
+    chat.expect("› ");
+    chat.quit();
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1, "the denied prompt was not sent");
+    let blocks = last_user_blocks(&sent[0].body);
+    assert_eq!(
+        blocks[0]["text"].as_str().map(str::trim),
+        Some("explain @ign @src/lib.rs")
+    );
+    let attached = blocks[1]["text"].as_str().unwrap_or_default();
+    assert!(attached.contains("<file path=\"src/lib.rs\""), "{attached}");
+    assert!(
+        attached.contains("pub fn answer() -> u32 { 42 }"),
+        "{attached}"
+    );
+    assert!(!format!("{:?}", sent[0].body).contains("hunter2"));
+}
+
+/// `!command` runs in the sandbox, shows its output, and puts it in the
+/// history: the next request carries it.
+#[test]
+fn a_bang_command_runs_and_the_model_reads_its_output_next() {
+    let dir = workspace(&[("a.txt", "from the file\n")]);
+    let server = ModelServer::start(vec![Reply::text("It printed the file.").into()]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.send("!cat a.txt; echo done-$((40 + 2))");
+    chat.expect("done-42");
+    chat.expect("(exit code 0)");
+    chat.expect("› ");
+    chat.turn("what did it print?");
+    chat.quit();
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1, "the command asks no model");
+    let history = conversation(&sent[0].body);
+    let all: String = history.iter().map(|(_, text)| text.as_str()).collect();
+    assert!(
+        all.contains("I ran `cat a.txt; echo done-$((40 + 2))` myself (exit code 0)"),
+        "{history:?}"
+    );
+    assert!(all.contains("from the file\ndone-42"), "{history:?}");
+    assert!(all.contains("what did it print?"), "{history:?}");
+}
