@@ -149,10 +149,7 @@ async fn ask_by_key(keys: &Keys, question: &Question<'_>) -> Approval {
             Some(b't') => {
                 eprint!("no; tell the agent why (Enter sends): ");
                 let why = read_reason(&mut borrowed).await;
-                return Approval::Reject(match why.trim() {
-                    "" => DENIED_BY_USER.to_string(),
-                    why => format!("{DENIED_BY_USER}, who says: {why}"),
-                });
+                return Approval::Reject(refusal(&why));
             }
             Some(b'v') if question.diff().is_some() => {
                 let diff = question.diff().unwrap_or_default().to_string();
@@ -171,6 +168,14 @@ async fn ask_by_key(keys: &Keys, question: &Question<'_>) -> Approval {
         };
         eprintln!("{said}");
         return approval;
+    }
+}
+
+/// The user's no, with what they want the agent to know, if anything.
+fn refusal(why: &str) -> String {
+    match why.trim() {
+        "" => DENIED_BY_USER.to_string(),
+        why => format!("{DENIED_BY_USER}, who says: {why}"),
     }
 }
 
@@ -349,7 +354,12 @@ fn parse_json_answer(line: &str, id: u64) -> Result<Approval, String> {
         Some("allow") => Ok(Approval::AllowOnce),
         Some("allow_session") => Ok(Approval::AllowForSession),
         Some("allow_always") => Ok(Approval::AllowAlways),
-        Some("reject") => Ok(Approval::Reject(DENIED_BY_USER.to_string())),
+        Some("reject") => Ok(Approval::Reject(refusal(
+            value
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ))),
         Some(other) => Err(format!("unknown decision \"{other}\"")),
         None => Err("the answer has no \"decision\"".into()),
     }
@@ -382,6 +392,12 @@ mod tests {
                 Ok(Approval::AllowAlways),
             ),
             (r#"{"id": 3, "decision": "reject"}"#, Ok(no)),
+            (
+                r#"{"id": 3, "decision": "reject", "reason": "use rg"}"#,
+                Ok(Approval::Reject(format!(
+                    "{DENIED_BY_USER}, who says: use rg"
+                ))),
+            ),
             (r#"{"id": 4, "decision": "allow"}"#, Err("for approval 4")),
             (
                 r#"{"id": "3", "decision": "allow"}"#,
