@@ -180,6 +180,11 @@ pub enum ConfigError {
     },
     #[error("cannot find the user's config directory: set HOME or XDG_CONFIG_HOME")]
     NoUserConfigDir,
+    #[error(
+        "{}: an MCP server named `{name}` is already there; remove it first (`bareagent mcp remove {name}`)",
+        path.display()
+    )]
+    McpServerExists { path: PathBuf, name: String },
 }
 
 impl Config {
@@ -654,6 +659,109 @@ fn record_trust(path: &Path, root: &Path) -> Result<(), ConfigError> {
     })
 }
 
+/// `bareagent trust --remove`: the project's settings may again only
+/// restrict. Its other entries (rules the user allowed) stay. Returns the
+/// user's config and whether the project was trusted.
+pub fn untrust_project(root: &Path) -> Result<(PathBuf, bool), ConfigError> {
+    let path = user_config_path().ok_or(ConfigError::NoUserConfigDir)?;
+    let was = forget_trust(&path, root)?;
+    Ok((path, was))
+}
+
+fn forget_trust(path: &Path, root: &Path) -> Result<bool, ConfigError> {
+    // A project that is gone is still forgotten, by the name it was given.
+    let root = root
+        .canonicalize()
+        .or_else(|_| std::path::absolute(root))
+        .map_err(|source| ConfigError::Resolve {
+            path: root.to_path_buf(),
+            source,
+        })?;
+    let key = root.to_string_lossy();
+    let mut was = false;
+    edit_config(path, |document| {
+        let Some(projects) = document
+            .get_mut("projects")
+            .and_then(|p| p.as_table_like_mut())
+        else {
+            return Ok(());
+        };
+        let Some(entry) = projects.get_mut(&key).and_then(|e| e.as_table_like_mut()) else {
+            return Ok(());
+        };
+        was = entry
+            .remove("trusted")
+            .is_some_and(|t| t.as_bool() == Some(true));
+        if entry.is_empty() {
+            projects.remove(&key);
+        }
+        Ok(())
+    })?;
+    Ok(was)
+}
+
+/// `bareagent mcp add`: `[mcp.servers.NAME]` in a settings file, the rest
+/// of it kept as written; a name already there is refused, never replaced.
+pub fn add_mcp_server(
+    path: &Path,
+    name: &str,
+    server: toml_edit::Table,
+) -> Result<(), ConfigError> {
+    edit_config(path, |document| {
+        let servers =
+            table_at(document, &["mcp", "servers"]).map_err(|key| ConfigError::NotATable {
+                path: path.to_path_buf(),
+                key,
+            })?;
+        if servers.contains_key(name) {
+            return Err(ConfigError::McpServerExists {
+                path: path.to_path_buf(),
+                name: name.to_string(),
+            });
+        }
+        servers.insert(name, toml_edit::Item::Table(server));
+        Ok(())
+    })
+}
+
+/// Whether a settings file names an MCP server (a missing file does not).
+pub fn names_mcp_server(path: &Path, name: &str) -> Result<bool, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let document: toml_edit::DocumentMut =
+                text.parse().map_err(|source| ConfigError::NotToml {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            Ok(document
+                .get("mcp")
+                .and_then(|m| m.get("servers"))
+                .and_then(|s| s.get(name))
+                .is_some())
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// `bareagent mcp remove`: `[mcp.servers.NAME]` out of a settings file,
+/// the rest of it kept as written.
+pub fn remove_mcp_server(path: &Path, name: &str) -> Result<(), ConfigError> {
+    edit_config(path, |document| {
+        if let Some(servers) = document
+            .get_mut("mcp")
+            .and_then(|m| m.get_mut("servers"))
+            .and_then(|s| s.as_table_like_mut())
+        {
+            servers.remove(name);
+        }
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -833,6 +941,18 @@ mod tests {
         let config = Config::load_file(&path).unwrap();
         assert!(config.trusts(root.path()));
         assert!(!config.trusts(home.path()));
+
+        // Forgotten again, the rest of the file as it was.
+        assert!(forget_trust(&path, root.path()).unwrap());
+        assert!(!Config::load_file(&path).unwrap().trusts(root.path()));
+        assert!(
+            !forget_trust(&path, root.path()).unwrap(),
+            "not trusted now"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# my settings\nmodel = \"m\" # pinned\n"
+        );
     }
 
     #[test]

@@ -197,14 +197,18 @@ impl EditorDiagnostics {
     }
 
     /// The diagnostics a code-action request carries for lines
-    /// `first..=last`: they replace what was known on those lines.
+    /// `first..=last`: they replace what was known on those lines. Not a
+    /// report an edit waits for: an editor asks for code actions at its
+    /// cursor as soon as a buffer changes (VS Code does, with the file
+    /// shown), before its language server has checked the change, and
+    /// only about the cursor's lines.
     pub fn replace_lines(&self, path: PathBuf, first: u32, last: u32, items: Vec<Diagnostic>) {
-        self.update(path, |reported| {
-            reported
-                .items
-                .retain(|d| d.end_line < first || d.line > last);
-            reported.items.extend(items);
-        });
+        let mut files = self.files();
+        let reported = files.entry(path).or_default();
+        reported
+            .items
+            .retain(|d| d.end_line < first || d.line > last);
+        reported.items.extend(items);
     }
 
     /// No report will follow the last change of `path` (the server that

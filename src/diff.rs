@@ -51,6 +51,21 @@ pub fn unified(path: &str, before: Before<'_>, after: &str) -> String {
     text
 }
 
+/// Lines added and removed going from `before` to `after`, as their
+/// unified diff counts them (`+` and `-` lines): what an edit's summary
+/// says, so the question and the diff shown under it agree.
+pub fn line_counts(before: &str, after: &str) -> (usize, usize) {
+    let diff = TextDiff::configure()
+        .timeout(TIME_LIMIT)
+        .diff_lines(before, after);
+    diff.iter_all_changes()
+        .fold((0, 0), |(added, removed), change| match change.tag() {
+            similar::ChangeTag::Insert => (added + 1, removed),
+            similar::ChangeTag::Delete => (added, removed + 1),
+            similar::ChangeTag::Equal => (added, removed),
+        })
+}
+
 /// The first `max` lines of `diff`, and how many lines follow them.
 pub fn head(diff: &str, max: usize) -> (&str, usize) {
     let mut end = 0;
@@ -74,6 +89,24 @@ pub fn more_lines(count: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counts are the diff's: unchanged lines in the replaced text are
+    /// context, not a removal and an addition (`+4 -1` before, `+3 -0` in the diff).
+    #[test]
+    fn line_counts_are_those_of_the_unified_diff() {
+        let before = "def test_add():\n";
+        let after = "def test_add():\n    assert add(1, 2) == 3\n\ndef test_sub():\n";
+        assert_eq!(line_counts(before, after), (3, 0));
+        let diff = unified("t.py", Before::Text(before), after);
+        let plus = diff
+            .lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"));
+        let minus = diff
+            .lines()
+            .filter(|l| l.starts_with('-') && !l.starts_with("---"));
+        assert_eq!((plus.count(), minus.count()), (3, 0));
+        assert_eq!(line_counts("'hi '", "'Hello, '"), (1, 1));
+    }
 
     #[test]
     fn a_change_in_the_middle_has_three_lines_of_context() {

@@ -50,14 +50,12 @@ fn main() -> ExitCode {
             let clean = runtime.block_on(bareagent::acp::serve(args));
             ended(runtime, clean)
         }
-        Some(Command::Trust { path }) => {
-            exit_code(bareagent::cli::trust(path).map(|()| ExitCode::SUCCESS))
+        Some(Command::Trust { path, remove }) => {
+            exit_code(bareagent::cli::trust(path, remove).map(|()| ExitCode::SUCCESS))
         }
-        Some(Command::Mcp {
-            action: bareagent::cli::McpAction::List { json },
-        }) => exit_code(
+        Some(Command::Mcp { action }) => exit_code(
             runtime
-                .block_on(bareagent::cli::mcp_list(json))
+                .block_on(bareagent::cli::mcp(action))
                 .map(|()| ExitCode::SUCCESS),
         ),
         Some(Command::Sessions { action }) => {

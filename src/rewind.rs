@@ -36,9 +36,9 @@ pub struct Rewound {
     pub refused: Vec<Refused>,
     /// The history without the turn: what the model is sent next.
     pub messages: Vec<Message>,
-    /// The turn's messages could not be dropped exactly (a compaction
-    /// rewrote them): the history says that the turn was undone instead.
-    pub noted: bool,
+    /// A compaction came after the turn began: the history is the one it
+    /// replaced, cut before the turn, so that compaction is undone too.
+    pub uncompacted: bool,
 }
 
 impl Rewound {
@@ -59,8 +59,10 @@ impl Rewound {
                 .collect();
             line.push_str(&format!("; left as they are: {}", refused.join(", ")));
         }
-        if self.noted {
-            line.push_str("; the history was compacted during it, so it is kept with a note that it was undone");
+        if self.uncompacted {
+            line.push_str(
+                "; the history is as it was before the turn, so the compaction since is undone too",
+            );
         }
         line
     }
@@ -121,11 +123,9 @@ pub async fn rewind(
     }
     refused.extend(failed);
 
-    let (mut messages, noted) = match turn.history_before {
-        Some(messages) => (messages, false),
-        None => (loaded.messages.clone(), true),
-    };
-    if let Some(note) = note_for_the_model(noted, &restored, &refused) {
+    let uncompacted = turn.before_a_compaction;
+    let mut messages = turn.history_before;
+    if let Some(note) = note_for_the_model(&refused) {
         push_user_blocks(&mut messages, vec![ContentBlock::Text { text: note }]);
     }
     let record = RewindRecord {
@@ -138,37 +138,21 @@ pub async fn rewind(
         restored,
         refused,
         messages: record.messages,
-        noted,
+        uncompacted,
     })
 }
 
-/// What the model is told when the history cannot simply lose the turn:
-/// the turn was compacted into what it keeps, or files still hold its edits.
-fn note_for_the_model(noted: bool, restored: &[String], refused: &[Refused]) -> Option<String> {
-    let mut lines = Vec::new();
-    if noted {
-        lines.push(format!(
-            "The user rewound the turn above: its edits to files were undone ({}).",
-            if restored.is_empty() {
-                "no file was restored".to_string()
-            } else {
-                format!("restored: {}", restored.join(", "))
-            }
-        ));
+/// What the model is told when the disk cannot lose the turn: files still
+/// hold its edits.
+fn note_for_the_model(refused: &[Refused]) -> Option<String> {
+    if refused.is_empty() {
+        return None;
     }
-    if !refused.is_empty() {
-        let left: Vec<&str> = refused.iter().map(|r| r.path.as_str()).collect();
-        lines.push(format!(
-            "The user rewound your last turn, but these files still hold its edits (they changed since, so they were left as they are): {}.",
-            left.join(", ")
-        ));
-    }
-    (!lines.is_empty()).then(|| {
-        format!(
-            "<system-reminder>{} Read files again before relying on what you remember of them.</system-reminder>",
-            lines.join(" ")
-        )
-    })
+    let left: Vec<&str> = refused.iter().map(|r| r.path.as_str()).collect();
+    Some(format!(
+        "<system-reminder>The user rewound your last turn, but these files still hold its edits (they changed since, so they were left as they are): {}. Read files again before relying on what you remember of them.</system-reminder>",
+        left.join(", ")
+    ))
 }
 
 /// One file's change over a turn: what it held before the turn's first

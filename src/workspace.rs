@@ -13,9 +13,11 @@
 //! followed.
 
 mod beneath;
+mod encoding;
 mod look;
 mod view;
 
+pub use encoding::Legacy;
 pub use look::{Look, Touch};
 
 pub use view::{CommandView, CommandViews, MountedCopy, PinnedMount, namespaces_available};
@@ -52,6 +54,21 @@ pub enum WorkspaceError {
     #[error("`{0}` is a binary file, not text")]
     Binary(String),
     #[error(
+        "`{path}` is {encoding} text that does not decode cleanly, so it is not edited: writing it back would lose the bytes that did not decode (the file is unchanged)"
+    )]
+    NotExactlyDecoded {
+        path: String,
+        encoding: &'static str,
+    },
+    #[error(
+        "`{path}` is {encoding} text, which cannot hold {chars}; the file is unchanged (write those characters as an escape the file's language allows, or leave them out)"
+    )]
+    Unencodable {
+        path: String,
+        encoding: &'static str,
+        chars: String,
+    },
+    #[error(
         "`{path}` has {links} hard links (the same file under other names, perhaps outside the workspace): writing it in place would change them all; refused (copy it to a file of its own first, e.g. `cp --remove-destination`)"
     )]
     HardLinked { path: String, links: u64 },
@@ -62,6 +79,14 @@ pub enum WorkspaceError {
     #[error("`{path}`: {message}")]
     Io { path: String, message: String },
 }
+
+/// The folder bareagent keeps its own files in, in a workspace.
+pub const OWN_DIR: &str = ".bareagent";
+
+const OWN_GITIGNORE: &str = "# bareagent's own files (chat, sessions, review diffs) stay out of git;\n\
+# config.toml holds the project's settings: commit that one.\n\
+*\n\
+!config.toml\n";
 
 /// The largest file the agent reads or writes whole: 10 MiB. Above any
 /// hand-written source file and most generated ones (lockfiles, bundles),
@@ -270,6 +295,61 @@ impl PathResolver {
         beneath::write_atomically(self.fd.as_fd(), relative, bytes).map_err(|e| io_error(&shown, e))
     }
 
+    /// `text` in the encoding the file has on disk now (UTF-8 when it is
+    /// UTF-8, binary, missing or unreadable), or why it cannot be.
+    pub fn encode_as_on_disk<'t>(
+        &self,
+        path: &Path,
+        text: &'t str,
+    ) -> Result<std::borrow::Cow<'t, [u8]>, WorkspaceError> {
+        let mut bytes = Vec::new();
+        let read = self
+            .open_file(path)
+            .ok()
+            .and_then(|file| file.take(MAX_TEXT_BYTES).read_to_end(&mut bytes).ok());
+        let on_disk = match read {
+            Some(_) => encoding::decode(bytes).and_then(|(_, legacy)| legacy),
+            None => None,
+        };
+        encoding::encode(text, on_disk).map_err(|why| {
+            let (path, encoding) = (self.display(path), on_disk.map_or("UTF-8", |l| l.name()));
+            match why {
+                encoding::Unwritable::Inexact => {
+                    WorkspaceError::NotExactlyDecoded { path, encoding }
+                }
+                encoding::Unwritable::Unmappable(chars) => WorkspaceError::Unencodable {
+                    path,
+                    encoding,
+                    chars: chars
+                        .chars()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                },
+            }
+        })
+    }
+
+    /// Creates bareagent's own folder in the workspace (`.bareagent/`, and
+    /// `sub` in it) with, when it has none, a `.gitignore` that keeps its
+    /// files — the chat, sessions, diffs — out of the user's `git status`:
+    /// all but `config.toml`, the project's settings, which are committed.
+    /// A `.gitignore` already there (the user's) is left as it is.
+    pub fn create_own_dir(&self, sub: &str) -> Result<PathBuf, WorkspaceError> {
+        let own = self.root.join(OWN_DIR);
+        let dir = own.join(sub);
+        self.create_dirs(&dir)?;
+        let ignore = own.join(".gitignore");
+        if let Err(WorkspaceError::NotFound(_)) = self.open_file(&ignore) {
+            use std::io::Write;
+            // `create_new`: one written meanwhile is kept, never replaced.
+            if let Ok(mut file) = self.open_append(&ignore, true) {
+                let _ = file.write_all(OWN_GITIGNORE.as_bytes());
+            }
+        }
+        Ok(dir)
+    }
+
     /// Opens a resolved file for appending, through the walk (its missing
     /// parents created): with `create_new` it must not exist yet (a planted
     /// link at its name fails with "exists"), else it must be a regular file
@@ -339,11 +419,24 @@ impl PathResolver {
 
     /// The path as the model should see it: relative to the root.
     pub fn display(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
+        escaped(path.strip_prefix(&self.root).unwrap_or(path))
     }
+}
+
+/// A path as text, its bytes that are not UTF-8 written `\xE9`: two names
+/// that differ only there stay two names (a lossy `�` would merge them),
+/// and what is shown says exactly which bytes the name has.
+pub fn escaped(path: &Path) -> String {
+    use std::fmt::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut shown = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        shown.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            let _ = write!(shown, "\\x{byte:02X}");
+        }
+    }
+    shown
 }
 
 /// A file's text with the version it was read at (`None` on disk; the
@@ -352,6 +445,8 @@ impl PathResolver {
 pub struct FileText {
     pub text: String,
     pub version: Option<i32>,
+    /// The file's encoding on disk when it is not UTF-8.
+    pub encoding: Option<Legacy>,
 }
 
 /// Texts that stand in for files on disk: the editor's open buffers, with
@@ -549,13 +644,11 @@ impl Workspace for DiskWorkspace {
             path: shown.clone(),
             message: error.to_string(),
         })??;
-        if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
-            return Err(WorkspaceError::Binary(shown));
-        }
-        let text = String::from_utf8(bytes).map_err(|_| WorkspaceError::Binary(shown))?;
+        let (text, encoding) = encoding::decode(bytes).ok_or(WorkspaceError::Binary(shown))?;
         Ok(FileText {
             text,
             version: None,
+            encoding,
         })
     }
 
@@ -569,12 +662,15 @@ impl Workspace for DiskWorkspace {
         let paths = self.paths.clone();
         let path = path.to_path_buf();
         let text = text.to_string();
-        tokio::task::spawn_blocking(move || paths.write_atomically(&path, text.as_bytes()))
-            .await
-            .map_err(|error| WorkspaceError::Io {
-                path: shown.clone(),
-                message: error.to_string(),
-            })??;
+        tokio::task::spawn_blocking(move || {
+            let bytes = paths.encode_as_on_disk(&path, &text)?;
+            paths.write_atomically(&path, &bytes)
+        })
+        .await
+        .map_err(|error| WorkspaceError::Io {
+            path: shown.clone(),
+            message: error.to_string(),
+        })??;
         Ok(None)
     }
 }
@@ -816,10 +912,10 @@ mod tests {
             read("blob.bin").await,
             Err(WorkspaceError::Binary(_))
         ));
-        assert!(matches!(
-            read("latin1.txt").await,
-            Err(WorkspaceError::Binary(_))
-        ));
+        // Text in another encoding is text (see `encoding`).
+        let latin1 = read("latin1.txt").await.unwrap();
+        assert_eq!(latin1.text, "café");
+        assert_eq!(latin1.encoding.map(|e| e.name()), Some("windows-1252"));
         assert!(matches!(
             read("src").await,
             Err(WorkspaceError::IsDirectory(_))

@@ -1,19 +1,22 @@
 //! The user's yes or no, asked with `session/request_permission`: the call
-//! the client already shows, what it does and why it asks, the diff of an
-//! edit (ACP `diff` content: old and new text), and four answers — allow
+//! the client already shows (its kind, pending), the diff of an edit first
+//! (ACP `diff` content: old and new text; a client that shows only the
+//! first item shows the diff), then what it does and why it asks, and four
+//! answers — allow
 //! once, allow always (the question's rule, saved as `bareagent run` and
 //! the language server save it), reject once, reject always (refused
 //! without asking for the rest of the session). Anything else — an error,
-//! an unknown option, `cancelled` — is a no. A cancelled turn drops the
-//! question; the SDK then tells the client.
+//! an unknown option, `cancelled` — is a no. An allowed call is then
+//! `in_progress`. A cancelled turn drops the question; the SDK then tells
+//! the client.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, Diff, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionId, TextContent, ToolCallContent, ToolCallUpdate,
-    ToolCallUpdateFields,
+    RequestPermissionRequest, SessionId, SessionNotification, SessionUpdate, TextContent,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use async_trait::async_trait;
 
@@ -51,9 +54,9 @@ impl Approver for ClientApprover {
             Target::Path(path) => Some(path.as_str()),
             _ => None,
         };
-        let call = self
-            .calls
-            .find(&action.tool, path)
+        let shown = self.calls.find(&action.tool, path);
+        let call = shown
+            .clone()
             .unwrap_or_else(|| format!("question-{}", crate::sessions::new_id()));
         let mut why = format!("{}\n\n{}", action.summary, question.reason);
         if action.kind == ActionKind::Execute && self.terminal {
@@ -61,8 +64,7 @@ impl Approver for ClientApprover {
                 "\n\nIf allowed, it runs in your editor's terminal, outside bareagent's sandbox.",
             );
         }
-        let mut content: Vec<ToolCallContent> =
-            vec![ContentBlock::Text(TextContent::new(why)).into()];
+        let mut content: Vec<ToolCallContent> = Vec::new();
         for file in question.edit.iter().flat_map(|edit| &edit.files) {
             let before = self
                 .calls
@@ -70,12 +72,17 @@ impl Approver for ClientApprover {
                 .or_else(|| file.before.map(str::to_string));
             content.push(Diff::new(file.path, file.after).old_text(before).into());
         }
+        content.push(ContentBlock::Text(TextContent::new(why)).into());
         let title = format!(
             "{}: {}",
             action.tool,
             crate::text::prefix(action.summary.lines().next().unwrap_or_default(), 80)
         );
-        let fields = ToolCallUpdateFields::new().title(title).content(content);
+        let fields = ToolCallUpdateFields::new()
+            .title(title)
+            .kind(super::sink::kind_of(&action.tool))
+            .status(ToolCallStatus::Pending)
+            .content(content);
         let options = vec![
             PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
             PermissionOption::new(
@@ -96,7 +103,27 @@ impl Approver for ClientApprover {
             options,
         );
         let answer = self.peer.send_request(request).block_task().await;
-        match answer.map(|response| response.outcome) {
+        let approval = self.approval(question, answer.map(|response| response.outcome));
+        if let (Some(call), Approval::AllowOnce | Approval::AllowAlways) = (shown, &approval) {
+            let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+            let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call, fields));
+            let notification = SessionNotification::new(self.session.clone(), update);
+            if let Err(error) = self.peer.send_notification(notification) {
+                tracing::debug!(%error, "cannot send session/update");
+            }
+        }
+        approval
+    }
+}
+
+impl ClientApprover {
+    /// The client's answer as the gate's.
+    fn approval(
+        &self,
+        question: &Question<'_>,
+        answer: Result<RequestPermissionOutcome, agent_client_protocol::Error>,
+    ) -> Approval {
+        match answer {
             Ok(RequestPermissionOutcome::Selected(selected)) => match &*selected.option_id.0 {
                 ALLOW_ONCE => Approval::AllowOnce,
                 ALLOW_ALWAYS => Approval::AllowAlways,

@@ -1,15 +1,18 @@
 //! What the client has been shown of the running turn, shared by the sink,
 //! the approver, the terminal and the workspace: the tool calls still open
 //! (so a question or a terminal names the call the client already shows),
-//! and the text each file had when last read or written (the `oldText` of
-//! the diffs the client shows).
+//! the diffs each shows (an update's content replaces the last, so the
+//! result repeats them), and the text each file had when last read or
+//! written (the `oldText` of the diffs the client shows).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::sync::Locked;
+use agent_client_protocol::v1::schema::{Terminal, ToolCallContent};
 use serde_json::Value;
+
+use crate::sync::Locked;
 
 #[derive(Default)]
 pub struct Calls {
@@ -25,6 +28,8 @@ struct Inner {
     written: HashMap<PathBuf, (Option<String>, String)>,
     /// By call id: the client terminal a call's command runs in.
     terminals: HashMap<String, String>,
+    /// By call id: the diffs shown on the call.
+    diffs: HashMap<String, Vec<ToolCallContent>>,
 }
 
 struct OpenCall {
@@ -68,11 +73,26 @@ impl Calls {
         Some((call.id.clone(), call.touched.clone()))
     }
 
-    /// The call ended; returns the terminal its command ran in, if any.
-    pub fn closed(&self, id: &str) -> Option<String> {
+    /// The call ended; returns what it showed that its result keeps: the
+    /// terminal its command ran in, then its diffs.
+    pub fn closed(&self, id: &str) -> Vec<ToolCallContent> {
         let mut inner = self.lock();
         inner.open.retain(|call| call.id != id);
-        inner.terminals.remove(id)
+        let terminal = inner.terminals.remove(id);
+        let diffs = inner.diffs.remove(id).unwrap_or_default();
+        terminal
+            .map(|terminal| ToolCallContent::Terminal(Terminal::new(terminal)))
+            .into_iter()
+            .chain(diffs)
+            .collect()
+    }
+
+    /// Call `id` shows `diff` too; returns every diff it shows.
+    pub fn showed_diff(&self, id: &str, diff: ToolCallContent) -> Vec<ToolCallContent> {
+        let mut inner = self.lock();
+        let diffs = inner.diffs.entry(id.to_string()).or_default();
+        diffs.push(diff);
+        diffs.clone()
     }
 
     /// The open call of `tool` a question is about: the one naming `path`

@@ -11,7 +11,8 @@
 //! [`EventSink`](crate::events::EventSink) that streams `session/update`
 //! (`sink.rs`). `server.rs` answers the requests, `session.rs` keeps a
 //! session between prompts, `turn.rs` runs one prompt, `replay.rs` shows a
-//! stored session again and `transport.rs` reads and writes the lines.
+//! stored session again, `list.rs` lists the stored ones and
+//! `transport.rs` reads and writes the lines.
 //!
 //! Architecture invariant: the SDK's types stay inside this module; the
 //! core knows nothing of ACP. Stdout is the protocol; logs go to stderr.
@@ -19,6 +20,7 @@
 mod approver;
 mod calls;
 mod config_options;
+mod list;
 mod replay;
 mod server;
 mod session;

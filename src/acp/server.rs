@@ -1,7 +1,8 @@
 //! The requests a client sends and their answers: `initialize` (version
 //! and capabilities), `authenticate` (nothing to do: keys come from the
 //! environment), `session/new` and `session/load` (the client's `cwd` is
-//! the workspace root), `session/prompt` (a turn, in a task of its own so
+//! the workspace root), `session/list` (the workspace's stored sessions),
+//! `session/prompt` (a turn, in a task of its own so
 //! the connection keeps serving `session/cancel` and the answers to our own
 //! requests), `session/cancel` and `session/set_mode` (our permission
 //! modes). Malformed frames are answered by the SDK; unknown methods get
@@ -15,10 +16,11 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification, ContentBlock,
     EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionId, SessionMode, SessionModeState,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionCapabilities, SessionId, SessionListCapabilities,
+    SessionMode, SessionModeState, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, ErrorCode};
 
@@ -90,6 +92,23 @@ pub async fn serve(args: AcpArgs) -> bool {
                         responder: Responder<LoadSessionResponse>,
                         peer: Peer| {
                 match s3.load_session(request, &peer) {
+                    Ok(response) => responder.respond(response),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest,
+                        responder: Responder<ListSessionsResponse>,
+                        _peer: Peer| {
+                // Reads the session files: off the connection's task.
+                let listed = tokio::task::spawn_blocking(move || super::list::list(&request))
+                    .await
+                    .unwrap_or_else(|error| {
+                        Err(Error::new(ErrorCode::INTERNAL_ERROR, error.to_string()))
+                    });
+                match listed {
                     Ok(response) => responder.respond(response),
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -315,8 +334,11 @@ impl Server {
             terminal: caps.terminal,
         };
         let version = request.protocol_version.min(ProtocolVersion::V1);
+        // MCP over Streamable HTTP is started as stdio is (not SSE).
         let capabilities = AgentCapabilities::new()
             .load_session(true)
+            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()))
+            .mcp_capabilities(McpCapabilities::new().http(true))
             .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true));
         InitializeResponse::new(version)
             .agent_capabilities(capabilities)

@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionId, SessionNotification, SessionUpdate, Terminal, TextContent, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind, UsageUpdate,
+    SessionId, SessionNotification, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
+
+use agent_client_protocol::UntypedMessage;
 
 use super::Peer;
 use super::calls::Calls;
@@ -34,6 +35,26 @@ impl ClientSink {
     pub fn send(&self, update: SessionUpdate) {
         let notification = SessionNotification::new(self.session.clone(), update);
         if let Err(error) = self.peer.send_notification(notification) {
+            tracing::debug!(%error, "cannot send session/update");
+        }
+    }
+
+    /// Shows a new call, its status said even when `pending`: the schema
+    /// leaves its default out, and a client that reads none shows none.
+    pub fn show_call(&self, call: ToolCall) {
+        let status = serde_json::to_value(call.status).unwrap_or_default();
+        let notification =
+            SessionNotification::new(self.session.clone(), SessionUpdate::ToolCall(call));
+        let sent = serde_json::to_value(&notification)
+            .map_err(agent_client_protocol::Error::from)
+            .and_then(|mut params| {
+                if let Some(update) = params.get_mut("update").and_then(Value::as_object_mut) {
+                    update.entry("status").or_insert(status);
+                }
+                UntypedMessage::new("session/update", params)
+            })
+            .and_then(|message| self.peer.send_notification(message));
+        if let Err(error) = sent {
             tracing::debug!(%error, "cannot send session/update");
         }
     }
@@ -89,8 +110,48 @@ pub fn tool_call(root: &Path, id: &str, tool: &str, input: &Value) -> ToolCall {
         .raw_input(input.clone())
 }
 
-/// A tool's result as the panel's update of its call.
-pub fn tool_result(id: &str, content: &str, is_error: bool) -> ToolCallUpdate {
+/// An edit call's change as `diff` content, from what it asked: each
+/// replaced text and its replacement, a written file's whole text. What a
+/// stored session shows of its edits again (the files' texts then are not
+/// in the history).
+pub fn asked_diffs(root: &Path, tool: &str, input: &Value) -> Vec<ToolCallContent> {
+    let Some(path) = input.get("path").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let path = root.join(path);
+    let text =
+        |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let replaced = |edit: &Value| -> Option<ToolCallContent> {
+        let new = text(edit, "new_string")?;
+        Some(
+            Diff::new(path.clone(), new)
+                .old_text(text(edit, "old_string"))
+                .into(),
+        )
+    };
+    match tool {
+        "edit_file" => replaced(input).into_iter().collect(),
+        "multi_edit" => input
+            .get("edits")
+            .and_then(Value::as_array)
+            .map(|edits| edits.iter().filter_map(replaced).collect())
+            .unwrap_or_default(),
+        "write_file" => text(input, "content")
+            .map(|content| Diff::new(path.clone(), content).into())
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A tool's result as the panel's update of its call, after `kept`: what
+/// the call showed that stays (the update's content replaces it).
+pub fn tool_result(
+    id: &str,
+    kept: Vec<ToolCallContent>,
+    content: &str,
+    is_error: bool,
+) -> ToolCallUpdate {
     let status = if is_error {
         ToolCallStatus::Failed
     } else {
@@ -98,11 +159,11 @@ pub fn tool_result(id: &str, content: &str, is_error: bool) -> ToolCallUpdate {
     };
     let shown = crate::text::prefix(content, SHOWN_OUTPUT);
     let block: ToolCallContent = ContentBlock::Text(TextContent::new(shown)).into();
+    let mut shown = kept;
+    shown.push(block);
     ToolCallUpdate::new(
         id.to_string(),
-        ToolCallUpdateFields::new()
-            .status(status)
-            .content(vec![block]),
+        ToolCallUpdateFields::new().status(status).content(shown),
     )
 }
 
@@ -120,9 +181,7 @@ impl EventSink for ClientSink {
             }
             AgentEvent::ToolCall { id, name, input } => {
                 self.calls.opened(&id, &name, &input);
-                self.send(SessionUpdate::ToolCall(tool_call(
-                    &self.root, &id, &name, &input,
-                )));
+                self.show_call(tool_call(&self.root, &id, &name, &input));
             }
             AgentEvent::ToolResult {
                 id,
@@ -130,15 +189,13 @@ impl EventSink for ClientSink {
                 is_error,
                 ..
             } => {
-                let mut update = tool_result(&id, &content, is_error);
-                // A command run in the client's terminal: the terminal
-                // stays in the panel, with the result after it.
-                if let Some(terminal) = self.calls.closed(&id)
-                    && let Some(shown) = update.fields.content.as_mut()
-                {
-                    shown.insert(0, ToolCallContent::Terminal(Terminal::new(terminal)));
-                }
-                self.send(SessionUpdate::ToolCallUpdate(update));
+                // The terminal a command ran in and an edit's diffs stay in
+                // the panel (the update's content replaces what it showed),
+                // with the result after them.
+                let kept = self.calls.closed(&id);
+                self.send(SessionUpdate::ToolCallUpdate(tool_result(
+                    &id, kept, &content, is_error,
+                )));
             }
             AgentEvent::FileChanged { path, .. } => {
                 let resolved = self.root.join(&path);
@@ -149,7 +206,7 @@ impl EventSink for ClientSink {
                     return;
                 };
                 let diff: ToolCallContent = Diff::new(resolved, after).old_text(before).into();
-                let fields = ToolCallUpdateFields::new().content(vec![diff]);
+                let fields = ToolCallUpdateFields::new().content(self.calls.showed_diff(&id, diff));
                 self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                     id, fields,
                 )));

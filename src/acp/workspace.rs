@@ -59,7 +59,7 @@ impl Workspace for ClientWorkspace {
     }
 
     async fn read_text(&self, path: &Path) -> Result<FileText, WorkspaceError> {
-        let text = if self.can.read {
+        let (text, encoding) = if self.can.read {
             let request = ReadTextFileRequest::new(self.session.clone(), path);
             let text = self
                 .peer
@@ -76,14 +76,16 @@ impl Workspace for ClientWorkspace {
                     size: text.len() as u64,
                 });
             }
-            text
+            (text, None)
         } else {
-            self.disk.read_text(path).await?.text
+            let file = self.disk.read_text(path).await?;
+            (file.text, file.encoding)
         };
         self.calls.read(path, &text);
         Ok(FileText {
             text,
             version: None,
+            encoding,
         })
     }
 

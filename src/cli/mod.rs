@@ -25,7 +25,7 @@ use crate::permission::PermissionMode;
 use crate::provider::ProviderKind;
 
 pub use chat::chat;
-pub use mcp::list as mcp_list;
+pub use mcp::mcp;
 pub use run::run;
 pub use sessions::sessions;
 
@@ -74,9 +74,13 @@ pub enum Command {
     Trust {
         /// The project directory (default: the current one).
         path: Option<PathBuf>,
+        /// Stop trusting it: its settings may again only restrict.
+        #[arg(long)]
+        remove: bool,
     },
     /// The MCP servers configured here (user config, project settings,
-    /// `.mcp.json`): started, their state and tools listed, then stopped.
+    /// `.mcp.json`): list them (started, their state and tools, then
+    /// stopped), add one, remove one.
     Mcp {
         #[command(subcommand)]
         action: McpAction,
@@ -91,6 +95,16 @@ pub enum McpAction {
         #[arg(long)]
         json: bool,
     },
+    /// Add a server: `bareagent mcp add NAME -- COMMAND [ARGS...]` (stdio)
+    /// or `bareagent mcp add NAME URL` (Streamable HTTP).
+    Add(mcp::AddArgs),
+    /// Remove a server from the user's config or the project's settings.
+    Remove {
+        name: String,
+        /// Which file (default: the one that names it).
+        #[arg(long, short = 's', value_enum)]
+        scope: Option<mcp::Scope>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,12 +116,26 @@ pub enum SessionsAction {
     },
 }
 
-/// `bareagent trust [PATH]`.
-pub fn trust(path: Option<PathBuf>) -> anyhow::Result<()> {
+/// `bareagent trust [--remove] [PATH]`.
+pub fn trust(path: Option<PathBuf>, remove: bool) -> anyhow::Result<()> {
     let root = match path {
         Some(path) => path,
         None => std::env::current_dir()?,
     };
+    if remove {
+        let (written, was) = crate::config::untrust_project(&root).map_err(anyhow::Error::msg)?;
+        let root = root.canonicalize().unwrap_or(root);
+        if was {
+            println!(
+                "No longer trusted: {}: its .bareagent/config.toml may again only restrict what the agent may do (recorded in {}).",
+                root.display(),
+                written.display()
+            );
+        } else {
+            println!("{} was not trusted; nothing changed.", root.display());
+        }
+        return Ok(());
+    }
     let written = crate::config::trust_project(&root).map_err(anyhow::Error::msg)?;
     println!(
         "Trusted {}: its .bareagent/config.toml now applies in full (recorded in {}).",

@@ -288,10 +288,7 @@ pub struct Sources {
 impl Sources {
     /// The real files and `PATH`, for a project at `root`.
     pub fn of(root: &Path) -> Sources {
-        let helix_user = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        let helix_user = crate::config_files::user_config_home()
             .map(|config| config.join("helix").join("languages.toml"));
         Sources {
             helix_user,

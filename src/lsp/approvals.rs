@@ -230,11 +230,12 @@ pub async fn show_diff(state: &State, view: &PendingView) -> Result<ShownDiff, S
         ));
     };
     let paths = state.init().paths.clone();
-    let dir = paths.root().join(".bareagent").join("diffs");
+    let dir = paths.root().join(crate::workspace::OWN_DIR).join("diffs");
     let path = dir.join(format!("{}.diff", view.id));
     let shown_path = paths.display(&path);
     let target = path.clone();
     tokio::task::spawn_blocking(move || {
+        let dir = paths.create_own_dir("diffs")?;
         paths.write_atomically(&dir.join(".gitignore"), b"*\n")?;
         paths.write_atomically(&target, diff.as_bytes())
     })

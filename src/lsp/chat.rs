@@ -82,9 +82,7 @@ pub fn ensure_exists(paths: &PathResolver, path: &Path) -> Result<(), WorkspaceE
     match paths.open_file(path) {
         Ok(_) => Ok(()),
         Err(WorkspaceError::NotFound(_)) => {
-            if let Some(parent) = path.parent() {
-                paths.create_dirs(parent)?;
-            }
+            paths.create_own_dir("")?;
             paths.write_atomically(path, NEW_CHAT.as_bytes())
         }
         Err(error) => Err(error),

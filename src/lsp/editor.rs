@@ -86,12 +86,14 @@ impl Workspace for EditorWorkspace {
             return Ok(FileText {
                 text: text.clone(),
                 version: None,
+                encoding: None,
             });
         }
         if let Some(document) = self.state.lock_documents().get(path) {
             return Ok(FileText {
                 text: document.text(),
                 version: Some(document.version),
+                encoding: None,
             });
         }
         self.disk.read_text(path).await
@@ -169,7 +171,15 @@ impl EditorWorkspace {
         }
         let mut operations = Vec::new();
         let base = if exists {
-            self.read_text(path).await?.text
+            let file = self.read_text(path).await?;
+            if file.encoding.is_some() {
+                // Not UTF-8 on disk: the editor may decode it otherwise (as
+                // UTF-8 with replacements), and edits placed on our text
+                // would land elsewhere in its. Nobody has it open, so the
+                // disk is written, in the file's own encoding.
+                return self.disk.write_text(path, text, None).await;
+            }
+            file.text
         } else {
             if let Some(parent) = path.parent() {
                 self.paths().create_dirs(parent)?;

@@ -651,9 +651,10 @@ impl Session {
         self.settings().files.price(&name)
     }
 
-    /// The model's context window, if known.
+    /// The model's context window, if known: `[context] window`, else the
+    /// model table's.
     pub fn context_window(&self) -> Option<u64> {
-        self.model().as_deref().and_then(context_window)
+        window(&self.settings(), self.model().as_deref())
     }
 
     /// The sandbox the bash tool runs commands in (built if not yet): a
@@ -861,10 +862,19 @@ fn loop_config(settings: &SessionSettings, model: &Model, system: String) -> Loo
             .name
             .as_deref()
             .and_then(|name| settings.files.price(name)),
-        context_window: model.name.as_deref().and_then(context_window),
+        context_window: window(settings, model.name.as_deref()),
         max_tokens: max_tokens(model),
         reasoning: settings.reasoning,
     }
+}
+
+/// The context window the user set (`[context] window`), else the model
+/// table's: the one compaction counts against, so the usage line too.
+fn window(settings: &SessionSettings, model: Option<&str>) -> Option<u64> {
+    settings
+        .context_window
+        .filter(|w| *w > 0)
+        .or_else(|| model.and_then(context_window))
 }
 
 /// The output limit of the session's model, from the model table.

@@ -135,9 +135,12 @@ impl SessionFile {
 
     fn write_locked(&self, state: &mut State, record: &Record, sync: bool) -> Result<(), String> {
         if state.file.is_none() {
-            let dir = sessions_dir(&self.paths);
-            self.paths.create_dirs(&dir).map_err(|e| e.to_string())?;
-            // Sessions quote files: they stay out of commits.
+            let dir = self
+                .paths
+                .create_own_dir("sessions")
+                .map_err(|e| e.to_string())?;
+            // Sessions quote files: they stay out of commits, whatever the
+            // user's own `.bareagent/.gitignore` says.
             self.paths
                 .write_atomically(&dir.join(".gitignore"), b"*\n")
                 .map_err(|e| e.to_string())?;

@@ -92,6 +92,9 @@ pub struct Loaded {
     pub edits: Vec<super::EditRecord>,
     /// Where each turn still in the history began (for a rewind).
     pub(super) marks: Vec<TurnMark>,
+    /// The histories compactions replaced, oldest first, where a turn
+    /// still to be rewound began in one of them.
+    compacted: Vec<Vec<Message>>,
     /// Tool calls a kill left unanswered, given an interrupted result.
     pub repaired: usize,
     pub size: u64,
@@ -106,8 +109,11 @@ pub struct Loaded {
 pub(super) struct TurnMark {
     /// The history's length and its last message's block count just before
     /// the turn's first message (user content may join a trailing user
-    /// message); `None` once a compaction has rewritten the history since.
-    pub(super) history: Option<(usize, usize)>,
+    /// message).
+    pub(super) history: (usize, usize),
+    /// Which history `history` counts in: the current one (`None`), or the
+    /// one a later compaction replaced (an index into `Loaded::compacted`).
+    pub(super) compacted: Option<usize>,
     /// How many edits came before the turn.
     pub(super) edits: usize,
     /// The model answered in it (an unanswered prompt belongs with the
@@ -118,8 +124,11 @@ pub(super) struct TurnMark {
 
 /// The last turn of a replayed history, as a rewind undoes it.
 pub struct LastTurn<'a> {
-    /// The history before it, or `None` where a compaction rewrote it.
-    pub history_before: Option<Vec<Message>>,
+    /// The history just before it, exactly.
+    pub history_before: Vec<Message>,
+    /// A compaction came after the turn began: `history_before` is from
+    /// before it, so rewinding the turn undoes that compaction too.
+    pub before_a_compaction: bool,
     pub edits: &'a [super::EditRecord],
 }
 
@@ -140,15 +149,18 @@ impl Loaded {
     pub fn last_turn(&self) -> Option<LastTurn<'_>> {
         let start = self.last_turn_start()?;
         let mark = self.marks[start];
-        let history_before = mark.history.map(|(len, blocks)| {
-            let mut before = self.messages[..len.min(self.messages.len())].to_vec();
-            if let Some(last) = before.last_mut() {
-                last.content.truncate(blocks);
-            }
-            before
-        });
+        let history = match mark.compacted {
+            Some(index) => self.compacted.get(index)?,
+            None => &self.messages,
+        };
+        let (len, blocks) = mark.history;
+        let mut history_before = history[..len.min(history.len())].to_vec();
+        if let Some(last) = history_before.last_mut() {
+            last.content.truncate(blocks);
+        }
         Some(LastTurn {
             history_before,
+            before_a_compaction: mark.compacted.is_some(),
             edits: &self.edits[mark.edits.min(self.edits.len())..],
         })
     }
@@ -178,6 +190,9 @@ pub struct SessionSummary {
     /// USD; `None`: some call's price is unknown.
     pub cost_usd: Option<f64>,
     pub size: u64,
+    /// When the file was last written: the session last used.
+    #[serde(skip)]
+    pub updated: Option<std::time::SystemTime>,
 }
 
 fn check_id(id: &str) -> Result<(), SessionError> {
@@ -379,6 +394,7 @@ fn replay(
         turns: 0,
         edits: Vec::new(),
         marks: Vec::new(),
+        compacted: Vec::new(),
         repaired: 0,
         size: bytes.len() as u64,
         valid_len: valid_len as u64,
@@ -437,10 +453,11 @@ fn replay(
             Record::Message { message } => {
                 if std::mem::take(&mut turn_starts) {
                     loaded.marks.push(TurnMark {
-                        history: Some((
+                        history: (
                             loaded.messages.len(),
                             loaded.messages.last().map_or(0, |m| m.content.len()),
-                        )),
+                        ),
+                        compacted: None,
                         edits: loaded.edits.len(),
                         answered: false,
                         ended: false,
@@ -456,9 +473,17 @@ fn replay(
                 loaded.cost_usd = loaded.cost_usd.zip(cost_usd).map(|(a, b)| a + b);
             }
             Record::Compaction(compaction) => {
-                loaded.messages = compaction.messages;
-                for mark in &mut loaded.marks {
-                    mark.history = None;
+                // Turns that began before it keep the history it replaced,
+                // so each can still be rewound exactly.
+                let replaced = std::mem::replace(&mut loaded.messages, compaction.messages);
+                let index = loaded.compacted.len();
+                let mut kept = false;
+                for mark in loaded.marks.iter_mut().filter(|m| m.compacted.is_none()) {
+                    mark.compacted = Some(index);
+                    kept = true;
+                }
+                if kept {
+                    loaded.compacted.push(replaced);
                 }
             }
             Record::Edit(edit) => {
@@ -494,11 +519,15 @@ fn replay(
     Ok(loaded)
 }
 
-/// The ids of this workspace's session files, the last written first
-/// (then the newest id): `--continue` goes on with the conversation last
-/// used, even one started before another.
-fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
-    let mut ids: Vec<(Option<std::time::SystemTime>, String)> = paths
+/// Where a session stands in the list: when its file was last written,
+/// then its id (ordered so, the last used first is the greatest).
+pub type Place = (Option<std::time::SystemTime>, String);
+
+/// The ids of this workspace's session files with when each was last
+/// written, the last written first (then the newest id): `--continue` goes
+/// on with the conversation last used, even one started before another.
+fn ids(paths: &PathResolver) -> Result<Vec<Place>, SessionError> {
+    let mut ids: Vec<Place> = paths
         .file_names(&sessions_dir(paths))?
         .into_iter()
         .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_string))
@@ -506,14 +535,28 @@ fn ids(paths: &PathResolver) -> Result<Vec<String>, SessionError> {
         .map(|id| (paths.file_modified(&file_of(paths, &id)), id))
         .collect();
     ids.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(ids.into_iter().map(|(_, id)| id).collect())
+    Ok(ids)
 }
 
-/// The sessions of this workspace, newest first. A file that cannot be read
-/// is left out of the list, and logged.
+/// The sessions of this workspace, last used first. A file that cannot be
+/// read is left out of the list, and logged.
 pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
+    Ok(list_after(paths, None, usize::MAX)?.0)
+}
+
+/// At most `count` sessions of the list that come after `after` (from the
+/// top without it), and whether more follow: a page, for which only the
+/// files on it are read.
+pub fn list_after(
+    paths: &PathResolver,
+    after: Option<&Place>,
+    count: usize,
+) -> Result<(Vec<SessionSummary>, bool), SessionError> {
+    let mut places = ids(paths)?
+        .into_iter()
+        .filter(|place| after.is_none_or(|after| place < after));
     let mut summaries = Vec::new();
-    for id in ids(paths)? {
+    for (updated, id) in places.by_ref() {
         match read(paths, &id, false) {
             Ok(loaded) => summaries.push(SessionSummary {
                 date: loaded.header.created.clone(),
@@ -526,19 +569,23 @@ pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
                     + loaded.usage.cache_read_input_tokens,
                 cost_usd: loaded.cost_usd,
                 size: loaded.size,
+                updated,
                 id,
             }),
             Err(error) => tracing::warn!(session = %id, %error, "cannot read a session file"),
         }
+        if summaries.len() == count {
+            break;
+        }
     }
-    Ok(summaries)
+    Ok((summaries, places.next().is_some()))
 }
 
 /// The session of this workspace last written — readable or not: a
 /// damaged last session is an error when loaded, never silently passed
 /// over for an older one.
 pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
-    Ok(ids(paths)?.into_iter().next())
+    Ok(ids(paths)?.into_iter().next().map(|(_, id)| id))
 }
 
 /// Deletes session `id`, and the user's record of it.
@@ -728,22 +775,22 @@ mod tests {
     fn the_last_turn_is_found_whatever_came_before_it() {
         let compaction = r#"{"type":"compaction","before_tokens":9,"after_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"summary"}]}]}"#;
         let rewind = r#"{"type":"rewind","restored":[],"refused":[],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":"ok"}]}]}"#;
-        let cases: Vec<(Vec<&str>, Option<&str>, usize)> = vec![
+        let cases: Vec<(Vec<&str>, (&str, bool), usize)> = vec![
             // One turn: before it, nothing.
-            (vec![HEADER, PROMPT, ANSWER, EDIT, END], Some(""), 1),
+            (vec![HEADER, PROMPT, ANSWER, EDIT, END], ("", false), 1),
             // Two: the first stays, with its edit.
             (
                 vec![
                     HEADER, PROMPT, EDIT, ANSWER, END, NEXT, EDIT, EDIT, ANSWER, END,
                 ],
-                Some("user:1 assistant:1"),
+                ("user:1 assistant:1", false),
                 2,
             ),
             // A cancelled turn ended on tool results; the next prompt joined
             // them: before it, the results alone.
             (
                 vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, ANSWER, END],
-                Some("user:1 assistant:1 user:1"),
+                ("user:1 assistant:1 user:1", false),
                 0,
             ),
             // A prompt nobody answered goes with the turn before it.
@@ -751,60 +798,80 @@ mod tests {
                 vec![
                     HEADER, PROMPT, ANSWER, END, NEXT, ANSWER, EDIT, END, PROMPT, END,
                 ],
-                Some("user:1 assistant:1"),
+                ("user:1 assistant:1", false),
                 1,
             ),
             // Compacted between turns (the editor's idle compaction): exact.
             (
                 vec![HEADER, PROMPT, ANSWER, END, compaction, NEXT, ANSWER, END],
-                Some("user:1"),
+                ("user:1", false),
                 0,
             ),
             // Prompts queued during a cancelled turn, then the user's own:
             // one turn, both joining the results it ended on.
             (
                 vec![HEADER, PROMPT, CALL, RESULT, END, NEXT, NEXT, ANSWER, END],
-                Some("user:1 assistant:1 user:1"),
+                ("user:1 assistant:1 user:1", false),
                 0,
             ),
-            // Compacted during the turn: its start is gone.
+            // Compacted during the turn: the history it replaced has the
+            // turn's start.
             (
                 vec![HEADER, PROMPT, ANSWER, END, NEXT, compaction, ANSWER, END],
-                None,
+                ("user:1 assistant:1", true),
                 0,
+            ),
+            // Compacted after the turns (`/compact`): each can still be
+            // rewound exactly, from the history the compaction replaced.
+            (
+                vec![
+                    HEADER, PROMPT, ANSWER, END, NEXT, ANSWER, EDIT, END, compaction,
+                ],
+                ("user:1 assistant:1", true),
+                1,
+            ),
+            (
+                vec![
+                    HEADER, PROMPT, ANSWER, EDIT, END, NEXT, ANSWER, END, compaction, rewind,
+                ],
+                ("", true),
+                1,
             ),
             // Rewound once: the turn before is the last now.
             (
                 vec![
                     HEADER, PROMPT, ANSWER, EDIT, END, NEXT, EDIT, ANSWER, END, rewind,
                 ],
-                Some(""),
+                ("", false),
                 1,
             ),
         ];
         for (records, before, edits) in cases {
             let loaded = replay("s.jsonl", &lines(&records)).unwrap();
             let turn = loaded.last_turn().unwrap();
-            let shape = turn.history_before.as_ref().map(|messages| {
-                messages
-                    .iter()
-                    .map(|m| {
-                        format!(
-                            "{}:{}",
-                            if m.role == Role::User {
-                                "user"
-                            } else {
-                                "assistant"
-                            },
-                            m.content.len()
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            });
-            assert_eq!(shape.as_deref(), before, "{records:?}");
-            if let Some(history) = turn.history_before.as_ref().filter(|h| !h.is_empty()) {
-                assert_eq!(check_history(history), Ok(()), "{records:?}");
+            let shape = turn
+                .history_before
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}:{}",
+                        if m.role == Role::User {
+                            "user"
+                        } else {
+                            "assistant"
+                        },
+                        m.content.len()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(
+                (shape.as_str(), turn.before_a_compaction),
+                before,
+                "{records:?}"
+            );
+            if !turn.history_before.is_empty() {
+                assert_eq!(check_history(&turn.history_before), Ok(()), "{records:?}");
             }
             assert_eq!(turn.edits.len(), edits, "{records:?}");
         }

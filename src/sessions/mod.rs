@@ -21,12 +21,12 @@ mod vouch;
 pub use chain::sign_records;
 pub use file::SessionFile;
 pub use load::{
-    LastTurn, Loaded, SessionError, SessionSummary, interrupted_results, latest, list, load,
-    read_own, remove, sessions_dir,
+    LastTurn, Loaded, Place, SessionError, SessionSummary, interrupted_results, latest, list,
+    list_after, load, read_own, remove, sessions_dir,
 };
 pub use record::{
     CompactionRecord, EditRecord, Header, Record, Refused, RewindRecord, VERSION, new_id,
-    now_rfc3339,
+    now_rfc3339, rfc3339,
 };
 
 use crate::history::{Message, Role, Usage, push_user_blocks};

@@ -119,7 +119,12 @@ pub fn new_id() -> String {
 
 /// Now, as `2026-12-01T14:30:00Z`.
 pub fn now_rfc3339() -> String {
-    let (date, time) = utc_parts(std::time::SystemTime::now());
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// `at`, as `2026-12-01T14:30:00Z`.
+pub fn rfc3339(at: std::time::SystemTime) -> String {
+    let (date, time) = utc_parts(at);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
         date.0, date.1, date.2, time.0, time.1, time.2

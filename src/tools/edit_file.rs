@@ -186,7 +186,7 @@ fn is_all_crlf(text: &str) -> bool {
 
 /// Added and removed line counts of replacing `old` by `new`.
 pub(crate) fn line_delta(old: &str, new: &str) -> (usize, usize) {
-    (new.lines().count(), old.lines().count())
+    crate::diff::line_counts(old, new)
 }
 
 /// Where something like the missing string is, as a note (or empty): the

@@ -278,12 +278,8 @@ fn render(results: &[FileResult], query: &GrepQuery, limit: usize) -> String {
     if results.is_empty() {
         return format!("No matches for `{}`.", query.pattern);
     }
-    let shown = |path: &Path| {
-        path.strip_prefix(&query.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
-    };
+    let shown =
+        |path: &Path| crate::workspace::escaped(path.strip_prefix(&query.root).unwrap_or(path));
     let mut out = String::new();
     let mut entries = 0;
     let mut left_out = 0;

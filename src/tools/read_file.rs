@@ -59,7 +59,11 @@ impl Tool for ReadFile {
         }
         let file = cx.workspace().read_text(&path).await?;
         cx.reads.saw(&path, &file.text, file.version);
-        number_lines(&file.text, offset, limit)
+        let lines = number_lines(&file.text, offset, limit)?;
+        Ok(match file.encoding {
+            Some(encoding) => format!("{lines}\n{}", encoding.note()),
+            None => lines,
+        })
     }
 }
 

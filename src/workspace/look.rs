@@ -43,7 +43,7 @@ pub const MOST_FILES: usize = 100_000;
 static TOO_LARGE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The agent's own directory: not the user's files.
-const OWN: &str = ".bareagent";
+const OWN: &str = super::OWN_DIR;
 
 /// How a file changed between two looks.
 #[derive(

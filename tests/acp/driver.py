@@ -17,9 +17,11 @@ Usage: driver.py SCENARIO.json, where the scenario holds
   cancel_on_terminal: send session/cancel once a terminal is created
   cancel_on_permission: send session/cancel when asked, then answer
                 cancelled
-  steps:        [{"new": {"mcp": [name | {name, command, args}]}}, {"prompt": "text"}, {"load": "id"},
-                 {"set_mode": "plan"}, {"set_config": ["effort", "high"]}]; a prompt may also be a list of blocks,
-                 {"text": "..."} or {"image": {"data": base64, "mime_type": "image/png"}}
+  steps:        [{"new": {"mcp": [name | {name, command, args} | {name, url, headers}]}}, {"prompt": "text"},
+                 {"load": "id"}, {"set_mode": "plan"}, {"set_config": ["effort", "high"]},
+                 {"list": {"cwd"?: path (default: the workspace; null: none), "cursor"?: text}}]; a list
+                 follows nextCursor to the end (a page per "listed" entry); a prompt may also be a list of
+                 blocks, {"text": "..."} or {"image": {"data": base64, "mime_type": "image/png"}}
 """
 
 import asyncio
@@ -210,10 +212,20 @@ async def main():
             try:
                 if "new" in step:
                     # A name alone is a server that exits at once; an object
-                    # names a real one.
+                    # names a real one, run (command) or reached (url).
                     servers = [
                         schema.McpServerStdio(name=entry, command="true", args=[], env=[])
                         if isinstance(entry, str)
+                        else schema.HttpMcpServer(
+                            type="http",
+                            name=entry["name"],
+                            url=entry["url"],
+                            headers=[
+                                schema.HttpHeader(name=k, value=v)
+                                for k, v in entry.get("headers", {}).items()
+                            ],
+                        )
+                        if "url" in entry
                         else schema.McpServerStdio(
                             name=entry["name"],
                             command=entry["command"],
@@ -231,6 +243,15 @@ async def main():
                     response = await conn.load_session(cwd=scenario["cwd"], session_id=step["load"])
                     editor.session_id = step["load"]
                     editor.log("loaded", response=dump(response))
+                elif "list" in step:
+                    cwd = step["list"].get("cwd", scenario["cwd"])
+                    cursor = step["list"].get("cursor")
+                    while True:
+                        response = await conn.list_sessions(cwd=cwd, cursor=cursor)
+                        editor.log("listed", response=dump(response))
+                        cursor = response.next_cursor
+                        if cursor is None:
+                            break
                 elif "set_mode" in step:
                     await conn.set_session_mode(session_id=editor.session_id, mode_id=step["set_mode"])
                     editor.log("mode_set", mode=step["set_mode"])

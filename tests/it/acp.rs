@@ -180,13 +180,16 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
     assert!(results[0].0.contains("in the buffer"), "{results:?}");
     assert!(!results[0].0.contains("on disk"), "{results:?}");
 
-    // The edit asked with ACP diff content: old and new text.
+    // The edit asked with ACP diff content, first (a client that shows
+    // only the first item shows the diff): old and new text; the question
+    // names the call's kind, still pending.
     let asks = of_type(&transcript, "request_permission");
     assert_eq!(asks.len(), 2, "{transcript:#?}");
-    let diff = asks[0]["toolCall"]["content"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "diff"))
-        .unwrap_or_else(|| panic!("no diff: {:#?}", asks[0]));
+    let diff = &asks[0]["toolCall"]["content"][0];
+    assert_eq!(diff["type"], "diff", "{:#?}", asks[0]);
+    assert_eq!(asks[0]["toolCall"]["kind"], "edit", "{:#?}", asks[0]);
+    assert_eq!(asks[0]["toolCall"]["status"], "pending", "{:#?}", asks[0]);
+    assert_eq!(asks[1]["toolCall"]["kind"], "execute", "{:#?}", asks[1]);
     assert_eq!(diff["path"], json!(notes));
     assert_eq!(diff["oldText"], "in the buffer\n");
     assert_eq!(diff["newText"], "edited\n");
@@ -234,6 +237,13 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
     let read_call = position(&transcript, call("read_file"));
     let read_kind = &transcript[read_call]["update"];
     assert_eq!(read_kind["kind"], "read");
+    // Every new call is pending until it runs.
+    for shown in of_type(&transcript, "update")
+        .into_iter()
+        .filter(|e| update_kind(e) == "tool_call")
+    {
+        assert_eq!(shown["update"]["status"], "pending", "{shown:#?}");
+    }
     assert_eq!(read_kind["locations"][0]["path"], json!(notes));
     let read_done = position(&transcript, |e| {
         update_kind(e) == "tool_call_update" && e["update"]["status"] == "completed"
@@ -241,7 +251,24 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
     let edit_call = position(&transcript, call("edit_file"));
     assert_eq!(transcript[edit_call]["update"]["kind"], "edit");
     let first_ask = position(&transcript, |e| e["type"] == "request_permission");
+    let edit_id = transcript[edit_call]["update"]["toolCallId"].clone();
+    let running = position(&transcript, |e| {
+        update_kind(e) == "tool_call_update"
+            && e["update"]["toolCallId"] == edit_id
+            && e["update"]["status"] == "in_progress"
+    });
     let write = position(&transcript, |e| e["type"] == "write_text_file");
+    // Done, it still shows its diff (an update's content replaces the
+    // last), then the result.
+    let edit_done = position(&transcript, |e| {
+        update_kind(e) == "tool_call_update"
+            && e["update"]["toolCallId"] == edit_id
+            && e["update"]["status"] == "completed"
+    });
+    let shown = &transcript[edit_done]["update"]["content"];
+    assert_eq!(shown[0]["type"], "diff", "{shown:#}");
+    assert_eq!(shown[0]["newText"], "edited\n", "{shown:#}");
+    assert_eq!(shown[1]["type"], "content", "{shown:#}");
     let bash_call = position(&transcript, call("bash"));
     assert_eq!(transcript[bash_call]["update"]["kind"], "execute");
     let terminal = position(&transcript, |e| e["type"] == "create_terminal");
@@ -261,7 +288,8 @@ fn a_turn_reads_the_buffer_asks_with_a_diff_writes_and_runs_in_the_editor() {
     let thinking = position(&transcript, |e| update_kind(e) == "agent_thought_chunk");
     let end = position(&transcript, |e| e["type"] == "prompt_response");
     let order = [
-        read_call, read_done, edit_call, first_ask, write, bash_call, terminal, thinking, text, end,
+        read_call, read_done, edit_call, first_ask, running, write, bash_call, terminal, thinking,
+        text, end,
     ];
     assert!(order.is_sorted(), "{order:?}\n{transcript:#?}");
     assert_eq!(stop_reasons(&transcript), ["end_turn"]);
@@ -855,6 +883,40 @@ fn the_editor_is_never_asked_for_a_path_outside_the_workspace() {
     assert_eq!(std::fs::read_to_string(secret).expect("secret"), "secret\n");
 }
 
+/// `bareagent acp` in `cwd` with the user's files in `home`, for raw
+/// frames: its stdin, and its stdout's lines as they come.
+fn raw_agent(
+    cwd: &Path,
+    home: &Path,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::sync::mpsc::Receiver<String>,
+) {
+    let mut child = Command::new(BIN)
+        .arg("acp")
+        .current_dir(cwd)
+        .env("XDG_CONFIG_HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, stdin, lines)
+}
+
 /// Reads the agent's stdout lines until `count` JSON-RPC answers arrived
 /// or the deadline passed.
 fn answers(lines: &std::sync::mpsc::Receiver<String>, count: usize) -> Vec<Value> {
@@ -879,26 +941,7 @@ fn answers(lines: &std::sync::mpsc::Receiver<String>, count: usize) -> Vec<Value
 fn malformed_frames_are_answered_and_the_agent_keeps_serving() {
     let dir = workspace(&[]);
     let home = tempfile::tempdir().expect("home");
-    let mut child = Command::new(BIN)
-        .arg("acp")
-        .current_dir(dir.path())
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
-    let (sender, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, mut stdin, lines) = raw_agent(dir.path(), home.path());
     let mut send = |bytes: &[u8]| {
         stdin
             .write_all(bytes)
@@ -946,4 +989,298 @@ fn malformed_frames_are_answered_and_the_agent_keeps_serving() {
         assert!(Instant::now() < deadline, "the agent did not exit at EOF");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The `listed` pages of a transcript, from `from` on, as (id, title, cwd,
+/// updatedAt) rows, and how many pages each `list` step took.
+fn listed(transcript: &[Value]) -> Vec<Vec<(String, String, String, String)>> {
+    of_type(transcript, "listed")
+        .iter()
+        .map(|page| {
+            page["response"]["sessions"]
+                .as_array()
+                .expect("sessions")
+                .iter()
+                .map(|s| {
+                    let text = |key: &str| s[key].as_str().unwrap_or_default().to_string();
+                    (
+                        text("sessionId"),
+                        text("title"),
+                        text("cwd"),
+                        text("updatedAt"),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `session/list`, as `initialize` says it is offered: the workspace's
+/// stored sessions (the ones `bareagent sessions` lists), last used first,
+/// titled with their first prompt, 20 a page with `nextCursor` to the next;
+/// a session prompted again moves to the top; the agent's own directory
+/// without a `cwd`, none for a directory without sessions, an error for a
+/// cursor it did not give.
+#[test]
+fn session_list_pages_through_the_workspaces_sessions_last_used_first() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    const SESSIONS: usize = 21;
+    let mut replies: Vec<_> = (0..SESSIONS)
+        .map(|n| Reply::text(&format!("answer {n}")).into())
+        .collect();
+    replies.push(Reply::text("again").into());
+    let server = ModelServer::start(replies);
+    let home = tempfile::tempdir().expect("home");
+    let mut steps = Vec::new();
+    for n in 0..SESSIONS {
+        steps.push(json!({"new": {}}));
+        steps.push(json!({"prompt": format!("prompt {n}\nsecond line")}));
+    }
+    let made = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": steps}),
+    );
+    let ids: Vec<String> = of_type(&made, "session")
+        .iter()
+        .map(|s| s["response"]["sessionId"].as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(ids.len(), SESSIONS, "{made:#?}");
+
+    // A new agent lists them; the oldest is prompted again.
+    let oldest = ids[0].clone();
+    let listing = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": [
+            {"list": {}},
+            {"load": oldest}, {"prompt": "and again"},
+            {"list": {}},
+            {"list": {"cwd": null}},
+            {"list": {"cwd": elsewhere.path()}},
+            {"list": {"cursor": "not-a-cursor"}},
+        ]}),
+    );
+    let init = &of_type(&listing, "initialized")[0]["response"]["agentCapabilities"];
+    assert_eq!(init["sessionCapabilities"]["list"], json!({}), "{init:#}");
+    let pages = listed(&listing);
+    assert_eq!(pages.len(), 7, "{listing:#?}");
+    assert_eq!(
+        (pages[0].len(), pages[1].len()),
+        (20, 1),
+        "a page of 20, then the rest"
+    );
+    let first: Vec<&(String, String, String, String)> = pages[0].iter().chain(&pages[1]).collect();
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    let listed_ids: Vec<String> = first.iter().map(|s| s.0.clone()).collect();
+    assert_eq!(listed_ids, newest_first, "last used first, each once");
+    for (n, (id, title, cwd, updated)) in first.iter().rev().enumerate() {
+        assert_eq!(title, &format!("prompt {n}"), "{id}: the first line");
+        assert_eq!(cwd, &root.display().to_string());
+        assert!(
+            updated.len() == 20 && updated.ends_with('Z') && updated.as_bytes()[10] == b'T',
+            "{updated}"
+        );
+    }
+    // Prompted again: now the first.
+    let again: Vec<String> = pages[2]
+        .iter()
+        .chain(&pages[3])
+        .map(|s| s.0.clone())
+        .collect();
+    assert_eq!(again[0], oldest, "{again:?}");
+    assert_eq!(again.len(), SESSIONS);
+    // No cwd: the agent's own directory (the workspace here).
+    let own: Vec<String> = pages[4]
+        .iter()
+        .chain(&pages[5])
+        .map(|s| s.0.clone())
+        .collect();
+    assert_eq!(own, again);
+    assert!(pages[6].is_empty(), "another directory has none");
+    let errors = of_type(&listing, "error");
+    assert_eq!(errors.len(), 1, "{listing:#?}");
+    assert!(
+        errors[0].to_string().contains("not-a-cursor"),
+        "{:#}",
+        errors[0]
+    );
+}
+
+/// A stored session's edits are shown again with their diffs when it is
+/// loaded: an edit's replaced text and its replacement, a written file's
+/// whole text.
+#[test]
+fn loaded_edits_are_shown_with_their_diffs() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[("notes.txt", "one\ntwo\n")]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "two", "new_string": "2"}),
+        )
+        .into(),
+        Reply::tool(
+            "write_file",
+            json!({"path": "new.txt", "content": "fresh\n"}),
+        )
+        .into(),
+        Reply::text("edited").into(),
+    ]);
+    let home = tempfile::tempdir().expect("home");
+    let first = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({
+            "fs": true, "answers": ["allow_once", "allow_once"],
+            "steps": [{"new": {}}, {"prompt": "edit"}],
+        }),
+    );
+    assert_eq!(stop_reasons(&first), ["end_turn"], "{first:#?}");
+    let id = session_id(&first);
+    let replayed = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"fs": true, "steps": [{"load": id}]}),
+    );
+    let diffs: Vec<Value> = of_type(&replayed, "update")
+        .into_iter()
+        .filter(|e| update_kind(e) == "tool_call")
+        .map(|e| e["update"]["content"].clone())
+        .collect();
+    let want = [
+        json!({"type": "diff", "path": root.join("notes.txt"), "oldText": "two", "newText": "2"}),
+        json!({"type": "diff", "path": root.join("new.txt"), "newText": "fresh\n"}),
+    ];
+    assert_eq!(
+        diffs,
+        want.iter().map(|d| json!([d])).collect::<Vec<_>>(),
+        "{replayed:#?}"
+    );
+    // Their results keep showing them (an update's content replaces).
+    let done: Vec<Value> = of_type(&replayed, "update")
+        .into_iter()
+        .filter(|e| update_kind(e) == "tool_call_update")
+        .map(|e| e["update"]["content"][0].clone())
+        .collect();
+    assert_eq!(done, want, "{replayed:#?}");
+}
+
+/// An MCP server the client passes by URL (Streamable HTTP, as
+/// `initialize` says it takes) starts with the session: the real reference
+/// server on a loopback port, its `echo` called by the model.
+#[test]
+fn the_clients_http_mcp_servers_start_and_give_the_model_their_tools() {
+    let Some(python) = python() else { return };
+    let Some(everything) = crate::mcp::everything() else {
+        return;
+    };
+    let http = crate::mcp::HttpServer::start(&everything);
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![
+        Reply::tool("mcp__web__echo", json!({"message": "hi over HTTP"})).into(),
+        Reply::text("Echoed.").into(),
+    ]);
+    let mcp = json!({"name": "web", "url": format!("http://127.0.0.1:{}/mcp", http.port)});
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({"steps": [{"new": {"mcp": [mcp]}}, {"prompt": "echo it"}]}),
+    );
+    let init = &of_type(&transcript, "initialized")[0]["response"]["agentCapabilities"];
+    assert_eq!(init["mcpCapabilities"]["http"], true, "{init:#}");
+    assert_eq!(stop_reasons(&transcript), ["end_turn"], "{transcript:#?}");
+    let requests = server.requests();
+    let tools = requests[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__web__echo"), "{tools}");
+    let results = sent_tool_results(&requests[1].body);
+    assert!(
+        results.len() == 1 && results[0].0.contains("Echo: hi over HTTP") && !results[0].1,
+        "{results:?}"
+    );
+}
+
+/// A session open in another agent (another editor window, a run) is not
+/// loaded a second time: the error says who holds it and what to do, and
+/// nothing is replayed. Once that agent ends, it loads.
+#[test]
+fn a_session_open_in_another_agent_is_refused_with_what_to_do() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let server = ModelServer::start(vec![Reply::text("hello").into()]);
+    let home = tempfile::tempdir().expect("home");
+    let made = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": [{"new": {}}, {"prompt": "hi"}]}),
+    );
+    let id = session_id(&made);
+
+    // Another agent holds it open (raw frames, as an editor would send).
+    let (mut holder, mut stdin, lines) = raw_agent(&root, home.path());
+    let frames = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId": id, "cwd": root, "mcpServers":[]}}),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for frame in frames {
+        writeln!(stdin, "{frame}").expect("write");
+        stdin.flush().expect("flush");
+        // Its answer (after the replayed updates, for the load).
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = lines.recv_timeout(left).expect("an answer");
+            let answer: Value = serde_json::from_str(&line).expect("json");
+            if answer["id"] == frame["id"] {
+                assert!(answer["result"].is_object(), "{answer}");
+                break;
+            }
+        }
+    }
+
+    let refused = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": [{"load": id}]}),
+    );
+    let errors = of_type(&refused, "error");
+    assert_eq!(errors.len(), 1, "{refused:#?}");
+    let said = errors[0].to_string();
+    assert!(
+        said.contains("in use by another bareagent") && said.contains("end it first"),
+        "{said}"
+    );
+    assert!(of_type(&refused, "update").is_empty(), "{refused:#?}");
+
+    // Ended, it no longer holds the session.
+    drop(stdin);
+    assert!(holder.wait().expect("wait").success());
+    let loaded = drive_in(
+        &python,
+        &root,
+        &server,
+        home.path(),
+        json!({"steps": [{"load": id}]}),
+    );
+    assert!(of_type(&loaded, "error").is_empty(), "{loaded:#?}");
+    assert_eq!(of_type(&loaded, "loaded").len(), 1, "{loaded:#?}");
 }

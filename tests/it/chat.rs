@@ -801,6 +801,59 @@ fn rewind_undoes_the_last_turn_and_the_model_forgets_it() {
     );
 }
 
+/// `/rewind` after `/compact`: each of the compacted turns is still
+/// rewound exactly — its edit put back and the turn gone from what is sent
+/// next, history and disk agreeing — from the history the compaction
+/// replaced, and the user is told that compaction is undone too.
+#[test]
+fn rewind_after_compact_rewinds_each_turn_exactly() {
+    let dir = workspace(&[("a.txt", "v0\n")]);
+    let mut script: Vec<Step> = Vec::new();
+    for n in 1..=4 {
+        let (old, new) = (format!("v{}", n - 1), format!("v{n}"));
+        script.push(
+            Reply::tool(
+                "edit_file",
+                json!({"path": "a.txt", "old_string": old, "new_string": new}),
+            )
+            .into(),
+        );
+        script.push(Reply::text(&format!("Answer {n}.")).into());
+    }
+    script.push(Reply::text("THE SUMMARY").into());
+    script.push(Reply::text("After.").into());
+    let server = ModelServer::start(script);
+    let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
+    for n in 1..=4 {
+        chat.turn(&format!("question {n}"));
+    }
+    chat.command("/compact", "older messages summarised");
+    let read = || std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
+    let first = chat.command("/rewind", "rewound the last turn: restored a.txt");
+    assert!(
+        first.contains("the compaction since is undone too"),
+        "{first}"
+    );
+    assert!(!first.contains("compacted during it"), "{first}");
+    assert_eq!(read(), "v3\n");
+    chat.command("/rewind", "rewound the last turn: restored a.txt");
+    assert_eq!(read(), "v2\n");
+    chat.turn("question 5");
+    chat.quit();
+    let requests = server.requests();
+    let sent: Vec<String> = conversation(&requests.last().unwrap().body)
+        .into_iter()
+        .filter(|(role, _)| role == "user")
+        .map(|(_, text)| text)
+        .filter(|text| text.starts_with("question") || text.contains("SUMMARY"))
+        .collect();
+    assert_eq!(
+        sent,
+        ["question 1", "question 2", "question 5"],
+        "the rewound turns are not sent, nor a summary of them"
+    );
+}
+
 /// `/effort` and `/thinking` show and set how hard the model thinks, from
 /// the next turn on, over `--effort`; a level that is none is an error that
 /// changes nothing.

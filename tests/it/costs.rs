@@ -97,6 +97,14 @@ fn costs_match_the_price_table_and_unknown_models_cost_unknown() {
             context_percent: None,
         },
         Case {
+            api: "anthropic",
+            model: "my-local-model",
+            config: "[context]\nwindow = 50000\n",
+            // The window the user set counts, as compaction counts it.
+            call_usd: None,
+            context_percent: Some(13_500.0 * 100.0 / 50_000.0),
+        },
+        Case {
             api: "openai",
             model: "gpt-4.1",
             config: "",

@@ -332,6 +332,48 @@ fn a_stale_edit_is_refused_and_retried_after_reading_again() {
     );
 }
 
+/// What bareagent keeps in the workspace (the chat, the session) stays out
+/// of the user's `git status`; the project's settings, meant to be
+/// committed, do not; and a `.bareagent/.gitignore` the user wrote is kept.
+#[test]
+fn the_agents_own_files_stay_out_of_git_status() {
+    for users_own in [None, Some("chat.md\n")] {
+        let mut files = vec![(".bareagent/config.toml", "model = \"m\"\n")];
+        if let Some(text) = users_own {
+            files.push((".bareagent/.gitignore", text));
+        }
+        let dir = workspace(&files);
+        crate::mcp::git(dir.path(), &["init", "-q"]);
+        let server = ModelServer::start(vec![Reply::text("Hello.").into()]);
+        let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+        client.execute("bareagent.openChat", json!([])).unwrap();
+        let turn = ask(&client, json!("hi"))["turn"].as_u64().unwrap();
+        assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+        assert!(dir.path().join(".bareagent/chat.md").exists());
+        assert!(dir.path().join(".bareagent/sessions").is_dir());
+        let status = std::process::Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        // (The test's user state lives in the workspace too: not ours to judge.)
+        let status: String = String::from_utf8_lossy(&status.stdout)
+            .lines()
+            .filter(|line| !line.contains(".no-user-"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let expected = match users_own {
+            None => "?? .bareagent/config.toml\n",
+            Some(_) => "?? .bareagent/.gitignore\n?? .bareagent/config.toml\n",
+        };
+        assert_eq!(status, expected, "{users_own:?}");
+        if let Some(text) = users_own {
+            let kept = std::fs::read_to_string(dir.path().join(".bareagent/.gitignore")).unwrap();
+            assert_eq!(kept, text);
+        }
+    }
+}
+
 #[test]
 fn user_typing_in_the_chat_while_the_reply_streams_is_kept() {
     let dir = workspace(&[]);
@@ -818,6 +860,31 @@ fn files_not_open_are_created_and_edited_through_the_editor() {
             );
         }
     }
+}
+
+/// A file not open in the editor and not UTF-8: the editor might decode
+/// it otherwise, so an edit placed on our text could land elsewhere in its;
+/// it is written on disk instead, in its own encoding, and no edit is sent.
+#[test]
+fn a_file_not_open_and_not_utf8_is_edited_on_disk_in_its_encoding() {
+    let dir = workspace(&[]);
+    let menu = dir.path().join("menu.txt");
+    std::fs::write(&menu, b"caf\xe9\n").unwrap();
+    let server = ModelServer::start(vec![
+        Reply::tool(
+            "edit_file",
+            json!({"path": "menu.txt", "old_string": "café", "new_string": "thé"}),
+        )
+        .into(),
+        Reply::text("ok").into(),
+    ]);
+    let client = start(dir.path(), options(dir.path(), &server, "bypass"));
+    let turn = ask(&client, json!("edit"))["turn"].as_u64().unwrap();
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+    let result = &events_of(&client, "tool_result")[0];
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(requests_of(&client, "workspace/applyEdit").is_empty());
+    assert_eq!(std::fs::read(&menu).unwrap(), b"th\xe9\n");
 }
 
 #[test]

@@ -188,13 +188,13 @@ fn everything_servers_echo_and_sum_over_stdio() {
 
 /// The everything server's Streamable HTTP transport on a loopback port,
 /// killed (group and all) when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl HttpServer {
-    fn start(program: &str) -> HttpServer {
+    pub(crate) fn start(program: &str) -> HttpServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -43,6 +43,55 @@ fn gitignored_tree() -> tempfile::TempDir {
     dir
 }
 
+/// A text file that is not UTF-8 is read as text, with its encoding
+/// named, and edited in that encoding: never called binary, never turned
+/// into UTF-8, never corrupted. A name that is not UTF-8 is shown escaped.
+#[tokio::test]
+async fn a_file_in_another_encoding_is_read_and_edited_in_it() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = workspace(&[]);
+    let menu = dir.path().join("menu.txt");
+    std::fs::write(&menu, b"caf\xe9 cr\xe8me\n").unwrap();
+    let odd_name = std::ffi::OsStr::from_bytes(b"r\xe9sum\xe9.txt");
+    std::fs::write(dir.path().join(odd_name), b"x").unwrap();
+    let read = results_of(
+        dir.path(),
+        vec![
+            ("read_file", json!({"path": "menu.txt"})),
+            ("glob", json!({"pattern": "*.txt"})),
+            (
+                "grep",
+                json!({"pattern": "x", "output_mode": "files_with_matches"}),
+            ),
+        ],
+    )
+    .await;
+    assert!(!read[0].1, "{}", read[0].0);
+    assert!(read[0].0.contains("café crème"), "{}", read[0].0);
+    assert!(
+        read[0].0.contains("windows-1252 text, not UTF-8"),
+        "{}",
+        read[0].0
+    );
+    assert!(read[1].0.contains(r"r\xE9sum\xE9.txt"), "{}", read[1].0);
+    assert!(read[2].0.contains(r"r\xE9sum\xE9.txt"), "{}", read[2].0);
+
+    let edit =
+        |old: &str, new: &str| json!({"path": "menu.txt", "old_string": old, "new_string": new});
+    let kept = results_of(dir.path(), vec![("edit_file", edit("café", "thé"))]).await;
+    assert!(!kept[0].1, "{}", kept[0].0);
+    assert_eq!(std::fs::read(&menu).unwrap(), b"th\xe9 cr\xe8me\n");
+
+    let refused = results_of(dir.path(), vec![("edit_file", edit("thé", "thé ☕"))]).await;
+    assert!(refused[0].1, "{}", refused[0].0);
+    assert!(
+        refused[0].0.contains("cannot hold `☕`"),
+        "{}",
+        refused[0].0
+    );
+    assert_eq!(std::fs::read(&menu).unwrap(), b"th\xe9 cr\xe8me\n");
+}
+
 #[tokio::test]
 async fn glob_respects_gitignore_and_hidden_files() {
     let dir = gitignored_tree();

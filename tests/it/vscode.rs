@@ -92,13 +92,15 @@ fn isolated(command: &mut Command, state: &Path, model_url: &str) {
 
 /// Starts code-server on `folder` with the .vsix installed. With `trust`,
 /// VS Code's workspace trust is on (the folder opens asking whether to
-/// trust it); else it is off, and every folder is trusted.
+/// trust it); else it is off, and every folder is trusted. `user` holds
+/// user settings beside the test's own.
 fn start_code_server(
     found: &Installed,
     state: &Path,
     folder: &Path,
     model_url: &str,
     trust: bool,
+    user: &serde_json::Value,
 ) -> (CodeServer, u16) {
     for dir in ["home", "tmp", "user-data/User", "extensions"] {
         std::fs::create_dir_all(state.join(dir)).expect("state dirs");
@@ -114,7 +116,7 @@ fn start_code_server(
         format!("export PATH=\"{}:$PATH\"\n", bin_dir.display()),
     )
     .expect("bash_profile");
-    let settings = json!({
+    let mut settings = json!({
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": false,
         "workbench.secondarySideBar.defaultVisibility": "hidden",
@@ -130,6 +132,17 @@ fn start_code_server(
         // The client logs what it sends (the diagnostics) to the extension's log.
         "bareagent.trace.server": "verbose"
     });
+    if let (Some(settings), Some(user)) = (settings.as_object_mut(), user.as_object()) {
+        settings.extend(user.clone());
+    }
+    // code-server is VS Code's remote: a `machine` setting (`bareagent.path`)
+    // is read from the machine's settings, not the browser user's.
+    std::fs::create_dir_all(state.join("user-data/Machine")).expect("machine settings dir");
+    std::fs::write(
+        state.join("user-data/Machine/settings.json"),
+        serde_json::to_string_pretty(user).expect("machine settings"),
+    )
+    .expect("Machine/settings.json");
     std::fs::write(
         state.join("user-data/User/settings.json"),
         serde_json::to_string_pretty(&settings).expect("settings"),
@@ -242,19 +255,27 @@ fn installed_or_skip() -> Option<Installed> {
 /// beside the rest of the suite make every step slower than it needs to be.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Starts code-server on `dir` and runs the driver's `scenario` against it;
-/// fails (with everything the run left) unless the driver finished.
+/// Starts code-server on `dir` (with `user` settings besides the test's)
+/// and runs the driver's `scenario` against it; fails (with everything the
+/// run left) unless the driver finished.
 fn drive(
     found: &Installed,
     dir: &Path,
     model: &ModelServer,
     scenario: &str,
     trust: bool,
+    user: serde_json::Value,
 ) -> Driven {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let state = tempfile::tempdir().expect("state dir");
-    let (code_server, port) =
-        start_code_server(found, state.path(), dir, &model.anthropic_base(), trust);
+    let (code_server, port) = start_code_server(
+        found,
+        state.path(),
+        dir,
+        &model.anthropic_base(),
+        trust,
+        &user,
+    );
     let artefacts = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("target dir")
@@ -357,15 +378,25 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
         .into()
     };
     let model = ModelServer::start(vec![
-        edit("greet.py", "'hi '", "'Hello, '"),
+        // Its first line unchanged: one line removed and one added, by the
+        // question as by the diff (counting the strings' lines said +2 -2).
+        edit(
+            "greet.py",
+            "def greet(name):\n    return 'hi ' + name\n",
+            "def greet(name):\n    return 'Hello, ' + name\n",
+        ),
         Reply::tool("bash", json!({"command": "python3 greet_test.py"})).into(),
-        Reply::text("Done: greet now says **Hello**, and `greet_test.py` passes.").into(),
+        Reply::text(
+            "Done: greet now says **Hello**, and `greet_test.py` passes. I read greet.py \
+             first; Python's docs are at www.python.org.",
+        )
+        .into(),
         edit("calc.ts", "return a + b;", "return a + c;"),
         edit("calc.ts", "return a + c;", "return a + b;"),
         Reply::text("calc.ts is fixed: the editor reports no error.").into(),
         Reply::text("I see the type error.").into(),
     ]);
-    let run = drive(&found, dir.path(), &model, "turn", false);
+    let run = drive(&found, dir.path(), &model, "turn", false, json!({}));
     let context = &run.context;
     let sent: Vec<_> = model
         .requests()
@@ -403,6 +434,72 @@ fn vscode_chat_view_reviews_approves_saves_and_feeds_diagnostics_back() {
     );
     // Questions answered in the view raised no notification that outlives them.
     assert_eq!(run.fact("approval-notifications-left"), "0", "{context}");
+
+    // One line count for the edit, the diff's: in the question and in the view.
+    assert!(
+        run.fact("edit-question").contains("greet.py (+1 -1)"),
+        "{context}"
+    );
+    assert!(
+        run.fact("edit-line").contains("edited greet.py (+1 -1)"),
+        "{context}"
+    );
+    // The approval's diff is coloured: added and removed lines each have a
+    // background, unlike the context lines and unlike each other.
+    let colours: serde_json::Value =
+        serde_json::from_str(run.fact("diff-colours")).expect("diff-colours is JSON");
+    let transparent = json!("rgba(0, 0, 0, 0)");
+    assert!(
+        colours["add"].is_string()
+            && colours["add"] != json!("none")
+            && colours["add"] != transparent
+            && colours["del"] != transparent
+            && colours["add"] != colours["del"]
+            && colours["same"] == transparent,
+        "{colours}\n{context}"
+    );
+    // The Review tab closed once the edit was allowed.
+    assert_eq!(run.fact("review-tabs-left"), "0", "{context}");
+    // Links in the reply: the file names are no web links, `www.` is, and
+    // the existing file opened in the editor from its link.
+    let links: Vec<serde_json::Value> =
+        serde_json::from_str(run.fact("reply-links")).expect("reply-links is JSON");
+    assert!(
+        !links.iter().any(|l| l["href"]
+            .as_str()
+            .is_some_and(|h| h.contains("greet.py") || h.contains("greet_test"))),
+        "a file name became a web link: {links:?}\n{context}"
+    );
+    assert!(
+        links
+            .iter()
+            .any(|l| l["href"] == json!("http://www.python.org")),
+        "{links:?}\n{context}"
+    );
+    let greet_test = format!("file://{}", dir.path().join("greet_test.py").display());
+    assert!(
+        links
+            .iter()
+            .any(|l| l["text"] == json!("greet_test.py") && l["file"] == json!(greet_test)),
+        "{links:?}\n{context}"
+    );
+    assert_eq!(run.fact("opened-from-reply"), "true", "{context}");
+    // The view showed each reply: no "done" notification for it.
+    assert_eq!(run.fact("done-notifications"), "0", "{context}");
+    // The session's tokens in the status bar (7 calls of 10 in and 5 out),
+    // not the last turn's (1 call).
+    assert!(run.fact("status-end").contains("105 tokens"), "{context}");
+    // The server's log lines at their own levels in the output channel.
+    assert!(
+        run.log.lines().any(|l| l.contains("[debug] saved uri=")),
+        "{context}"
+    );
+    assert!(
+        !run.log
+            .lines()
+            .any(|l| l.contains("[error]") && (l.contains(" INFO ") || l.contains(" DEBUG "))),
+        "{context}"
+    );
 
     // Diagnostics: the extension sent what VS Code's TypeScript server
     // reported for calc.ts (the client's trace of what it sends)…
@@ -467,7 +564,9 @@ const PLANTED: &str = r#"{
 /// In a workspace the user did not trust (Restricted Mode), the palette
 /// commands work and the planted settings do not apply: the model is the
 /// real one (not the planted URL), and the edit still asks (no bypass).
-/// Also: Status, Ask about selection, cancel from the view, New session, Ask
+/// Also: Rewind (the view marks the turn), Status, Ask about selection (of
+/// a file, and of an untitled buffer), cancel from the view, New session
+/// while a turn runs (its end not shown in the new one), Ask
 /// from the palette, Open chat file.
 #[test]
 fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
@@ -488,12 +587,14 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
         .into(),
         Reply::text("Fixed broken.ts.").into(),
         Reply::text("It greets a person by name.").into(),
+        Reply::text("It sets two numbers.").into(),
         Reply::text("This answer is held until the test ends.")
             .held(&hold)
             .into(),
+        Reply::text("This one too.").held(&hold).into(),
         Reply::text("Hello again.").into(),
     ]);
-    let run = drive(&found, dir.path(), &model, "palette", true);
+    let run = drive(&found, dir.path(), &model, "palette", true, json!({}));
     hold.release();
     let context = &run.context;
     let requests = model.requests();
@@ -501,19 +602,41 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
     assert_eq!(run.fact("restricted"), "true", "{context}");
     // The server started from PATH, not the planted /bin/false, and reached
     // the real model, not the planted URL.
-    assert_eq!(requests.len(), 5, "{context}");
+    assert_eq!(requests.len(), 7, "{context}");
     assert_eq!(
         crate::lsp::user_texts(&requests[0].body),
         ["Fix broken.ts."],
         "{context}"
     );
-    // No bypass: the edit asked, in the view.
+    // No bypass: the edit asked (in a notification, the view hidden).
+    // The native question: the question without its diff, every label whole,
+    // and Review opening the diff editor.
+    let toast = run.fact("fix-question");
     assert!(
-        run.fact("fix-question").contains("edit_file: broken.ts"),
+        toast.contains("wants to run edit_file broken.ts") && !toast.contains("--- a/"),
+        "{toast}\n{context}"
+    );
+    let buttons: Vec<serde_json::Value> =
+        serde_json::from_str(run.fact("toast-buttons")).expect("toast-buttons is JSON");
+    let labels: Vec<&str> = buttons.iter().filter_map(|b| b["label"].as_str()).collect();
+    assert_eq!(
+        labels,
+        ["Allow", "Session", "Always", "Reject", "Review"],
         "{context}"
     );
+    assert!(
+        buttons.iter().all(|b| b["cut"] == json!(false)),
+        "a label was cut: {buttons:?}\n{context}"
+    );
+    assert!(
+        run.fact("toast-review")
+            .contains("broken.ts: current ↔ proposed"),
+        "{context}"
+    );
+
     assert!(run.fact("status").contains("model: anthropic"), "{context}");
     let about = crate::lsp::user_texts(&requests[2].body);
+    // (The rewound turn is no longer in the history.)
     assert_eq!(
         about.last().map(String::as_str),
         Some(
@@ -521,10 +644,41 @@ fn vscode_palette_commands_in_restricted_mode_ignore_the_workspace_settings() {
         ),
         "{context}"
     );
+    // Rewind: the view marks the turn undone, and says what was restored.
+    let rewound = run.fact("rewound-turns");
+    assert!(
+        rewound.contains("Fix broken.ts.") && rewound.contains("restored broken.ts"),
+        "{rewound}\n{context}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("broken.ts")).expect("broken.ts"),
+        BROKEN
+    );
+    // An untitled buffer's selection is quoted as what it is, not as a file to read.
+    let untitled = crate::lsp::user_texts(&requests[3].body);
+    let untitled = untitled.last().map(String::as_str).unwrap_or_default();
+    assert!(
+        untitled.contains("an unsaved, untitled buffer")
+            && untitled.contains("x = 1\ny = 2")
+            && !untitled.contains("Untitled-1:"),
+        "{untitled}\n{context}"
+    );
     assert_eq!(run.fact("cancelled"), "true", "{context}");
+    // New session while a turn ran: its end ("Cancelled.") is not shown in
+    // the new conversation, and the status bar starts again.
+    let after = run.fact("view-after-new");
+    assert!(
+        after.contains("Hello after a new session") && !after.contains("Cancelled."),
+        "{after}\n{context}"
+    );
+    let status = run.fact("status-after-new");
+    assert!(
+        status.contains("idle") && !status.contains("tokens"),
+        "{status}\n{context}"
+    );
     // New session: the last ask starts a conversation of its own.
     assert_eq!(
-        crate::lsp::user_texts(&requests[4].body),
+        crate::lsp::user_texts(&requests[6].body),
         ["Hello after a new session"],
         "{context}"
     );
@@ -571,7 +725,7 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
         code(json!({"operation": "rename", "path": "calc.ts", "symbol": "add", "new_name": "sum"})),
         Reply::text("add is called from main.ts, twice; it is sum now.").into(),
     ]);
-    let run = drive(&found, dir.path(), &model, "code", false);
+    let run = drive(&found, dir.path(), &model, "code", false, json!({}));
     let context = &run.context;
     let sent: Vec<_> = model
         .requests()
@@ -652,4 +806,62 @@ fn vscode_answers_code_from_its_typescript_on_an_unsaved_buffer() {
     }) {
         eprintln!("{took}");
     }
+}
+
+/// The server cannot run: `bareagent.path` is a program that says why on
+/// stderr and exits 3. Asking in the view keeps the typed prompt in the
+/// box, and the error (in the view, a notification with Set path, and the
+/// output channel) says how the server ended and what it said.
+#[test]
+fn vscode_says_why_the_server_is_down_and_keeps_the_prompt() {
+    let Some(found) = installed_or_skip() else {
+        return;
+    };
+    let dir = workspace(&[("greet.py", GREET)]);
+    let bin = tempfile::tempdir().expect("bin dir");
+    let failing = bin.path().join("failing-bareagent");
+    std::fs::write(
+        &failing,
+        "#!/bin/sh\necho 'error: no model configured here (a test)' >&2\nexit 3\n",
+    )
+    .expect("write the script");
+    std::fs::set_permissions(
+        &failing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let model = ModelServer::start(vec![]);
+    let run = drive(
+        &found,
+        dir.path(),
+        &model,
+        "down",
+        false,
+        json!({"bareagent.path": failing}),
+    );
+    let context = &run.context;
+    assert_eq!(
+        run.fact("down-prompt"),
+        "\"A prompt typed with care.\"",
+        "{context}"
+    );
+    let said = "error: no model configured here (a test)";
+    for key in ["down-error", "down-toast"] {
+        let error = run.fact(key);
+        assert!(
+            error.contains("exited with code 3") && error.contains(said),
+            "{key}: {error}\n{context}"
+        );
+    }
+    assert!(
+        run.fact("down-toast-buttons").contains("\"Set path\""),
+        "{context}"
+    );
+    assert!(
+        run.log
+            .lines()
+            .any(|l| l.contains("[error]") && l.contains("exited with code 3")),
+        "{context}"
+    );
+    assert_eq!(model.requests().len(), 0, "{context}");
 }

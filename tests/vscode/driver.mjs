@@ -6,7 +6,7 @@
 // mark, the reply in the view); the Rust test checks what the model was sent
 // and the files. Each step prints `STEP name` on stdout, facts as `FACT k v`.
 //
-// Env: SCENARIO (turn | palette | code), URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
+// Env: SCENARIO (turn | palette | code | down), URL (code-server with ?folder=), ARTEFACTS (screenshots), PLAYWRIGHT_MODULES
 // (the node_modules holding playwright-core), CHROMIUM (default /usr/bin/chromium).
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
@@ -25,6 +25,7 @@ setTimeout(() => {
 }, 300_000).unref();
 
 const step = (name) => console.log(`STEP ${name}`);
+const STATUS = '#bareagent\\.bareagent\\.bareagent\\.status';
 const fact = (key, value) => console.log(`FACT ${key} ${value}`);
 const text = (s) => (s ?? '').replace(/\u00a0/g, ' ');
 
@@ -43,7 +44,7 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 page.setDefaultTimeout(STEP_MS);
 
-const scenarios = { turn, palette, code };
+const scenarios = { turn, palette, code, down };
 try {
   const scenario = scenarios[process.env.SCENARIO];
   if (!scenario) throw new Error(`unknown SCENARIO ${process.env.SCENARIO}`);
@@ -132,6 +133,29 @@ async function chatView() {
   return view;
 }
 
+/** The notifications (shown or not) whose text has `what`, from the notification center. */
+async function notificationsWith(what) {
+  await runCommand('Notifications: Show Notifications');
+  await page.locator('.notifications-center').waitFor();
+  const count = await page.locator('.notifications-center .notification-list-item', { hasText: what }).count();
+  await page.keyboard.press('Escape');
+  return count;
+}
+
+/** Each button of a toast: its label, and whether the toast cut it (`Allo…`). */
+async function toastButtons(toast) {
+  return toast.locator('.notification-list-item-buttons-container .monaco-button').evaluateAll((buttons) =>
+    buttons.map((b) => ({ label: b.textContent, cut: b.scrollWidth > b.clientWidth + 1 })),
+  );
+}
+
+/** The links in the view's element `where`: text, web address and file. */
+async function links(where) {
+  return where.locator('a').evaluateAll((all) =>
+    all.map((a) => ({ text: a.textContent, href: a.getAttribute('href'), file: a.dataset.uri ?? null })),
+  );
+}
+
 async function problems() {
   return text(await page.locator('#status\\.problems').textContent());
 }
@@ -168,6 +192,13 @@ async function turn() {
   const edit = view.locator('.approval', { hasText: 'edit_file' });
   await edit.waitFor();
   fact('approval-diff', JSON.stringify(text(await edit.locator('.diff').textContent())));
+  fact('edit-question', JSON.stringify(text(await edit.locator('.question').textContent())));
+  // Added and removed lines coloured (their background), as VS Code's diffs are.
+  const colour = async (kind) => {
+    const line = edit.locator(`.diff .${kind}`).first();
+    return (await line.count()) === 0 ? 'none' : line.evaluate((e) => getComputedStyle(e).backgroundColor);
+  };
+  fact('diff-colours', JSON.stringify({ add: await colour('add'), del: await colour('del'), same: await colour('same') }));
   await edit.getByRole('button', { name: 'Review' }).click();
   const reviewTab = page.locator('.tabs-container .tab', { hasText: 'current ↔ proposed' });
   await reviewTab.waitFor();
@@ -185,6 +216,9 @@ async function turn() {
   await edit.getByRole('button', { name: 'Allow once' }).click();
   await until('the edit in the greet.py buffer', async () => (await editorText('greet.py')).includes("'Hello, '"));
   fact('buffer', JSON.stringify(await editorText('greet.py')));
+  // The Review tab has served: it closes once the question is answered.
+  await until('the Review tab closed', async () => (await reviewTab.count()) === 0, 15_000).catch(() => {});
+  fact('review-tabs-left', await reviewTab.count());
 
   step('approve command');
   const command = view.locator('.approval', { hasText: 'bash' });
@@ -196,6 +230,19 @@ async function turn() {
   const reply = view.locator('.msg.assistant', { hasText: 'greet now says' });
   await reply.waitFor();
   fact('reply', JSON.stringify(text(await reply.textContent())));
+  fact('edit-line', JSON.stringify(text(await view.locator('.file-changed', { hasText: 'greet.py' }).first().textContent())));
+  // Paths are checked on disk before they become links: wait for the one that exists.
+  await until('greet_test.py linked', async () => (await reply.locator('a.path').count()) > 0, 15_000).catch(() => {});
+  fact('reply-links', JSON.stringify(await links(reply)));
+  step('open a path from the reply');
+  const pathLink = reply.locator('a.path', { hasText: 'greet_test.py' });
+  if ((await pathLink.count()) > 0) {
+    await pathLink.first().click();
+    await tab('greet_test.py').first().waitFor();
+    fact('opened-from-reply', await tab('greet_test.py').first().evaluate((e) => e.classList.contains('active')));
+  } else {
+    fact('opened-from-reply', 'no link');
+  }
   await until('the command tool row marked ok', async () =>
     (await view.locator('details.tool.ok', { hasText: 'bash' }).count()) === 1,
   );
@@ -205,6 +252,8 @@ async function turn() {
     text(await page.locator('#bareagent\\.bareagent\\.bareagent\\.status').textContent()).includes('idle'),
   );
   fact('status', JSON.stringify(text(await page.locator('#bareagent\\.bareagent\\.bareagent\\.status').textContent())));
+  // The view showed the reply: no "done" notification besides.
+  fact('done-notifications', await notificationsWith('bareagent: done'));
   await page.screenshot({ path: join(artefacts, 'workbench.png') });
   // A wider side bar for the picture of the view.
   const sash = await page.locator('#workbench\\.parts\\.sidebar').boundingBox();
@@ -234,7 +283,7 @@ async function turn() {
   await page.locator('.activitybar a.action-label[aria-label^="Explorer"]').click({ force: true });
   const toast = page.locator('.notification-toast', { hasText: 'wants to run edit_file calc.ts' });
   await toast.waitFor();
-  await toast.getByRole('button', { name: 'Allow once' }).click();
+  await toast.getByRole('button', { name: /^Allow( once)?$/ }).first().click();
   await page.locator('.activitybar a.action-label[aria-label="bareagent"]').click();
   await view.locator('.msg.assistant', { hasText: 'calc.ts is fixed' }).waitFor();
   // The questions answered in the view left no notification behind.
@@ -257,6 +306,8 @@ async function turn() {
   await page.keyboard.press('Escape');
   await runCommand('bareagent: Fix this diagnostic');
   await view.locator('.msg.assistant', { hasText: 'I see the type error.' }).waitFor();
+  await until('the idle status bar', async () => text(await page.locator(STATUS).textContent()).includes('idle'));
+  fact('status-end', JSON.stringify(text(await page.locator(STATUS).textContent())));
 
   // VS Code's own measure of the activation (code loading + activate()).
   step('running extensions');
@@ -277,16 +328,40 @@ async function palette() {
 
   // VS Code's TypeScript does not run in Restricted Mode here: the
   // diagnostics commands are in the `turn` scenario.
+  // Asked with the view hidden: the question comes as VS Code's own
+  // notification (no language server runs here, so nothing else moves).
   step('an edit asks');
   await openFile('broken.ts');
   const view = await chatView();
   await view.locator('#prompt').fill('Fix broken.ts.');
   await view.locator('#prompt').press('Enter');
-  const card = view.locator('.approval', { hasText: 'broken.ts' });
-  await card.waitFor();
-  fact('fix-question', JSON.stringify(text(await card.locator('.question').textContent())));
-  await card.getByRole('button', { name: 'Allow once' }).click();
+  await until('the prompt in the view', async () => (await view.locator('.msg.user').count()) >= 1);
+  await page.locator('.activitybar a.action-label[aria-label^="Explorer"]').click({ force: true });
+  const toast = page.locator('.notification-toast', { hasText: 'wants to run edit_file broken.ts' });
+  await toast.waitFor();
+  fact('fix-question', JSON.stringify(text(await toast.locator('.notification-list-item-message').innerText())));
+  fact('toast-buttons', JSON.stringify(await toastButtons(toast)));
+  await page.screenshot({ path: join(artefacts, 'approval-toast.png') });
+  // Review opens the diff editor, and the question is asked again.
+  const reviewTab = page.locator('.tabs-container .tab', { hasText: 'current ↔ proposed' });
+  const review = toast.getByRole('button', { name: 'Review', exact: true });
+  if ((await review.count()) > 0) {
+    await review.click();
+    await reviewTab.waitFor();
+    fact('toast-review', JSON.stringify(text(await reviewTab.first().textContent())));
+  } else {
+    fact('toast-review', 'no Review button');
+  }
+  const again = page.locator('.notification-toast', { hasText: 'wants to run edit_file broken.ts' });
+  await again.getByRole('button', { name: /^Allow( once)?$/ }).first().click();
+  await page.locator('.activitybar a.action-label[aria-label="bareagent"]').click();
   await view.locator('.msg.assistant', { hasText: 'Fixed broken.ts.' }).waitFor();
+
+  step('rewind');
+  await runCommand('bareagent: Rewind the last turn');
+  const rewound = view.locator('.turn.rewound', { hasText: 'Fix broken.ts.' });
+  await until('the turn marked rewound', async () => (await rewound.count()) > 0, 20_000).catch(() => {});
+  fact('rewound-turns', JSON.stringify(await view.locator('.turn.rewound').allInnerTexts()));
 
   step('status');
   await runCommand('bareagent: Status');
@@ -302,6 +377,15 @@ async function palette() {
   await answerInputBox('What does this do?');
   await view.locator('.msg.assistant', { hasText: 'It greets a person by name.' }).waitFor();
 
+  step('ask about an untitled selection');
+  await runCommand('File: New Untitled Text File');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.insertText('x = 1\ny = 2');
+  await page.keyboard.press('Control+A');
+  await runCommand('bareagent: Ask about selection');
+  await answerInputBox('What is this?');
+  await view.locator('.msg.assistant', { hasText: 'It sets two numbers.' }).waitFor();
+
   step('cancel');
   await view.locator('#prompt').fill('Take your time.');
   await view.locator('#prompt').press('Enter');
@@ -312,14 +396,20 @@ async function palette() {
   await view.locator('.msg.failed', { hasText: 'Cancelled.' }).waitFor();
   fact('cancelled', true);
 
+  // New session while a turn runs: the old turn ends ("cancelled") after the view was cleared.
   step('new session');
+  await view.locator('#prompt').fill('Take more time.');
+  await view.locator('#prompt').press('Enter');
+  await until('the running status bar', async () => text(await page.locator(STATUS).textContent()).includes('running'));
   await runCommand('bareagent: New session');
   await until('an empty view', async () => (await view.locator('.msg').count()) === 0);
+  fact('status-after-new', JSON.stringify(text(await page.locator(STATUS).textContent())));
 
   step('ask');
   await runCommand('bareagent: Ask');
   await answerInputBox('Hello after a new session');
   await view.locator('.msg.assistant', { hasText: 'Hello again.' }).waitFor();
+  fact('view-after-new', JSON.stringify(await view.locator('.msg').allInnerTexts()));
 
   step('open chat file');
   await runCommand('bareagent: Open chat file');
@@ -371,4 +461,22 @@ async function code() {
   fact('main.ts-dirty', await tab('main.ts').first().evaluate((e) => e.classList.contains('dirty')));
   fact('main.ts', JSON.stringify(await editorText('main.ts')));
   await page.screenshot({ path: join(artefacts, 'code.png') });
+}
+
+/** The server cannot run (its binary exits at once): what the user sees when asking. */
+async function down() {
+  await workbench();
+  step('ask with the server down');
+  const view = await chatView();
+  await view.locator('#prompt').fill('A prompt typed with care.');
+  await view.locator('#prompt').press('Enter');
+  const failed = view.locator('.msg.failed');
+  await failed.first().waitFor();
+  fact('down-error', JSON.stringify(text(await failed.first().innerText())));
+  fact('down-prompt', JSON.stringify(await view.locator('#prompt').inputValue()));
+  const toast = page.locator('.notification-toast', { hasText: 'bareagent: ' }).filter({ hasText: 'not' });
+  await toast.first().waitFor();
+  fact('down-toast', JSON.stringify(text(await toast.first().locator('.notification-list-item-message').innerText())));
+  fact('down-toast-buttons', JSON.stringify(await toastButtons(toast.first())));
+  await page.screenshot({ path: join(artefacts, 'down.png') });
 }

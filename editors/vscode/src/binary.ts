@@ -29,22 +29,23 @@ function onPath(name: string): string | undefined {
   return undefined;
 }
 
-/** The binary to start, or undefined after telling the user why there is none. */
-export function findBinary(): string | undefined {
+/** The binary to start, or why there is none (after telling the user). */
+export function findBinary(): { path: string } | { missing: string } {
   const configured = binarySetting(inspector(), vscode.workspace.isTrusted);
   if (configured) {
     const expanded = configured.replace(/^~(?=$|\/)/, process.env.HOME ?? '~');
-    if (executable(expanded)) return expanded;
-    void notFound(`bareagent.path is set to \`${configured}\`, which is not an executable file.`);
-    return undefined;
+    if (executable(expanded)) return { path: expanded };
+    const missing = `bareagent.path is set to \`${configured}\`, which is not an executable file.`;
+    void notFound(missing);
+    return { missing };
   }
   const found = onPath('bareagent');
-  if (!found) {
-    void notFound(
-      'The `bareagent` binary is not on PATH. Install it (`cargo install --path .` in its repository) or set its path.',
-    );
-  }
-  return found;
+  if (found) return { path: found };
+  // The editor's PATH, not the terminal's: a GUI-started editor (or code-server) may not have the shell's.
+  const missing =
+    'the `bareagent` binary is not on the PATH the editor sees (see the "bareagent" output for it). Install it (`cargo install --path .` in its repository) or set its path.';
+  void notFound(missing);
+  return { missing };
 }
 
 async function notFound(message: string): Promise<void> {

@@ -5,7 +5,7 @@
  * model choice, `@path` completion) to the server through the Agent.
  */
 import * as vscode from 'vscode';
-import { Agent } from './agent';
+import { Agent, ServerDown } from './agent';
 import { EditorEvent } from './editorEvent';
 import { ProposedDocuments } from './review';
 
@@ -16,13 +16,15 @@ type ApprovalRequested = Extract<EditorEvent, { type: 'approval_requested' }>;
 
 type FromView =
   | { type: 'ready' }
-  | { type: 'ask'; prompt: string }
+  | { type: 'ask'; request: number; prompt: string }
   | { type: 'cancel' }
   | { type: 'newSession' }
   | { type: 'pickModel' }
   | { type: 'answer'; id: number; decision: 'approve' | 'approveSession' | 'approveAlways' | 'reject' }
   | { type: 'review'; id: number }
-  | { type: 'complete'; request: number; prefix: string };
+  | { type: 'complete'; request: number; prefix: string }
+  | { type: 'resolvePaths'; request: number; paths: string[] }
+  | { type: 'openPath'; uri: string; line?: number; column?: number };
 
 const DECISIONS: Record<string, string> = {
   approve: 'bareagent.approve',
@@ -48,11 +50,10 @@ export class ChatView implements vscode.WebviewViewProvider {
     private readonly pickModel: () => Promise<void>,
   ) {}
 
+  /** An event of the session the view shows (see CurrentSession). */
   onEvent(event: EditorEvent): void {
     if (event.type === 'approval_requested') this.approvals.set(event.id, event);
     if (event.type === 'approval_resolved') this.approvals.delete(event.id);
-    // approval_resolved carries no session: it belongs to whichever asked.
-    if ('session' in event && event.session !== 'main') return;
     this.history.push(event);
     if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
     void this.view?.webview.postMessage({ type: 'event', event });
@@ -97,14 +98,15 @@ export class ChatView implements vscode.WebviewViewProvider {
           await this.refreshModel();
           break;
         case 'ask':
+          // The box keeps the prompt until the server has it: if it is down, nothing typed is lost.
           await this.agent.run('bareagent.ask', { prompt: message.prompt });
+          await this.view?.webview.postMessage({ type: 'asked', request: message.request, prompt: message.prompt });
           break;
         case 'cancel':
           await this.agent.run('bareagent.cancel', {});
           break;
         case 'newSession':
-          await this.agent.run('bareagent.newSession', {});
-          this.clear();
+          await vscode.commands.executeCommand('bareagent.vscode.newSession');
           break;
         case 'pickModel':
           await this.pickModel();
@@ -124,14 +126,26 @@ export class ChatView implements vscode.WebviewViewProvider {
             items: await completePath(message.prefix),
           });
           break;
+        case 'resolvePaths':
+          await this.view?.webview.postMessage({
+            type: 'paths',
+            request: message.request,
+            found: await resolvePaths(message.paths),
+          });
+          break;
+        case 'openPath':
+          await openPath(message.uri, message.line, message.column);
+          break;
       }
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);
       void this.view?.webview.postMessage({ type: 'error', message: text });
+      if (error instanceof ServerDown) void this.agent.showDown(error);
     }
   }
 
-  private async review(id: number): Promise<void> {
+  /** Opens approval `id`'s edit for review: the diff editor, else the server's diff as a file. */
+  async review(id: number): Promise<void> {
     const approval = this.approvals.get(id);
     if (!approval) throw new Error(`approval ${id} is no longer pending`);
     const { uri, path, proposed, tool } = approval;
@@ -200,4 +214,52 @@ async function completePath(prefix: string): Promise<string[]> {
     .map((uri) => vscode.workspace.asRelativePath(uri, false))
     .sort((a, b) => a.length - b.length || a.localeCompare(b))
     .slice(0, 20);
+}
+
+/**
+ * The workspace files the paths a reply names stand for: relative to a
+ * workspace folder, absolute inside one, or a bare name that only one file
+ * in the workspace has. Each path maps to its file's URI, or null.
+ */
+async function resolvePaths(paths: string[]): Promise<Record<string, string | null>> {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  const found: Record<string, string | null> = {};
+  for (const path of paths.slice(0, 200)) {
+    found[path] = null;
+    const candidates = path.startsWith('/')
+      ? folders.filter((f) => path.startsWith(`${f.uri.path}/`)).map(() => vscode.Uri.file(path))
+      : folders.map((f) => vscode.Uri.joinPath(f.uri, path));
+    for (const uri of candidates) {
+      if (await isFile(uri)) {
+        found[path] = uri.toString();
+        break;
+      }
+    }
+    if (found[path] === null && !path.includes('/') && folders.length > 0) {
+      const safe = path.replace(/[{}[\]*?!]/g, '');
+      const matches = await vscode.workspace.findFiles(`**/${safe}`, '{**/node_modules/**,**/.git/**,**/target/**}', 2);
+      if (matches.length === 1) found[path] = matches[0].toString();
+    }
+  }
+  return found;
+}
+
+async function isFile(uri: vscode.Uri): Promise<boolean> {
+  try {
+    return (await vscode.workspace.fs.stat(uri)).type === vscode.FileType.File;
+  } catch {
+    return false;
+  }
+}
+
+/** Opens a file a reply named, at its line (and column) when it said one. */
+async function openPath(uri: string, line?: number, column?: number): Promise<void> {
+  const target = vscode.Uri.parse(uri);
+  if (target.scheme !== 'file') throw new Error(`not a workspace file: ${uri}`);
+  const options: vscode.TextDocumentShowOptions = { preview: false };
+  if (line && line > 0) {
+    const at = new vscode.Position(line - 1, Math.max(0, (column ?? 1) - 1));
+    options.selection = new vscode.Range(at, at);
+  }
+  await vscode.window.showTextDocument(target, options);
 }

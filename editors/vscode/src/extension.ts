@@ -5,13 +5,14 @@
  * server's (`bareagent.ask`, …) are registered by vscode-languageclient.
  */
 import * as vscode from 'vscode';
-import { Agent } from './agent';
+import { Agent, ServerDown } from './agent';
 import { setPath } from './binary';
 import { ChatView } from './chatView';
 import { pickEffort } from './effort';
 import { Dialogs } from './dialogs';
 import { ProposedDocuments, SCHEME } from './review';
 import { StatusItem } from './status';
+import { CurrentSession } from './sessionFilter';
 import { Choices, Usage, pickItems, usageText } from './modelChoices';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -19,10 +20,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel('bareagent', { log: true });
   // The chat view is created below; the dialogs only ask whether it is visible.
   let chatVisible = (): boolean => false;
-  const dialogs = new Dialogs(() => chatVisible());
-  const agent = new Agent(log, dialogs);
+  const dialogs = new Dialogs(() => chatVisible(), (id) => chat.review(id));
+  const agent = new Agent(log, dialogs, () => chatVisible());
   const status = new StatusItem();
   const proposed = new ProposedDocuments();
+  const session = new CurrentSession();
   const chat: ChatView = new ChatView(context.extensionUri, agent, proposed, (): Promise<void> => pickModel(agent, chat));
   chatVisible = () => chat.visible;
   context.subscriptions.push(log, agent, status, proposed, dialogs);
@@ -30,9 +32,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, proposed),
     vscode.window.registerWebviewViewProvider(ChatView.id, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     agent.onEvent((event) => {
+      dialogs.onEvent(event);
+      // Its Review tab has served once the question is answered.
+      if (event.type === 'approval_resolved') void proposed.close(event.id);
+      if (['approval_resolved', 'turn_finished', 'turn_failed'].includes(event.type)) dialogs.resolved();
+      // The view and the status bar show the current session only.
+      if (!session.accept(event)) return;
       status.onEvent(event);
       chat.onEvent(event);
-      if (['approval_resolved', 'turn_finished', 'turn_failed'].includes(event.type)) dialogs.resolved();
     }),
     chat.onVisibility((visible) => {
       if (!visible) dialogs.viewHidden();
@@ -55,7 +62,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         try {
           await run(...args);
         } catch (error) {
-          void vscode.window.showErrorMessage(`bareagent: ${error instanceof Error ? error.message : error}`);
+          if (error instanceof ServerDown) void agent.showDown(error);
+          else void vscode.window.showErrorMessage(`bareagent: ${error instanceof Error ? error.message : error}`);
         }
       }),
     );
@@ -74,7 +82,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const { start, end } = editor.selection;
     // A selection of whole lines ends at column 0 of the next one: not a line of it.
     const last = end.character === 0 && end.line > start.line ? end.line - 1 : end.line;
-    const where = `${vscode.workspace.asRelativePath(editor.document.uri, false)}:${start.line + 1}-${last + 1}`;
+    const lines = `${start.line + 1}-${last + 1}`;
+    // An untitled buffer is no file the agent could read: say so, the text is all there is.
+    const where = editor.document.isUntitled
+      ? `lines ${lines} of ${editor.document.uri.path}, an unsaved, untitled buffer (not a file on disk: the text is only here)`
+      : `${vscode.workspace.asRelativePath(editor.document.uri, false)}:${lines}`;
     const quoted = editor.document.getText(editor.selection).replace(/\r?\n$/, '');
     await chat.focus();
     await agent.run('bareagent.ask', { prompt: `${question}\n\nThe selection, ${where}:\n\`\`\`\n${quoted}\n\`\`\`` });
@@ -107,12 +119,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('bareagent.vscode.cancel', () => agent.run('bareagent.cancel', {}));
   command('bareagent.vscode.newSession', async () => {
     await agent.run('bareagent.newSession', {});
+    // The old session's turn may still end: its events are dropped from now on.
+    session.finish();
     chat.clear();
+    status.newSession();
   });
-  command('bareagent.vscode.rewind', async () => {
-    const result = (await agent.run('bareagent.rewind', {})) as { message?: string } | undefined;
-    if (result?.message) void vscode.window.showInformationMessage(`bareagent: ${result.message}`);
-  });
+  // The view marks the rewound turn (the `rewound` event); the server's own message says what was restored.
+  command('bareagent.vscode.rewind', () => agent.run('bareagent.rewind', {}));
   command('bareagent.vscode.openChat', () => agent.run('bareagent.openChat'));
   command('bareagent.vscode.status', () => showStatus(agent));
   command('bareagent.vscode.setModel', () => pickModel(agent, chat));

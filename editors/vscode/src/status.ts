@@ -1,4 +1,4 @@
-/** The status bar item: idle / running / waiting for approval, and the tokens used. */
+/** The status bar item: idle / running / waiting for approval, and the session's tokens. */
 import * as vscode from 'vscode';
 import { EditorEvent } from './editorEvent';
 
@@ -41,9 +41,17 @@ export class StatusItem implements vscode.Disposable {
         this.pending.delete(event.id);
         break;
       case 'usage':
-        this.tokens = event.total.input_tokens + event.total.output_tokens;
+        // The session's, not the turn's: the count grows over the conversation.
+        this.tokens = event.session_total.input_tokens + event.session_total.output_tokens;
         break;
     }
+    this.render();
+  }
+
+  /** New session: no tokens spent in it yet, and the old one's turn is over. */
+  newSession(): void {
+    this.tokens = 0;
+    this.running.clear();
     this.render();
   }
 
@@ -51,7 +59,7 @@ export class StatusItem implements vscode.Disposable {
     const tokens = this.tokens > 0 ? ` · ${formatTokens(this.tokens)} tokens` : '';
     if (!this.serverUp) {
       this.item.text = '$(circle-slash) bareagent: stopped';
-      this.item.tooltip = 'The bareagent server is not running: see the "bareagent" output';
+      this.item.tooltip = 'The bareagent server is not running: click for why';
     } else if (this.pending.size > 0) {
       this.item.text = `$(question) bareagent: waiting for approval${tokens}`;
       this.item.tooltip = 'An action waits for your answer in the bareagent chat view';

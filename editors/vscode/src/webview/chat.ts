@@ -2,16 +2,21 @@
  * The chat view's page: renders the `bareagent/event` stream (markdown as
  * it streams, tool calls with their status, edit summaries, thinking
  * collapsed, todos, usage) and pending approvals with their buttons; sends
- * the user's actions to the extension. Markdown is rendered with raw HTML
+ * the user's actions to the extension. Each turn is a box of its own, marked
+ * when it is rewound; workspace paths in replies open the file. Markdown is rendered with raw HTML
  * off: a reply can never inject markup or script into the view.
  */
 import MarkdownIt from 'markdown-it';
 import type { EditorEvent } from '../editorEvent';
 import { usageText } from '../modelChoices';
+import { onlyRealLinks, pathMentions } from '../replyLinks';
 
 declare function acquireVsCodeApi(): { postMessage(message: unknown): void };
 const vscode = acquireVsCodeApi();
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
+// Web links only where the reply says so (a scheme, or `www.`): never `calc.py`.
+const linkMatch = md.linkify.match.bind(md.linkify);
+md.linkify.match = (text: string) => onlyRealLinks(linkMatch(text));
 
 type Ev = EditorEvent;
 type ApprovalRequested = Extract<EditorEvent, { type: 'approval_requested' }>;
@@ -31,6 +36,9 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: 
   return e;
 }
 
+/** Where the current turn's rows go: its box in the log (the log itself before any turn). */
+let turnBox: HTMLElement = log;
+
 function follow(fn: () => void): void {
   // Keep following the end only when the user is already there.
   const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
@@ -45,7 +53,7 @@ const tools = new Map<string, HTMLElement>();
 
 function newReply(): { box: HTMLElement; text: string; queued: boolean } {
   const box = el('div', 'msg assistant markdown');
-  log.append(box);
+  turnBox.append(box);
   return { box, text: '', queued: false };
 }
 
@@ -55,14 +63,97 @@ function renderReply(): void {
   r.queued = true;
   requestAnimationFrame(() => {
     r.queued = false;
-    follow(() => (r.box.innerHTML = md.render(r.text)));
+    follow(() => renderMarkdown(r.box, r.text));
   });
 }
+
+// ---- workspace paths in replies ----
+
+/** Each reply's markdown, to render again once its paths are known. */
+const sources = new Map<HTMLElement, string>();
+/** Paths the extension looked up: the file's URI, or null when there is none. */
+const known = new Map<string, string | null>();
+const asked = new Set<string>();
+let pathRequest = 0;
+
+function renderMarkdown(box: HTMLElement, text: string): void {
+  sources.set(box, text);
+  box.innerHTML = md.render(text);
+  linkPaths(box);
+}
+
+/** Turns the names of existing workspace files in `box` into links; asks about the others. */
+function linkPaths(box: HTMLElement): void {
+  const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+  const texts: Text[] = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    // Not in a link already, nor in a code block (whose text is code, not prose).
+    if (!n.parentElement?.closest('a, pre')) texts.push(n as Text);
+  }
+  const unknown: string[] = [];
+  for (const node of texts) {
+    const value = node.nodeValue ?? '';
+    let at = 0;
+    const parts: (string | HTMLElement)[] = [];
+    for (const mention of pathMentions(value)) {
+      if (!known.has(mention.path)) {
+        if (!asked.has(mention.path)) unknown.push(mention.path);
+        continue;
+      }
+      const uri = known.get(mention.path);
+      if (!uri) continue;
+      parts.push(value.slice(at, mention.index));
+      const a = el('a', 'path', mention.text);
+      a.href = '#';
+      a.title = `Open ${mention.path}${mention.line ? ` at line ${mention.line}` : ''}`;
+      a.dataset.uri = uri;
+      if (mention.line) a.dataset.line = String(mention.line);
+      if (mention.column) a.dataset.column = String(mention.column);
+      parts.push(a);
+      at = mention.index + mention.text.length;
+    }
+    if (parts.length === 0) continue;
+    parts.push(value.slice(at));
+    node.replaceWith(...parts);
+  }
+  if (unknown.length > 0) {
+    const paths = [...new Set(unknown)];
+    paths.forEach((p) => asked.add(p));
+    vscode.postMessage({ type: 'resolvePaths', request: ++pathRequest, paths });
+  }
+}
+
+log.addEventListener('click', (ev) => {
+  const a = (ev.target as HTMLElement).closest<HTMLAnchorElement>('a.path');
+  if (!a) return;
+  ev.preventDefault();
+  const line = a.dataset.line ? Number(a.dataset.line) : undefined;
+  const column = a.dataset.column ? Number(a.dataset.column) : undefined;
+  vscode.postMessage({ type: 'openPath', uri: a.dataset.uri, line, column });
+});
 
 function summarise(name: string, input: any): string {
   if (!input || typeof input !== 'object') return name;
   const main = input.path ?? input.command ?? input.pattern ?? input.query ?? input.url;
   return main !== undefined ? `${name} ${String(main)}` : name;
+}
+
+/** A diff with each line coloured as VS Code's own diffs are: added, removed, hunk header. */
+function diffBlock(diff: string): HTMLElement {
+  const pre = el('pre', 'diff');
+  for (const line of diff.replace(/\n$/, '').split('\n')) {
+    const kind = line.startsWith('+++') || line.startsWith('---')
+      ? 'file'
+      : line.startsWith('+')
+        ? 'add'
+        : line.startsWith('-')
+          ? 'del'
+          : line.startsWith('@@')
+            ? 'hunk'
+            : 'same';
+    pre.append(el('span', `line ${kind}`, line || ' '));
+  }
+  return pre;
 }
 
 function diffStat(diff: string): string {
@@ -79,12 +170,15 @@ function onEvent(e: Ev): void {
   follow(() => {
     switch (e.type) {
       case 'turn_started':
-        log.append(el('div', 'msg user', e.prompt ?? ''));
+        turnBox = el('div', 'turn');
+        turnBox.dataset.turn = String(e.turn);
+        log.append(turnBox);
+        turnBox.append(el('div', 'msg user', e.prompt ?? ''));
         reply = undefined;
         thinking = undefined;
         break;
       case 'user_message':
-        log.append(el('div', 'msg user', e.text ?? ''));
+        turnBox.append(el('div', 'msg user', e.text ?? ''));
         reply = undefined;
         break;
       case 'text_delta':
@@ -99,7 +193,7 @@ function onEvent(e: Ev): void {
           details.append(el('summary', undefined, 'Thinking'));
           const body = el('div', 'body');
           details.append(body);
-          log.append(details);
+          turnBox.append(details);
           thinking = { body, text: '' };
         }
         thinking.text += e.text ?? '';
@@ -115,7 +209,7 @@ function onEvent(e: Ev): void {
         summary.append(el('span', 'status', '…'), el('span', 'name', summarise(e.name, e.input)));
         row.append(summary, el('pre', 'input', JSON.stringify(e.input, null, 2)));
         tools.set(String(e.id), row);
-        log.append(row);
+        turnBox.append(row);
         break;
       }
       case 'tool_result': {
@@ -128,16 +222,17 @@ function onEvent(e: Ev): void {
         break;
       }
       case 'file_changed':
-        log.append(el('div', 'file-changed', `edited ${e.path} (${diffStat(String(e.diff ?? ''))})`));
+        turnBox.append(el('div', 'file-changed', `edited ${e.path} (${diffStat(String(e.diff ?? ''))})`));
         break;
       case 'file_touched':
-        log.append(el('div', 'file-changed', `${e.how} ${e.path} (while ${e.tool} ran)`));
+        turnBox.append(el('div', 'file-changed', `${e.how} ${e.path} (while ${e.tool} ran)`));
         break;
       case 'todos':
         renderTodos(e.todos ?? []);
         break;
       case 'usage': {
-        usage.textContent = usageText(e.total ?? {});
+        // The session's tokens, as the status bar counts them.
+        usage.textContent = usageText(e.session_total ?? e.total ?? {});
         break;
       }
       case 'approval_requested':
@@ -155,18 +250,39 @@ function onEvent(e: Ev): void {
         reply = undefined;
         break;
       case 'turn_failed':
-        log.append(el('div', 'msg failed', e.message === 'cancelled' ? 'Cancelled.' : `Failed: ${e.message}`));
+        turnBox.append(el('div', 'msg failed', e.message === 'cancelled' ? 'Cancelled.' : `Failed: ${e.message}`));
         reply = undefined;
         approvals.replaceChildren();
         break;
       case 'stream_fallback':
-        log.append(el('div', 'note', `streaming failed, retried without it: ${e.reason}`));
+        turnBox.append(el('div', 'note', `streaming failed, retried without it: ${e.reason}`));
+        break;
+      case 'rewound':
+        markRewound(e.restored, e.refused);
         break;
       case 'notice':
-        log.append(el('div', 'note', e.text.replace(/^bareagent: /, '')));
+        turnBox.append(el('div', 'note', e.text.replace(/^bareagent: /, '')));
         break;
     }
   });
+}
+
+/** The last turn still shown as done is undone: marked, with what the rewind put back. */
+function markRewound(restored: string[], refused: { path: string; reason: string }[]): void {
+  const turns = [...log.querySelectorAll<HTMLElement>('.turn:not(.rewound)')];
+  const last = turns[turns.length - 1];
+  const said = [
+    restored.length > 0 ? `restored ${restored.join(', ')}` : '',
+    refused.length > 0 ? `left as they are: ${refused.map((r) => `${r.path} (${r.reason})`).join(', ')}` : '',
+  ].filter(Boolean);
+  const note = el('div', 'note rewound-note', `Rewound: this turn was undone${said.length ? `; ${said.join('; ')}` : ''}.`);
+  if (!last) {
+    log.append(note);
+    return;
+  }
+  last.classList.add('rewound');
+  last.append(note);
+  if (turnBox === last) turnBox = log;
 }
 
 function renderTodos(list: { content: string; status: string }[]): void {
@@ -185,7 +301,7 @@ function addApproval(e: ApprovalRequested): void {
   card.dataset.id = String(e.id);
   card.append(el('div', 'question', `Allow ${e.tool}: ${e.summary ?? ''}?`));
   if (e.reason) card.append(el('div', 'reason', String(e.reason)));
-  if (e.diff) card.append(el('pre', 'diff', String(e.diff)));
+  if (e.diff) card.append(diffBlock(String(e.diff)));
   const buttons = el('div', 'buttons');
   const button = (label: string, action: () => void, title?: string) => {
     const b = el('button', undefined, label);
@@ -240,11 +356,13 @@ function accept(item: string): void {
   prompt.focus();
 }
 
+let askRequest = 0;
+
+/** Sends the prompt; the box is emptied only once the server took it (see 'asked'). */
 function send(): void {
   const text = prompt.value.trim();
   if (!text) return;
-  vscode.postMessage({ type: 'ask', prompt: text });
-  prompt.value = '';
+  vscode.postMessage({ type: 'ask', request: ++askRequest, prompt: text });
   showCompletions([]);
 }
 
@@ -301,8 +419,20 @@ window.addEventListener('message', (ev: MessageEvent) => {
     case 'completions':
       if (m.request === completionRequest) showCompletions(m.items);
       break;
+    case 'asked':
+      // Unless the user has typed on since.
+      if (prompt.value.trim() === m.prompt) prompt.value = '';
+      break;
+    case 'paths': {
+      for (const [path, uri] of Object.entries(m.found as Record<string, string | null>)) known.set(path, uri);
+      for (const [box, text] of sources) {
+        if (box.isConnected) renderMarkdown(box, text);
+        else sources.delete(box);
+      }
+      break;
+    }
     case 'error':
-      follow(() => log.append(el('div', 'msg failed', m.message)));
+      follow(() => turnBox.append(el('div', 'msg failed', m.message)));
       break;
   }
 });
@@ -314,6 +444,8 @@ function clear(): void {
   todos.hidden = true;
   usage.textContent = '';
   tools.clear();
+  sources.clear();
+  turnBox = log;
   reply = undefined;
   thinking = undefined;
 }
