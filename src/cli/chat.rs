@@ -157,7 +157,7 @@ impl Chat {
 
     /// `!command`: run in the sandbox the bash tool uses, its output shown
     /// and added to the history as the user's message, which the model
-    /// reads with the next prompt. Ctrl-C (or the timeout) kills it.
+    /// reads with the next prompt. Ctrl-C, Esc or the timeout kills it.
     async fn shell(&mut self, command: &str) {
         use crate::tools::GroupProcess;
         let sandbox = match self.agent.session.sandbox() {
@@ -179,7 +179,13 @@ impl Chat {
         let cancel = CancellationToken::new();
         let sink = self.agent.sink.clone();
         let wait = process.wait(Some(SHELL_TIMEOUT), &cancel);
+        // Esc stops it too, as it stops a turn.
+        let keys = super::turn_keys::TurnKeys::start(cancel.clone(), sink.clone());
+        eprintln!("running it (Esc or Ctrl-C stops it)");
         let ending = self.interrupts.during(wait, &cancel, sink.as_ref()).await;
+        if let Some(keys) = keys {
+            self.agent.type_ahead(keys.finish());
+        }
         let mut notes = sandbox.sweep();
         if !matches!(ending, crate::tools::Ending::Exited(0)) {
             notes.extend(

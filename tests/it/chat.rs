@@ -1189,10 +1189,16 @@ fn a_bang_command_runs_and_the_model_reads_its_output_next() {
     chat.expect("done-42");
     chat.expect("(exit code 0)");
     chat.expect("› ");
+    // Esc stops a command that runs long, as Ctrl-C does.
+    chat.send("!sleep 30; echo never");
+    chat.expect("running it (Esc or Ctrl-C stops it)");
+    chat.key(b"\x1b");
+    chat.expect("(cancelled; the command and its children were killed)");
+    chat.expect("› ");
     chat.turn("what did it print?");
     chat.quit();
     let sent = server.requests();
-    assert_eq!(sent.len(), 1, "the command asks no model");
+    assert_eq!(sent.len(), 1, "the commands ask no model");
     let history = conversation(&sent[0].body);
     let all: String = history.iter().map(|(_, text)| text.as_str()).collect();
     assert!(
@@ -1200,5 +1206,10 @@ fn a_bang_command_runs_and_the_model_reads_its_output_next() {
         "{history:?}"
     );
     assert!(all.contains("from the file\ndone-42"), "{history:?}");
+    assert!(
+        all.contains("I ran `sleep 30; echo never` myself (cancelled"),
+        "{history:?}"
+    );
+    assert!(!all.contains("never\n"), "{history:?}");
     assert!(all.contains("what did it print?"), "{history:?}");
 }
