@@ -7,8 +7,10 @@
 //!
 //! Ctrl-C or Esc during a turn cancels it (the history stays valid, the
 //! prompt comes back, with what was typed meanwhile); a second Ctrl-C soon
-//! after quits with 130, whether the turn has ended by then or not. Otherwise at the prompt Ctrl-C clears the
-//! line; Ctrl-D on an empty line (or `/exit`) ends the chat.
+//! after quits with 130, whether the turn has ended by then or not.
+//! Otherwise at the prompt Ctrl-C clears the line; Ctrl-D on an empty line
+//! (or `/exit`) ends the chat. A prompt's `@path` mentions and image paths
+//! are attached (`mentions.rs`); `!command` runs in the agent's sandbox.
 //! The slash commands are `slash.rs`'s; what each does is here.
 
 use std::future::Future;
@@ -192,7 +194,11 @@ impl Chat {
                 sandbox.explain_failure(&process.output.locked().render(SHELL_OUTPUT_CHARS)),
             );
         }
-        let mut output = process.output.locked().render(SHELL_OUTPUT_CHARS);
+        // Scrubbed of the keys, as a tool's output is.
+        let rendered = process.output.locked().render(SHELL_OUTPUT_CHARS);
+        let mut output = crate::secrets::Secrets::global()
+            .scrub(&rendered)
+            .into_owned();
         for note in notes {
             output = format!("{}\n{note}", output.trim_end());
         }

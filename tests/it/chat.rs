@@ -1182,10 +1182,10 @@ fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
 /// history: the next request carries it.
 #[test]
 fn a_bang_command_runs_and_the_model_reads_its_output_next() {
-    let dir = workspace(&[("a.txt", "from the file\n")]);
+    let dir = workspace(&[("a.txt", "from the file\n"), ("leak.txt", TEST_KEY)]);
     let server = ModelServer::start(vec![Reply::text("It printed the file.").into()]);
     let mut chat = Chat::start(dir.path(), &server, &[]);
-    chat.send("!cat a.txt; echo done-$((40 + 2))");
+    chat.send("!cat a.txt; echo done-$((40 + 2)); cat leak.txt");
     chat.expect("done-42");
     chat.expect("(exit code 0)");
     chat.expect("› ");
@@ -1202,9 +1202,10 @@ fn a_bang_command_runs_and_the_model_reads_its_output_next() {
     let history = conversation(&sent[0].body);
     let all: String = history.iter().map(|(_, text)| text.as_str()).collect();
     assert!(
-        all.contains("I ran `cat a.txt; echo done-$((40 + 2))` myself (exit code 0)"),
+        all.contains("I ran `cat a.txt; echo done-$((40 + 2)); cat leak.txt` myself (exit code 0)"),
         "{history:?}"
     );
+    assert!(!all.contains(TEST_KEY), "the key is scrubbed: {history:?}");
     assert!(all.contains("from the file\ndone-42"), "{history:?}");
     assert!(
         all.contains("I ran `sleep 30; echo never` myself (cancelled"),
