@@ -127,7 +127,8 @@ pub async fn prompt_message(
                     text: format!(
                         "<file path=\"{}\" attached-by=\"user\">\n{}\n</file>",
                         paths.display(&path),
-                        file.text
+                        // Scrubbed of the keys, as a read_file result is.
+                        crate::secrets::Secrets::global().scrub(&file.text)
                     ),
                 }
             }

@@ -1144,6 +1144,7 @@ fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
         (".gitignore", "ignored/\n"),
         ("ignored/notes.txt", "not offered\n"),
         ("secret.txt", "hunter2\n"),
+        ("conf.txt", TEST_KEY),
     ]);
     crate::common::user_config(dir.path(), "[permissions]\ndeny = [\"read(secret.txt)\"]\n");
     let server = ModelServer::start(vec![Reply::text("It returns 42.").into()]);
@@ -1157,7 +1158,7 @@ fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
     chat.key(b"\x15");
     chat.key(b"explain @ign\t @src/li\t");
     chat.expect("@src/lib.rs");
-    chat.key(b"\r");
+    chat.key(b" @conf.txt\r");
     chat.expect("It returns 42.");
     chat.expect("› ");
     chat.quit();
@@ -1167,7 +1168,7 @@ fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
     let blocks = last_user_blocks(&sent[0].body);
     assert_eq!(
         blocks[0]["text"].as_str().map(str::trim),
-        Some("explain @ign @src/lib.rs")
+        Some("explain @ign @src/lib.rs  @conf.txt")
     );
     let attached = blocks[1]["text"].as_str().unwrap_or_default();
     assert!(attached.contains("<file path=\"src/lib.rs\""), "{attached}");
@@ -1176,6 +1177,9 @@ fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
         "{attached}"
     );
     assert!(!format!("{:?}", sent[0].body).contains("hunter2"));
+    let key_file = blocks[2]["text"].as_str().unwrap_or_default();
+    assert!(key_file.contains("<file path=\"conf.txt\""), "{key_file}");
+    assert!(!sent[0].raw_body.contains(TEST_KEY), "the key is scrubbed");
 }
 
 /// `!command` runs in the sandbox, shows its output, and puts it in the
