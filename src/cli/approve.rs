@@ -9,11 +9,13 @@ use serde_json::{Value, json};
 
 use super::diff_view;
 use super::output::print_json_line;
-use crate::permission::{Approval, Approver, DENIED_BY_USER, Question};
+use super::turn_keys::{Borrowed, Keys};
+use crate::permission::{ActionKind, Approval, Approver, DENIED_BY_USER, Question};
 
 pub enum TerminalApprover {
-    /// Prompt on stderr, answer on stdin.
-    Tty,
+    /// Prompt on stderr, answer on stdin: a key at a time where the turn
+    /// has the keyboard ([`Keys`]), else a line.
+    Tty(Option<Keys>),
     /// `{"type":"approval_request","id":N,…}` on stdout; the answer is the
     /// line on stdin that names the same id (see docs/protocol.md).
     JsonLines { last_id: AtomicU64 },
@@ -22,12 +24,12 @@ pub enum TerminalApprover {
 }
 
 impl TerminalApprover {
-    pub fn for_run(json: bool, stdin_is_terminal: bool) -> Self {
+    pub fn for_run(json: bool, stdin_is_terminal: bool, keys: Option<Keys>) -> Self {
         match (json, stdin_is_terminal) {
             (true, _) => TerminalApprover::JsonLines {
                 last_id: AtomicU64::new(0),
             },
-            (false, true) => TerminalApprover::Tty,
+            (false, true) => TerminalApprover::Tty(keys),
             (false, false) => TerminalApprover::Nobody,
         }
     }
@@ -41,29 +43,38 @@ impl Approver for TerminalApprover {
         let action = question.action;
         match self {
             TerminalApprover::Nobody => Approval::Reject(format!(
-                "Denied: `{}` needs approval ({}) and there is no terminal to ask on. \
-                 (The user can rerun with --permission-mode accept-edits or bypass, or add an allow rule.)",
-                action.tool, question.reason
+                "Denied: `{}` needs approval ({}) and there is no terminal to ask on. (The user can {}.)",
+                action.tool,
+                question.reason,
+                how_to_allow(question)
             )),
-            TerminalApprover::Tty => {
-                // What was typed before the question was shown (the next
-                // prompt, typed ahead at `bareagent chat`) answers nothing.
-                let _ = rustix::termios::tcflush(
-                    std::io::stdin(),
-                    rustix::termios::QueueSelector::IFlush,
-                );
+            TerminalApprover::Tty(keys) => {
                 let diff = question
                     .diff()
                     .map(diff_view::for_stderr)
                     .unwrap_or_default();
                 eprint!(
-                    "Allow {} {}? ({})\n{diff}  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
+                    "Allow {} {}? ({})\n{diff}",
                     action.tool,
                     diff_view::visible_lines(&action.summary),
                     diff_view::visible_lines(question.reason),
-                    rule = diff_view::visible_lines(question.rule)
                 );
-                parse_word(&read_line().await.unwrap_or_default())
+                match keys {
+                    Some(keys) => ask_by_key(keys, question).await,
+                    None => {
+                        // What was typed before the question was shown
+                        // answers nothing.
+                        let _ = rustix::termios::tcflush(
+                            std::io::stdin(),
+                            rustix::termios::QueueSelector::IFlush,
+                        );
+                        eprint!(
+                            "  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
+                            rule = diff_view::visible_lines(question.rule)
+                        );
+                        parse_word(&read_line().await.unwrap_or_default())
+                    }
+                }
             }
             TerminalApprover::JsonLines { last_id } => {
                 let id = last_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -91,6 +102,146 @@ impl Approver for TerminalApprover {
             }
         }
     }
+}
+
+/// What the user could do so that `question` is not asked: accept-edits
+/// only where it would have allowed it — an edit asked only because the
+/// mode asks for edits (never a command, nor an edit a rule or a sensitive
+/// path asks for, which accept-edits asks for too).
+fn how_to_allow(question: &Question<'_>) -> String {
+    // The gate's own reason for an edit in the default mode
+    // (`PermissionGate::default_reason`); checked by the run tests.
+    let mode_asks =
+        question.action.kind == ActionKind::Edit && question.reason == "it changes files";
+    let rule = diff_view::visible_lines(question.rule);
+    match mode_asks {
+        true => {
+            format!("rerun with --permission-mode accept-edits, or add the allow rule `{rule}`")
+        }
+        false => format!("add the allow rule `{rule}`, or rerun with --permission-mode bypass"),
+    }
+}
+
+/// The question's keys, answered by one key: `y`, `s`, `a`, `n` or Enter,
+/// `t` (no, and a line for the agent on why), `v` (the whole diff in the
+/// pager, then the question again). Esc cancels the turn (the key reader
+/// does that); any other key is ignored.
+async fn ask_by_key(keys: &Keys, question: &Question<'_>) -> Approval {
+    let rule = diff_view::visible_lines(question.rule);
+    let view = match question.diff() {
+        Some(_) => "  [v] the whole diff",
+        None => "",
+    };
+    let choices = format!(
+        "  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project){view}  [t] no, and tell the agent why  [N] no: "
+    );
+    let mut borrowed = keys.borrow();
+    eprint!("{choices}");
+    loop {
+        let Some(bytes) = borrowed.next().await else {
+            return Approval::Reject(NO_ANSWER.to_string());
+        };
+        let (approval, said) = match bytes.first().map(u8::to_ascii_lowercase) {
+            Some(b'y') => (Approval::AllowOnce, "yes"),
+            Some(b's') => (Approval::AllowForSession, "yes, for this session"),
+            Some(b'a') => (Approval::AllowAlways, "yes, always"),
+            Some(b'n' | b'\r' | b'\n') => (Approval::Reject(DENIED_BY_USER.to_string()), "no"),
+            Some(b't') => {
+                eprint!("no; tell the agent why (Enter sends): ");
+                let why = read_reason(&mut borrowed).await;
+                return Approval::Reject(refusal(&why));
+            }
+            Some(b'v') if question.diff().is_some() => {
+                let diff = question.diff().unwrap_or_default().to_string();
+                let keys = keys.clone();
+                let paged = tokio::task::spawn_blocking(move || keys.paused(|| page(&diff)))
+                    .await
+                    .map_err(|error| error.to_string())
+                    .and_then(|paged| paged);
+                if let Err(error) = paged {
+                    eprintln!("\nbareagent: cannot show the diff in the pager: {error}");
+                }
+                eprint!("{choices}");
+                continue;
+            }
+            _ => continue,
+        };
+        eprintln!("{said}");
+        return approval;
+    }
+}
+
+/// The user's no, with what they want the agent to know, if anything.
+fn refusal(why: &str) -> String {
+    match why.trim() {
+        "" => DENIED_BY_USER.to_string(),
+        why => format!("{DENIED_BY_USER}, who says: {why}"),
+    }
+}
+
+/// A line typed with the keys borrowed (no echo from the terminal, so
+/// echoed here): Enter ends it, Backspace takes a character back, other
+/// control keys are ignored. Empty if the keys are given back first.
+async fn read_reason(keys: &mut Borrowed) -> String {
+    use std::io::Write;
+    let mut line: Vec<u8> = Vec::new();
+    while let Some(bytes) = keys.next().await {
+        let mut echo: Vec<u8> = Vec::new();
+        for byte in bytes {
+            match byte {
+                b'\r' | b'\n' => {
+                    eprintln!();
+                    return String::from_utf8_lossy(&line).into_owned();
+                }
+                0x7f | 0x08 => {
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    let mut chars = text.chars();
+                    if chars.next_back().is_some() {
+                        line = chars.as_str().as_bytes().to_vec();
+                        echo.extend_from_slice(b"\x08 \x08");
+                    }
+                }
+                byte if byte < 0x20 => {}
+                byte => {
+                    line.push(byte);
+                    echo.push(byte);
+                }
+            }
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(&echo);
+        let _ = stderr.flush();
+    }
+    String::new()
+}
+
+/// `diff`, whole, in `$PAGER` (else `less -R`), drawn on stderr's
+/// terminal; returns when the pager ends.
+fn page(diff: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|pager| !pager.trim().is_empty())
+        .unwrap_or_else(|| "less -R".to_string());
+    let text = diff_view::for_pager(diff);
+    let screen = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|error| error.to_string())?;
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&pager)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::from(screen))
+        .spawn()
+        .map_err(|error| format!("{pager}: {error}"))?;
+    if let Some(mut input) = child.stdin.take() {
+        // A pager quit before the end closes its input: not an error.
+        let _ = input.write_all(text.as_bytes());
+    }
+    child.wait().map_err(|error| error.to_string())?;
+    Ok(())
 }
 
 /// The answer when stdin ends before the question is answered.
@@ -203,7 +354,12 @@ fn parse_json_answer(line: &str, id: u64) -> Result<Approval, String> {
         Some("allow") => Ok(Approval::AllowOnce),
         Some("allow_session") => Ok(Approval::AllowForSession),
         Some("allow_always") => Ok(Approval::AllowAlways),
-        Some("reject") => Ok(Approval::Reject(DENIED_BY_USER.to_string())),
+        Some("reject") => Ok(Approval::Reject(refusal(
+            value
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ))),
         Some(other) => Err(format!("unknown decision \"{other}\"")),
         None => Err("the answer has no \"decision\"".into()),
     }
@@ -236,6 +392,12 @@ mod tests {
                 Ok(Approval::AllowAlways),
             ),
             (r#"{"id": 3, "decision": "reject"}"#, Ok(no)),
+            (
+                r#"{"id": 3, "decision": "reject", "reason": "use rg"}"#,
+                Ok(Approval::Reject(format!(
+                    "{DENIED_BY_USER}, who says: use rg"
+                ))),
+            ),
             (r#"{"id": 4, "decision": "allow"}"#, Err("for approval 4")),
             (
                 r#"{"id": "3", "decision": "allow"}"#,

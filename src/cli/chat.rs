@@ -5,10 +5,12 @@
 //! `--continue` / `--resume` / `/resume` names), a turn end recorded after
 //! each turn, the history kept in memory between turns.
 //!
-//! Ctrl-C during a turn cancels it (the history stays valid, the prompt
-//! comes back); a second one soon after quits with 130, whether the turn
-//! has ended by then or not. Otherwise at the prompt Ctrl-C clears the
-//! line; Ctrl-D on an empty line (or `/exit`) ends the chat.
+//! Ctrl-C or Esc during a turn cancels it (the history stays valid, the
+//! prompt comes back, with what was typed meanwhile); a second Ctrl-C soon
+//! after quits with 130, whether the turn has ended by then or not.
+//! Otherwise at the prompt Ctrl-C clears the line; Ctrl-D on an empty line
+//! (or `/exit`) ends the chat. A prompt's `@path` mentions and image paths
+//! are attached (`mentions.rs`); `!command` runs in the agent's sandbox.
 //! The slash commands are `slash.rs`'s; what each does is here.
 
 use std::future::Future;
@@ -22,17 +24,19 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::line_editor::{LineEditor, Read, history_path};
+use super::mentions::prompt_message;
 use super::output::TurnSink;
 use super::session_spend::{CallsOutsideTurns, SessionSpend};
 use super::sessions::{Which, open_which, print_list};
 use super::slash::{Input, Slash, help, parse};
 use super::terminal_agent::TerminalAgent;
 use super::{ChatArgs, PermissionModeArg};
-use crate::agent::LoopError;
+use crate::agent::{LoopError, Message};
 use crate::permission::PermissionMode;
 use crate::provider::{Effort, Thinking};
 use crate::session::Layer;
 use crate::sessions::SessionFile;
+use crate::sync::Locked;
 use crate::workspace::Workspace;
 
 pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
@@ -70,9 +74,10 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     // The terminal as the shell left it, to leave it so if the chat quits
     // while the prompt has it in raw mode.
     let cooked = rustix::termios::tcgetattr(std::io::stdin()).ok();
-    let mut editor = LineEditor::start(history_path());
+    let root = chat.agent.workspace.paths().root().to_path_buf();
+    let mut editor = LineEditor::start(history_path(), root);
     loop {
-        let read = editor.read();
+        let read = editor.read(chat.agent.take_typed_ahead());
         tokio::pin!(read);
         let read = loop {
             tokio::select! {
@@ -101,7 +106,8 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
         };
         match parse(&typed) {
             Ok(Input::Empty) => {}
-            Ok(Input::Prompt(prompt)) => chat.turn(prompt).await,
+            Ok(Input::Prompt(prompt)) => chat.prompt(prompt).await,
+            Ok(Input::Shell(command)) => chat.shell(&command).await,
             Ok(Input::Command(Slash::Exit)) => break,
             Ok(Input::Command(command)) => chat.command(command).await,
             Err(error) => eprintln!("bareagent: {error}"),
@@ -136,8 +142,80 @@ impl Chat {
             .unwrap_or_default()
     }
 
+    /// One turn for what the user typed, with the files and images it
+    /// names; one it cannot be sent with is said, and put back at the
+    /// prompt to be changed.
+    async fn prompt(&mut self, typed: String) {
+        let message = match self.agent.session.undo_gate() {
+            Ok(gate) => prompt_message(&typed, &self.agent.workspace, &gate).await,
+            Err(error) => Err(error.to_string()),
+        };
+        match message {
+            Ok(message) => self.turn(message).await,
+            Err(error) => {
+                eprintln!("bareagent: {error}; nothing was sent");
+                self.agent.type_ahead(typed);
+            }
+        }
+    }
+
+    /// `!command`: run in the sandbox the bash tool uses, its output shown
+    /// and added to the history as the user's message, which the model
+    /// reads with the next prompt. Ctrl-C, Esc or the timeout kills it.
+    async fn shell(&mut self, command: &str) {
+        use crate::tools::GroupProcess;
+        let sandbox = match self.agent.session.sandbox() {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                eprintln!("bareagent: cannot run it: {error}");
+                return;
+            }
+        };
+        let root = self.agent.workspace.paths().root().to_path_buf();
+        let view = crate::workspace::CommandView::default();
+        let mut process = match GroupProcess::spawn(command, &root, &sandbox, &view) {
+            Ok(process) => process,
+            Err(error) => {
+                eprintln!("bareagent: cannot start bash: {error}");
+                return;
+            }
+        };
+        let cancel = CancellationToken::new();
+        let sink = self.agent.sink.clone();
+        let wait = process.wait(Some(SHELL_TIMEOUT), &cancel);
+        // Esc stops it too, as it stops a turn.
+        let keys = super::turn_keys::TurnKeys::start(cancel.clone(), sink.clone());
+        eprintln!("running it (Esc or Ctrl-C stops it)");
+        let ending = self.interrupts.during(wait, &cancel, sink.as_ref()).await;
+        if let Some(keys) = keys {
+            self.agent.type_ahead(keys.finish());
+        }
+        let mut notes = sandbox.sweep();
+        if !matches!(ending, crate::tools::Ending::Exited(0)) {
+            notes.extend(
+                sandbox.explain_failure(&process.output.locked().render(SHELL_OUTPUT_CHARS)),
+            );
+        }
+        // Scrubbed of the keys, as a tool's output is.
+        let rendered = process.output.locked().render(SHELL_OUTPUT_CHARS);
+        let mut output = crate::secrets::Secrets::global()
+            .scrub(&rendered)
+            .into_owned();
+        for note in notes {
+            output = format!("{}\n{note}", output.trim_end());
+        }
+        eprint!("{}", super::diff_view::visible_lines(&output));
+        if !output.ends_with('\n') {
+            eprintln!();
+        }
+        eprintln!("({ending})");
+        self.agent.session.append(Message::user_text(format!(
+            "I ran `{command}` myself ({ending}). Its output:\n{output}"
+        )));
+    }
+
     /// One turn for `prompt`, on the history so far.
-    async fn turn(&mut self, prompt: String) {
+    async fn turn(&mut self, prompt: Message) {
         let cancel = CancellationToken::new();
         let sink = self.agent.sink.clone();
         sink.started();
@@ -173,7 +251,12 @@ impl Chat {
                 }
             }
             Slash::Model(Some(name)) => match self.agent.set_model(&name) {
-                Ok(()) => eprintln!("from the next turn on, {}", self.model_line()),
+                Ok(Some(provider)) => eprintln!(
+                    "from the next turn on, {} (provider {}, the history goes with it)",
+                    self.model_line(),
+                    super::terminal_agent::api_name(provider)
+                ),
+                Ok(None) => eprintln!("from the next turn on, {}", self.model_line()),
                 Err(error) => eprintln!("bareagent: the model is unchanged: {error:#}"),
             },
             Slash::Mode(None) => eprintln!(
@@ -377,6 +460,12 @@ async fn rewind_last_turn(chat: &mut Chat) -> String {
     }
 }
 
+/// The most of a `!command`'s output kept, as the bash tool keeps (head
+/// and tail).
+const SHELL_OUTPUT_CHARS: usize = 30_000;
+/// A `!command` is killed after this long, as the bash tool's longest.
+const SHELL_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Ctrl-C while something runs (a turn, `/compact`): SIGINT, since the
 /// terminal is not in raw mode then. At the prompt it is a key.
 struct Interrupts {
@@ -412,6 +501,7 @@ impl Interrupts {
                     if cancel.is_cancelled() {
                         // Clears the spinner: exit does not wait for its thread to.
                         sink.failed("interrupted");
+                        super::turn_keys::restore_terminal();
                         std::process::exit(130);
                     }
                     sink.notice("\nbareagent: cancelling (Ctrl-C again to quit now)");

@@ -68,10 +68,8 @@ pub fn for_stderr(diff: &str) -> String {
 
 /// The whole of `diff` for a pager (`less -R`): coloured, no line cut,
 /// nothing in it able to steer the terminal.
-// The approval's pager key (the input side's) is its caller.
-#[allow(dead_code)]
 pub fn for_pager(diff: &str) -> String {
-    render(diff, None, true)
+    render(diff, None, colour_on_stderr())
 }
 
 /// Colour only on a terminal, and never when `NO_COLOR` is set to

@@ -3,13 +3,19 @@
 //! time.
 //!
 //! The terminal is in raw mode only while a line is being read. Between
-//! two reads — a turn, its approvals — it is as the shell left it, so a
-//! Ctrl-C is a SIGINT (which cancels the turn) and the approver reads a
-//! plain line. Nothing here is started unless `bareagent chat` runs.
+//! two reads — a turn, its approvals — `turn_keys` has it out of canonical
+//! mode with signals on, so a Ctrl-C is a SIGINT (which cancels the turn),
+//! a lone Esc is read as a key, and the approver reads single keys. What
+//! was typed during the turn starts the next line. Nothing here is started
+//! unless `bareagent chat` runs.
 //!
 //! Multi-line input: a line ending in `\`, or one that leaves a ```
 //! block open, goes on on the next line (as Alt-Enter and Shift-Enter
-//! always do); the `\` before each such line break is dropped.
+//! always do); the `\` before each such line break is dropped. A paste
+//! (bracketed paste, which every current terminal does) is inserted whole,
+//! never sent by its line breaks; one over 10 lines or 1,000 characters
+//! shows as `[pasted 42 lines]` and is sent whole. Tab completes an
+//! `@path` mention (`mentions.rs`).
 //!
 //! The history file is the user's, never the workspace's:
 //! `$XDG_STATE_HOME/bareagent/chat_history` (else
@@ -19,11 +25,15 @@
 use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use reedline::{
-    FileBackedHistory, Prompt, PromptEditMode, PromptHistorySearch, Reedline, Signal,
-    ValidationResult, Validator,
+    ColumnarMenu, EditCommand, EditMode, Emacs, FileBackedHistory, KeyCode, KeyModifiers,
+    MenuBuilder, Prompt, PromptEditMode, PromptHistorySearch, Reedline, ReedlineEvent,
+    ReedlineMenu, ReedlineRawEvent, Signal, ValidationResult, Validator, default_emacs_keybindings,
 };
+
+use crate::sync::Locked;
 
 /// Entries the history keeps.
 const HISTORY_ENTRIES: usize = 1000;
@@ -41,27 +51,34 @@ pub enum Read {
 
 /// The prompt's thread, waiting to be asked for a line.
 pub struct LineEditor {
-    ask: std::sync::mpsc::Sender<()>,
+    /// Asks for a line, starting with this text (typed during the turn).
+    ask: std::sync::mpsc::Sender<String>,
     lines: tokio::sync::mpsc::UnboundedReceiver<io::Result<Read>>,
 }
 
 impl LineEditor {
     /// Starts the thread, with the history at `history` (`None`: kept in
-    /// memory only).
-    pub fn start(history: Option<PathBuf>) -> LineEditor {
-        let (ask, asked) = std::sync::mpsc::channel::<()>();
+    /// memory only); Tab completes `@` mentions of files under `root`.
+    pub fn start(history: Option<PathBuf>, root: PathBuf) -> LineEditor {
+        let (ask, asked) = std::sync::mpsc::channel::<String>();
         let (answer, lines) = tokio::sync::mpsc::unbounded_channel();
         std::thread::spawn(move || {
-            let mut editor = editor(history.as_deref());
+            let pastes = Pastes::default();
+            let mut editor = editor(history.as_deref(), &pastes, root);
             // Until the chat drops its end.
-            while asked.recv().is_ok() {
+            while let Ok(typed) = asked.recv() {
+                if !typed.is_empty() {
+                    editor.run_edit_commands(&[EditCommand::InsertString(typed)]);
+                }
                 let read = editor.read_line(&ChatPrompt).map(|signal| match signal {
-                    Signal::Success(buffer) => Read::Line(joined(&buffer)),
+                    Signal::Success(buffer) => Read::Line(pastes.unfold(&joined(&buffer))),
                     Signal::CtrlD => Read::End,
                     // Ctrl-C, and any signal a later reedline adds: the
                     // line is dropped, the chat goes on.
                     _ => Read::Interrupted,
                 });
+                // A paste not sent (the line cleared) is not kept either.
+                pastes.clear();
                 if answer.send(read.map_err(io::Error::other)).is_err() {
                     break;
                 }
@@ -70,20 +87,39 @@ impl LineEditor {
         LineEditor { ask, lines }
     }
 
-    /// The next thing the user types.
-    pub async fn read(&mut self) -> io::Result<Read> {
+    /// The next thing the user types, after `typed` (what they typed
+    /// during the turn, put back at the prompt).
+    pub async fn read(&mut self, typed: String) -> io::Result<Read> {
         let gone = || io::Error::other("the prompt's thread ended");
-        self.ask.send(()).map_err(|_| gone())?;
+        self.ask.send(typed).map_err(|_| gone())?;
         self.lines.recv().await.ok_or_else(gone)?
     }
 }
 
 /// The editor, with the history file if it can be had (else a note in the
 /// log and a history in memory).
-fn editor(history: Option<&Path>) -> Reedline {
+fn editor(history: Option<&Path>, pastes: &Pastes, root: PathBuf) -> Reedline {
+    let mut keys = default_emacs_keybindings();
+    keys.add_binding(
+        KeyModifiers::NONE,
+        KeyCode::Tab,
+        ReedlineEvent::UntilFound(vec![
+            ReedlineEvent::Menu(MENU.to_string()),
+            ReedlineEvent::MenuNext,
+        ]),
+    );
+    let menu = ColumnarMenu::default().with_name(MENU);
     let editor = Reedline::create()
         .with_validator(Box::new(GoesOn))
-        .with_ansi_colors(std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()));
+        .with_ansi_colors(std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
+        .use_bracketed_paste(true)
+        .with_edit_mode(Box::new(Folding {
+            keys: Emacs::new(keys),
+            pastes: pastes.clone(),
+        }))
+        .with_completer(Box::new(super::mentions::Mentions::new(root)))
+        .with_quick_completions(true)
+        .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)));
     let Some(path) = history else {
         return editor;
     };
@@ -128,6 +164,75 @@ fn private_file(path: &Path) -> io::Result<()> {
         .open(path)?;
     // One made before (or by someone else's umask) is made private too.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
+/// The completion menu's name (Tab opens it).
+const MENU: &str = "mentions";
+
+/// A paste longer than this many lines, or characters, is shown folded.
+const FOLD_LINES: usize = 10;
+const FOLD_CHARS: usize = 1000;
+
+/// Pastes shown folded in the line, by their label: unfolded when the
+/// line is sent.
+#[derive(Clone, Default)]
+struct Pastes(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Pastes {
+    /// The label that stands for `text` in the line: `[pasted 42 lines]`
+    /// (`#2` after it for a second one in the same line).
+    fn fold(&self, text: String) -> String {
+        let mut pastes = self.0.locked();
+        let lines = text.lines().count();
+        let label = match pastes.len() {
+            0 => format!("[pasted {lines} lines]"),
+            n => format!("[pasted {lines} lines #{}]", n + 1),
+        };
+        pastes.push((label.clone(), text));
+        label
+    }
+
+    /// `line` with each label still in it replaced by its paste.
+    fn unfold(&self, line: &str) -> String {
+        let mut line = line.to_string();
+        for (label, text) in self.0.locked().iter() {
+            line = line.replacen(label, text, 1);
+        }
+        line
+    }
+
+    fn clear(&self) {
+        self.0.locked().clear();
+    }
+}
+
+/// Emacs keys, with a paste (bracketed: the terminal marks where it
+/// starts and ends) inserted whole — its line breaks do not send it —
+/// and folded when long.
+struct Folding {
+    keys: Emacs,
+    pastes: Pastes,
+}
+
+impl EditMode for Folding {
+    fn parse_event(&mut self, event: ReedlineRawEvent) -> ReedlineEvent {
+        match crossterm::event::Event::from(event) {
+            crossterm::event::Event::Paste(text) => {
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                let long = text.lines().count() > FOLD_LINES || text.chars().count() > FOLD_CHARS;
+                let shown = if long { self.pastes.fold(text) } else { text };
+                ReedlineEvent::Edit(vec![EditCommand::InsertString(shown)])
+            }
+            other => match ReedlineRawEvent::try_from(other) {
+                Ok(event) => self.keys.parse_event(event),
+                Err(()) => ReedlineEvent::None,
+            },
+        }
+    }
+
+    fn edit_mode(&self) -> PromptEditMode {
+        self.keys.edit_mode()
+    }
 }
 
 /// Input goes on after a line ending in `\`, and inside a ``` block.

@@ -10,6 +10,7 @@ mod line_editor;
 mod log_line;
 mod markdown;
 mod mcp;
+mod mentions;
 mod output;
 mod recap;
 mod run;
@@ -17,6 +18,7 @@ mod session_spend;
 mod sessions;
 mod slash;
 mod terminal_agent;
+mod turn_keys;
 
 use std::path::PathBuf;
 
@@ -150,8 +152,9 @@ pub fn trust(path: Option<PathBuf>, remove: bool) -> anyhow::Result<()> {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// What to ask the agent.
-    #[arg(required_unless_present = "rewind", value_name = "PROMPT")]
+    /// What to ask the agent; none, or `-`: read it from stdin
+    /// (`echo "explain" | bareagent run`).
+    #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
 
     /// Undo the last turn of the latest session (or of `--resume ID`): put
@@ -196,7 +199,7 @@ pub struct AgentArgs {
     pub provider: Option<ProviderKind>,
 
     /// Model name, over BAREAGENT_MODEL (default: claude-opus-4-8 / gpt-5.5).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub model: Option<String>,
 
     /// API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the
@@ -214,7 +217,7 @@ pub struct AgentArgs {
     pub permission_mode: Option<PermissionMode>,
 
     /// Model calls per turn before giving up [default: 200].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<usize>)]
     pub max_iterations: Option<usize>,
 
     /// Write every model request and response to FILE as JSON lines.
@@ -241,11 +244,24 @@ pub struct AgentArgs {
 
     /// Attempts per model call, retries on rate limits and server errors
     /// included [default: 4].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<u32>)]
     pub max_attempts: Option<u32>,
 
     #[command(flatten)]
     pub reasoning: crate::session::ReasoningArgs,
+}
+
+/// A count that must be 1 or more (`--max-iterations 0` would fail every
+/// turn before its first call; `--max-attempts 0` would never call).
+fn at_least_one<N>(text: &str) -> Result<N, String>
+where
+    N: std::str::FromStr + PartialOrd + From<u8>,
+{
+    match text.parse::<N>() {
+        Ok(n) if n >= N::from(1) => Ok(n),
+        Ok(_) => Err("must be 1 or more".to_string()),
+        Err(_) => Err(format!("{text:?} is not a whole number")),
+    }
 }
 
 /// `--provider`'s values: the command line's names for [`ProviderKind`],

@@ -107,12 +107,16 @@ pub enum Input {
     Empty,
     Prompt(String),
     Command(Slash),
+    /// `!command`: a shell command the user runs themself.
+    Shell(String),
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SlashError {
     #[error("unknown command /{0}; the commands are {list} (type // to send a line that starts with /)", list = names())]
     Unknown(String),
+    #[error("! takes a command to run: !git status")]
+    NoCommand,
     #[error("/{0} takes no argument")]
     NoArgument(&'static str),
     #[error("/{name} takes one word: /{name} {argument}")]
@@ -136,6 +140,12 @@ pub fn parse(typed: &str) -> Result<Input, SlashError> {
     let trimmed = typed.trim();
     if trimmed.is_empty() {
         return Ok(Input::Empty);
+    }
+    if let Some(command) = trimmed.strip_prefix('!') {
+        return match command.trim() {
+            "" => Err(SlashError::NoCommand),
+            command => Ok(Input::Shell(command.to_string())),
+        };
     }
     if let Some(escaped) = trimmed.strip_prefix("//") {
         return Ok(Input::Prompt(format!("/{escaped}")));
@@ -194,9 +204,16 @@ pub fn help() -> String {
         "Input:\n  \
          Enter sends; a line ending in \\ goes on on the next line, and so does an open ``` block.\n  \
          // at the start sends a prompt that starts with /.\n  \
+         !COMMAND runs COMMAND in the sandbox the agent's commands run in; its output goes\n  \
+         into the conversation for the model to read with the next prompt.\n  \
+         @PATH (Tab completes it) attaches that file of the workspace; an image's path\n  \
+         (png, jpg, gif, webp), typed or pasted, attaches the image.\n  \
+         A paste is one prompt; a long one shows as [pasted N lines] and is sent whole.\n  \
          Up and Down go through earlier prompts (kept in $XDG_STATE_HOME/bareagent/chat_history).\n  \
-         Ctrl-C clears the line; during a turn it cancels the turn, and a second one\n  \
-         within 2 seconds quits.\n  \
+         Ctrl-C clears the line; during a turn it (or Esc) cancels the turn, and a\n  \
+         second Ctrl-C within 2 seconds quits. What you type during a turn waits at the next prompt.\n  \
+         Approvals: y once, s this session, a always, n or Enter no, t no and tell the agent why,\n  \
+         v the whole diff in $PAGER (default less -R).\n  \
          Ctrl-D on an empty line ends the chat.\n",
     );
     text
@@ -213,6 +230,8 @@ mod tests {
             ("", Ok(Empty)),
             ("  \n ", Ok(Empty)),
             ("fix the bug", Ok(Prompt("fix the bug".into()))),
+            ("!git status ", Ok(Shell("git status".into()))),
+            (" ! ", Err(SlashError::NoCommand)),
             ("  two\nlines  ", Ok(Prompt("two\nlines".into()))),
             ("/help", Ok(Command(Slash::Help))),
             (" /cost ", Ok(Command(Slash::Cost))),

@@ -15,11 +15,14 @@ use tokio_util::sync::CancellationToken;
 use super::AgentArgs;
 use super::approve::TerminalApprover;
 use super::output::{JsonSink, TerminalSink, TurnSink};
+use super::turn_keys::TurnKeys;
 use crate::agent::Message;
 use crate::config::Config;
 use crate::events::EventSink;
 use crate::permission::PermissionMode;
+use crate::provider::{ProviderChoice, ProviderKind};
 use crate::session::{Layer, Layers, Session, Surface, TurnEnd, TurnIo};
+use crate::sync::Locked;
 use crate::workspace::{DiskWorkspace, Workspace};
 
 pub struct TerminalAgent {
@@ -28,6 +31,8 @@ pub struct TerminalAgent {
     pub workspace: DiskWorkspace,
     pub sink: Arc<dyn TurnSink>,
     pub session: Session,
+    /// Typed while the last turn ran (see `turn_keys`).
+    typed_ahead: std::sync::Mutex<String>,
 }
 
 impl TerminalAgent {
@@ -77,17 +82,25 @@ impl TerminalAgent {
             workspace,
             sink,
             session,
+            typed_ahead: Default::default(),
         })
     }
 
     /// One turn on `prompt`, its events to `sink`, cancelled by `cancel`.
     pub async fn turn(
         &self,
-        prompt: String,
+        prompt: Message,
         sink: &dyn EventSink,
         cancel: CancellationToken,
     ) -> TurnEnd {
-        let approver = TerminalApprover::for_run(self.json, std::io::stdin().is_terminal());
+        let terminal = std::io::stdin().is_terminal();
+        // The keyboard is the turn's: Esc cancels it, approvals take keys.
+        let keys = match (self.json, terminal) {
+            (false, true) => TurnKeys::start(cancel.clone(), self.sink.clone()),
+            _ => None,
+        };
+        let approver =
+            TerminalApprover::for_run(self.json, terminal, keys.as_ref().map(TurnKeys::keys));
         let io = TurnIo {
             workspace: &self.workspace,
             approver: Box::new(approver),
@@ -96,16 +109,65 @@ impl TerminalAgent {
             near: Vec::new(),
             code: None,
         };
-        self.session.run_turn(Message::user_text(prompt), io).await
+        let end = self.session.run_turn(prompt, io).await;
+        if let Some(keys) = keys {
+            *self.typed_ahead.locked() = keys.finish();
+        }
+        end
+    }
+
+    /// Puts `text` at the next prompt, before what was typed meanwhile.
+    pub fn type_ahead(&self, text: String) {
+        let mut typed = self.typed_ahead.locked();
+        typed.insert_str(0, &text);
+    }
+
+    /// What was typed during the last turn, for the next prompt.
+    pub fn take_typed_ahead(&self) -> String {
+        std::mem::take(&mut *self.typed_ahead.locked())
     }
 
     /// Asks `name` from the next turn on: its provider, price, context
-    /// window and compaction threshold. On an error nothing changes.
-    pub fn set_model(&self, name: &str) -> anyhow::Result<()> {
-        let name = name.to_string();
-        Ok(self
-            .session
-            .reconfigure(|layers| layers.session.model = Some(name))?)
+    /// window and compaction threshold. A model of the other API (by the
+    /// model table, else its name) switches the provider with it, where
+    /// its key is in the environment; a name never goes to the API of the
+    /// other. Returns the provider switched to. On an error nothing changes.
+    pub fn set_model(&self, name: &str) -> anyhow::Result<Option<ProviderKind>> {
+        let settings = self.session.settings();
+        let wanted = &settings.provider;
+        let current = ProviderChoice {
+            kind: wanted.kind,
+            replay: wanted.replay.clone(),
+            ..ProviderChoice::default()
+        }
+        .resolved_kind()?;
+        let switch = match api_of(name) {
+            Some(kind) if kind != current && current != ProviderKind::Replay => Some(kind),
+            _ => None,
+        };
+        if let (Some(kind), Some(url)) = (switch, &wanted.base_url) {
+            anyhow::bail!(
+                "{name} is a model of the {} API, and the chat's --base-url {url} is the {} API's; start a chat with --provider {} to use it",
+                api_name(kind),
+                api_name(current),
+                api_name(kind)
+            );
+        }
+        let model = name.to_string();
+        self.session
+            .reconfigure(|layers| {
+                layers.session.model = Some(model);
+                if switch.is_some() {
+                    layers.session.provider = switch;
+                }
+            })
+            .map_err(|error| match switch {
+                Some(kind) => {
+                    anyhow::anyhow!("{name} is a model of the {} API: {error}", api_name(kind))
+                }
+                None => error.into(),
+            })?;
+        Ok(switch)
     }
 
     /// Decides with `mode` from the next tool call on: the gate is rebuilt
@@ -118,10 +180,47 @@ impl TerminalAgent {
     }
 }
 
+/// The API a model name belongs to: the model table's, else its family's
+/// prefix (`claude-…`; `gpt-…`, `o1`, `o3`, `o4…`); `None`: any (a local
+/// server's model).
+fn api_of(name: &str) -> Option<ProviderKind> {
+    use crate::provider::models::{ModelReasoning, info};
+    if let Some(known) = info(name) {
+        return Some(match known.reasoning {
+            ModelReasoning::Anthropic { .. } => ProviderKind::Anthropic,
+            _ => ProviderKind::Openai,
+        });
+    }
+    let openai = name.starts_with("gpt-")
+        || name.starts_with("chatgpt-")
+        || ["o1", "o3", "o4"]
+            .iter()
+            .any(|family| name == *family || name.starts_with(&format!("{family}-")));
+    match () {
+        _ if name.starts_with("claude-") => Some(ProviderKind::Anthropic),
+        _ if openai => Some(ProviderKind::Openai),
+        _ => None,
+    }
+}
+
+/// A provider as `--provider` names it.
+pub(super) fn api_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Anthropic => "anthropic",
+        ProviderKind::Openai => "openai",
+        ProviderKind::Replay => "replay",
+    }
+}
+
 /// The command line's layer of the settings.
 fn command_line(args: &AgentArgs) -> Layer {
     args.reasoning.onto(Layer {
-        provider: args.provider,
+        // `--replay FILE` names its provider: it wins over
+        // BAREAGENT_PROVIDER as an explicit `--provider` would.
+        provider: args.provider.or(args
+            .replay
+            .as_ref()
+            .map(|_| crate::provider::ProviderKind::Replay)),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),

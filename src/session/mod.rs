@@ -657,6 +657,12 @@ impl Session {
         window(&self.settings(), self.model().as_deref())
     }
 
+    /// The sandbox the bash tool runs commands in (built if not yet): a
+    /// chat user's own `!command` runs in it too.
+    pub fn sandbox(&self) -> Result<Arc<Sandbox>, SessionError> {
+        Ok(self.prepare()?.sandbox)
+    }
+
     /// The sandbox's state; `None` before the session's first turn.
     pub fn sandbox_status(&self) -> Option<SandboxStatus> {
         Some(self.policy.locked().as_ref()?.sandbox.status().clone())

@@ -220,7 +220,7 @@ fn on_a_terminal_the_second_question_comes_after_the_first_answer() {
     master.write_all(b"n\n").unwrap();
     assert!(wait_exit(&mut child).success(), "{}", terminal.text());
 
-    // The terminal shows: question, its answer (the echo), next question.
+    // The terminal shows: question, its answer (said), next question.
     let shown = shown.replace("\r\n", "\n");
     let first = shown.find("Allow read_file .env?").expect(&shown);
     let second = shown
@@ -232,7 +232,7 @@ fn on_a_terminal_the_second_question_comes_after_the_first_answer() {
     // (A concurrent call's `→` line may land right after the open prompt,
     // so the echo can end that line rather than stand alone.)
     assert!(
-        shown[first..second].lines().any(|l| l.ends_with('y')),
+        shown[first..second].lines().any(|l| l.ends_with("yes")),
         "the second question came before the first answer:\n{shown}"
     );
     // Each answer went to its own question.

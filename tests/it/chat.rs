@@ -47,16 +47,18 @@ impl Chat {
         extra: &[&str],
         state: tempfile::TempDir,
     ) -> Chat {
-        let mut command: Command = crate::common::bareagent(dir);
+        let mut command = chat_command(dir, &state);
         command
-            .args(["chat", "--provider", "anthropic", "--base-url"])
+            .args(["--provider", "anthropic", "--base-url"])
             .arg(server.anthropic_base())
             .args(["--model", "claude-sonnet-4-5"])
             .args(extra)
-            .env("ANTHROPIC_API_KEY", TEST_KEY)
-            .env("XDG_STATE_HOME", state.path())
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm");
+            .env("ANTHROPIC_API_KEY", TEST_KEY);
+        Chat::launch(command, state)
+    }
+
+    /// `command` on its own terminal, once the prompt is there.
+    fn launch(command: Command, state: tempfile::TempDir) -> Chat {
         // stdout on the terminal too: the line editor draws there.
         let (master, child, terminal) = on_a_terminal_sized(command, None, 24);
         let mut chat = Chat {
@@ -103,6 +105,13 @@ impl Chat {
         shown + &self.expect("› ")
     }
 
+    /// [`Chat::quit`], once sure no Esc was echoed (as `^[`).
+    fn quit_having_echoed_no_esc(self) {
+        let screen = self.terminal.text();
+        assert!(!screen.contains("^["), "{screen}");
+        self.quit();
+    }
+
     fn key(&mut self, bytes: &[u8]) {
         self.master.write_all(bytes).unwrap();
     }
@@ -115,6 +124,18 @@ impl Chat {
         assert!(status.success(), "{status:?}\n{}", self.terminal.text());
         self.state.take().expect("the state directory")
     }
+}
+
+/// `bareagent chat` in `dir`, with `state` as the user's state directory,
+/// no colour, and a plain terminal.
+fn chat_command(dir: &Path, state: &tempfile::TempDir) -> Command {
+    let mut command: Command = crate::common::bareagent(dir);
+    command
+        .arg("chat")
+        .env("XDG_STATE_HOME", state.path())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    command
 }
 
 /// One Anthropic call's usage: 1,000 in, 500 out, 2,000 cache write,
@@ -609,9 +630,8 @@ fn typing_ahead_answers_no_question() {
     let mut chat = Chat::start(dir.path(), &server, &[]);
     chat.send("write new.txt");
     chat.expect("waiting for the model");
-    // Typed ahead: echoed by the terminal, waiting in its input queue.
+    // Typed ahead: read during the turn, dropped when the question shows.
     chat.send("y");
-    chat.expect("y");
     hold.release();
     chat.expect("Allow write_file new.txt");
     chat.expect("[N] no: ");
@@ -914,4 +934,331 @@ fn resuming_shows_the_last_exchanges_without_markup() {
     );
     assert!(!recap.contains("system-reminder"), "{shown}");
     chat.quit();
+}
+
+/// `/model gpt-5.5` on Anthropic switches to OpenAI where its key (or a
+/// server of one's own) is in the environment, and back with a Claude
+/// name, the history going along; without one it is refused with the
+/// reason. An OpenAI name never reaches `/v1/messages`.
+#[test]
+fn model_switches_the_provider_its_name_belongs_to() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::text("From Claude.").into(),
+        Reply::text("From GPT.").into(),
+        Reply::text("From Claude again.").into(),
+    ]);
+    // No OpenAI in the environment: refused, still Claude.
+    let state = tempfile::tempdir().unwrap();
+    let mut command = chat_command(dir.path(), &state);
+    command
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
+        .args(["--model", "claude-sonnet-4-5"]);
+    let mut chat = Chat::launch(command, state);
+    let refused = chat.command("/model gpt-5.5", "OPENAI_API_KEY is not set");
+    assert!(
+        refused.contains("gpt-5.5 is a model of the openai API"),
+        "{refused}"
+    );
+    chat.turn("first");
+    chat.quit();
+    let sent = server.requests();
+    assert_eq!(sent[0].path, "/v1/messages");
+    assert_eq!(sent[0].body["model"], "claude-sonnet-4-5");
+
+    // With OpenAI's base URL: switched, and back.
+    let state = tempfile::tempdir().unwrap();
+    let mut command = chat_command(dir.path(), &state);
+    command
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .args(["--model", "claude-sonnet-4-5"]);
+    let mut chat = Chat::launch(command, state);
+    chat.command("/model gpt-5.5", "provider openai");
+    chat.turn("second");
+    chat.command("/model claude-haiku-4-5", "provider anthropic");
+    chat.turn("third");
+    chat.quit();
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3);
+    assert!(
+        sent[1].path.ends_with("/chat/completions"),
+        "{}",
+        sent[1].path
+    );
+    assert_eq!(sent[1].body["model"], "gpt-5.5");
+    assert_eq!(sent[2].path, "/v1/messages");
+    assert_eq!(sent[2].body["model"], "claude-haiku-4-5");
+    let history = conversation(&sent[2].body);
+    assert_eq!(
+        history,
+        [
+            pair("user", "second"),
+            pair("assistant", "From GPT."),
+            pair("user", "third")
+        ]
+    );
+}
+
+/// Esc during a turn cancels it as Ctrl-C does: the running command is
+/// killed, the history stays valid and the next turn goes on from it;
+/// nothing is echoed; what was typed during the turn is at the next
+/// prompt, to send with Enter.
+#[test]
+fn esc_cancels_the_turn_and_what_was_typed_meanwhile_is_the_next_prompt() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("bash", json!({"command": "sleep 30"})).into(),
+        Reply::text("Going on.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &["--permission-mode", "bypass"]);
+    chat.send("wait a while");
+    chat.expect("→ bash sleep 30");
+    chat.key(b"never mind");
+    chat.key(b"\x1b");
+    chat.expect("cancelling (Esc)");
+    chat.expect("cancelled; the history is kept");
+    chat.expect("› never mind");
+    chat.key(b"\r");
+    chat.expect("Going on.");
+    chat.expect("› ");
+    chat.quit_having_echoed_no_esc();
+    let requests = server.requests();
+    let sent = sent_tool_results(&requests[1].body);
+    assert!(
+        sent[0].1 && sent[0].0.contains("Cancelled by user"),
+        "{sent:?}"
+    );
+    let last = conversation(&requests[1].body);
+    assert_eq!(last.last(), Some(&pair("user", "never mind")), "{last:?}");
+}
+
+/// A chat whose commands' pager is `pager` (a shell command line).
+fn chat_with_pager(dir: &Path, server: &ModelServer, pager: &str) -> Chat {
+    let state = tempfile::tempdir().unwrap();
+    let mut command = chat_command(dir, &state);
+    command
+        .env("PAGER", pager)
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
+        .args(["--model", "claude-sonnet-4-5"]);
+    Chat::launch(command, state)
+}
+
+/// An approval is one key: `v` shows the whole diff in the pager and asks
+/// again, `t` is no with a line that reaches the model with the refusal,
+/// `y` is yes; Esc at a question cancels the turn, echoing nothing.
+#[test]
+fn approvals_are_single_keys_with_the_pager_and_a_reason_for_no() {
+    let long: String = (1..=60).map(|n| format!("line {n}\n")).collect();
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::tool("write_file", json!({"path": "long.txt", "content": long})).into(),
+        Reply::tool("bash", json!({"command": "rm -rf build"})).into(),
+        Reply::text("Understood.").into(),
+        Reply::tool("write_file", json!({"path": "other.txt", "content": "x\n"})).into(),
+    ]);
+    let paged = dir.path().join("paged.txt");
+    let pager = format!("cat > '{}'", paged.display());
+    let mut chat = chat_with_pager(dir.path(), &server, &pager);
+    chat.send("write long.txt");
+    chat.expect("[v] the whole diff");
+    chat.expect("[N] no: ");
+    chat.key(b"v");
+    // Asked again once the pager ends, with the whole diff paged.
+    chat.expect("[N] no: ");
+    let whole = std::fs::read_to_string(&paged).unwrap();
+    assert!(
+        whole.contains("+line 1\n") && whole.contains("+line 60\n"),
+        "{whole}"
+    );
+    chat.key(b"y");
+    chat.expect("yes");
+    chat.expect("Allow bash rm -rf build");
+    chat.expect("[N] no: ");
+    chat.key(b"t");
+    chat.expect("tell the agent why");
+    chat.key(b"use cargo cleam");
+    chat.key(b"\x7fn\r");
+    chat.expect("Understood.");
+    chat.expect("› ");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("long.txt")).unwrap(),
+        long
+    );
+    let sent = sent_tool_results(&server.requests()[2].body);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(sent[1].1, "{sent:?}");
+    assert!(sent[1].0.contains("Denied by user"), "{sent:?}");
+    assert!(sent[1].0.contains("use cargo clean"), "{sent:?}");
+
+    chat.send("write other.txt");
+    chat.expect("[N] no: ");
+    chat.key(b"\x1b");
+    chat.expect("cancelled; the history is kept");
+    chat.expect("› ");
+    chat.quit_having_echoed_no_esc();
+    assert!(!dir.path().join("other.txt").exists());
+}
+
+impl Chat {
+    /// Pastes `text` as a terminal does: wrapped in the bracketed-paste
+    /// marks if the program asked for them (`ESC [?2004h`), else as typed.
+    fn paste(&mut self, text: &str) {
+        if self.terminal.text().contains("\x1b[?2004h") {
+            self.key(format!("\x1b[200~{text}\x1b[201~").as_bytes());
+        } else {
+            self.key(text.as_bytes());
+        }
+    }
+}
+
+/// The blocks of the last user message of a request.
+fn last_user_blocks(body: &Value) -> Vec<Value> {
+    let messages = body["messages"].as_array().expect("messages");
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .expect("a user message");
+    last["content"].as_array().cloned().unwrap_or_default()
+}
+
+/// A paste is one prompt, however many lines it has; a long one shows
+/// folded in the line and is sent whole; an image's path in it is sent
+/// as the image.
+#[test]
+fn a_paste_is_one_prompt_folded_when_long_and_an_image_path_is_the_image() {
+    let png: &[u8] = b"\x89PNG\r\n\x1a\nnot really an image";
+    let dir = workspace(&[]);
+    std::fs::write(dir.path().join("shot.png"), png).unwrap();
+    let server = ModelServer::start(vec![
+        Reply::text("One.").into(),
+        Reply::text("Two.").into(),
+        Reply::text("Three.").into(),
+    ]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.paste("Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: nme");
+    chat.key(b"\r");
+    chat.expect("One.");
+    chat.expect("› ");
+
+    let long: Vec<String> = (1..=42).map(|n| format!("log line {n}")).collect();
+    chat.paste(&long.join("\n"));
+    chat.expect("[pasted 42 lines]");
+    chat.key(b" what failed?\r");
+    chat.expect("Two.");
+    chat.expect("› ");
+
+    chat.paste("what is in shot.png");
+    chat.key(b"?\r");
+    chat.expect("Three.");
+    chat.expect("› ");
+    chat.quit();
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(
+        last_user_blocks(&sent[0].body)[0]["text"],
+        "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: nme"
+    );
+    let folded = last_user_blocks(&sent[1].body)[0]["text"].clone();
+    assert_eq!(folded, format!("{} what failed?", long.join("\n")));
+    let blocks = last_user_blocks(&sent[2].body);
+    assert_eq!(blocks[0]["text"], "what is in shot.png?");
+    use base64::Engine;
+    assert_eq!(blocks[1]["type"], "image", "{blocks:?}");
+    assert_eq!(blocks[1]["source"]["media_type"], "image/png");
+    assert_eq!(
+        blocks[1]["source"]["data"],
+        base64::engine::general_purpose::STANDARD.encode(png)
+    );
+}
+
+/// Tab completes `@` mentions from the workspace's files, not the ignored
+/// ones; a mentioned file's text goes with the prompt; a file a deny rule
+/// covers is refused with the rule, nothing sent, the line given back.
+#[test]
+fn mentions_complete_with_tab_and_attach_the_file_through_the_rules() {
+    let dir = workspace(&[
+        ("src/lib.rs", "pub fn answer() -> u32 { 42 }\n"),
+        (".gitignore", "ignored/\n"),
+        ("ignored/notes.txt", "not offered\n"),
+        ("secret.txt", "hunter2\n"),
+        ("conf.txt", TEST_KEY),
+    ]);
+    crate::common::user_config(dir.path(), "[permissions]\ndeny = [\"read(secret.txt)\"]\n");
+    let server = ModelServer::start(vec![Reply::text("It returns 42.").into()]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.key(b"what is @secret.txt");
+    chat.key(b"\r");
+    chat.expect("secret.txt is not attached: Denied by the permission rule");
+    chat.expect("nothing was sent");
+    chat.expect("› what is @secret.txt");
+    // The line back, cleared (Ctrl-U) for the next prompt.
+    chat.key(b"\x15");
+    chat.key(b"explain @ign\t @src/li\t");
+    chat.expect("@src/lib.rs");
+    chat.key(b" @conf.txt\r");
+    chat.expect("It returns 42.");
+    chat.expect("› ");
+    chat.quit();
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1, "the denied prompt was not sent");
+    let blocks = last_user_blocks(&sent[0].body);
+    assert_eq!(
+        blocks[0]["text"].as_str().map(str::trim),
+        Some("explain @ign @src/lib.rs  @conf.txt")
+    );
+    let attached = blocks[1]["text"].as_str().unwrap_or_default();
+    assert!(attached.contains("<file path=\"src/lib.rs\""), "{attached}");
+    assert!(
+        attached.contains("pub fn answer() -> u32 { 42 }"),
+        "{attached}"
+    );
+    assert!(!format!("{:?}", sent[0].body).contains("hunter2"));
+    let key_file = blocks[2]["text"].as_str().unwrap_or_default();
+    assert!(key_file.contains("<file path=\"conf.txt\""), "{key_file}");
+    assert!(!sent[0].raw_body.contains(TEST_KEY), "the key is scrubbed");
+}
+
+/// `!command` runs in the sandbox, shows its output, and puts it in the
+/// history: the next request carries it.
+#[test]
+fn a_bang_command_runs_and_the_model_reads_its_output_next() {
+    let dir = workspace(&[("a.txt", "from the file\n"), ("leak.txt", TEST_KEY)]);
+    let server = ModelServer::start(vec![Reply::text("It printed the file.").into()]);
+    let mut chat = Chat::start(dir.path(), &server, &[]);
+    chat.send("!cat a.txt; echo done-$((40 + 2)); cat leak.txt");
+    chat.expect("done-42");
+    chat.expect("(exit code 0)");
+    chat.expect("› ");
+    // Esc stops a command that runs long, as Ctrl-C does.
+    chat.send("!sleep 30; echo never");
+    chat.expect("running it (Esc or Ctrl-C stops it)");
+    chat.key(b"\x1b");
+    chat.expect("(cancelled; the command and its children were killed)");
+    chat.expect("› ");
+    chat.turn("what did it print?");
+    chat.quit();
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1, "the commands ask no model");
+    let history = conversation(&sent[0].body);
+    let all: String = history.iter().map(|(_, text)| text.as_str()).collect();
+    assert!(
+        all.contains("I ran `cat a.txt; echo done-$((40 + 2)); cat leak.txt` myself (exit code 0)"),
+        "{history:?}"
+    );
+    assert!(!all.contains(TEST_KEY), "the key is scrubbed: {history:?}");
+    assert!(all.contains("from the file\ndone-42"), "{history:?}");
+    assert!(
+        all.contains("I ran `sleep 30; echo never` myself (cancelled"),
+        "{history:?}"
+    );
+    assert!(!all.contains("never\n"), "{history:?}");
+    assert!(all.contains("what did it print?"), "{history:?}");
 }

@@ -95,6 +95,7 @@ fn json_mode_prints_one_event_per_line() {
     assert_eq!(
         kinds,
         [
+            "session",
             "usage",
             "tool_call",
             "tool_result",
@@ -106,12 +107,12 @@ fn json_mode_prints_one_event_per_line() {
             "final"
         ]
     );
-    assert_eq!(events[1]["name"], "read_file");
-    assert_eq!(events[5]["path"], "greet.py");
-    assert_eq!(events[5]["asked"], false);
-    assert_eq!(events[6]["is_error"], false);
-    assert!(events[8]["text"].as_str().unwrap().starts_with("Fixed:"));
-    assert_eq!(events[8]["usage"]["output_tokens"], 15);
+    assert_eq!(events[2]["name"], "read_file");
+    assert_eq!(events[6]["path"], "greet.py");
+    assert_eq!(events[6]["asked"], false);
+    assert_eq!(events[7]["is_error"], false);
+    assert!(events[9]["text"].as_str().unwrap().starts_with("Fixed:"));
+    assert_eq!(events[9]["usage"]["output_tokens"], 15);
     assert!(server.requests().iter().all(|r| !r.is_stream()));
 }
 
@@ -142,8 +143,8 @@ fn without_a_terminal_the_default_mode_denies_edits() {
 fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
     let dir = demo_dir();
     let server = ModelServer::start(demo_script());
-    let mut child = bareagent(dir.path())
-        .args([
+    let out = with_stdin(
+        bareagent(dir.path()).args([
             "run",
             "--json",
             "--provider",
@@ -151,18 +152,9 @@ fn json_mode_asks_for_approval_on_stdout_and_reads_the_answer_on_stdin() {
             "--base-url",
             &server.openai_base(),
             DEMO_PROMPT,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"id\": 1, \"decision\": \"allow\"}\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        ]),
+        "{\"id\": 1, \"decision\": \"allow\"}\n",
+    );
     assert!(out.status.success());
     let stdout = text(&out.stdout);
     let request: Value = stdout
@@ -240,8 +232,10 @@ fn the_offline_demo_fixes_the_example() {
 
     // The README's script, with the binary under test.
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/run-demo.sh");
+    // With a provider exported, as a user of the agent has: `--replay` wins.
     let out = Command::new(script)
         .env("BAREAGENT", env!("CARGO_BIN_EXE_bareagent"))
+        .env("BAREAGENT_PROVIDER", "openai")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -617,4 +611,140 @@ fn thinking_is_one_line_on_stderr_and_goes_back_with_its_tool_calls() {
     let stderr = text(&quiet.stderr);
     assert!(quiet.status.success(), "{stderr}");
     assert!(!stderr.contains("thought for"), "{stderr}");
+}
+
+/// `bareagent run` on `stdin` with `args` (after the model server's flags).
+fn run_with_stdin(dir: &Path, server: &ModelServer, args: &[&str], stdin: &str) -> Output {
+    with_stdin(
+        run_against_model(&mut bareagent(dir), server).args(args),
+        stdin,
+    )
+}
+
+/// Runs `command` with `stdin` as its input, to its end.
+fn with_stdin(command: &mut Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// The text of the last user message of a request.
+fn last_prompt(body: &Value) -> String {
+    let messages = body["messages"].as_array().expect("messages");
+    let last = messages.last().expect("a message");
+    match &last["content"] {
+        Value::String(text) => text.clone(),
+        blocks => blocks[0]["text"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
+/// A prompt piped in, or `-`, is read from stdin; an empty one (argument
+/// or stdin) is refused before any request; `--json` names the session
+/// first, and that id resumes it.
+#[test]
+fn a_prompt_comes_from_stdin_and_the_json_names_the_session_first() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Reply::text("Explained.").into(),
+        Reply::text("Again.").into(),
+    ]);
+    let out = run_with_stdin(dir.path(), &server, &["--json"], "explain\nthis\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(last_prompt(&server.requests()[0].body), "explain\nthis");
+    let first: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "session", "{}", text(&out.stdout));
+    let id = first["id"].as_str().expect("an id").to_string();
+    assert!(
+        dir.path()
+            .join(format!(".bareagent/sessions/{id}.jsonl"))
+            .is_file()
+    );
+
+    let out = run_with_stdin(dir.path(), &server, &["--resume", &id, "-"], "go on");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = &server.requests()[1].body;
+    assert_eq!(last_prompt(body), "go on");
+    assert_eq!(body["messages"].as_array().unwrap().len(), 3, "{body}");
+
+    let cases: [(&[&str], &str, &str); 4] = [
+        (&[""], "", "the prompt is empty"),
+        (&["  "], "", "the prompt is empty"),
+        (&[], "", "the prompt read from stdin is empty"),
+        (&["-"], " \n\n", "the prompt read from stdin is empty"),
+    ];
+    for (args, stdin, says) in cases {
+        let out = run_with_stdin(dir.path(), &server, args, stdin);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(server.requests().len(), 2, "an empty prompt asks nothing");
+}
+
+/// Counts of 0 and an empty model name are refused at start, naming the flag.
+#[test]
+fn zero_counts_and_an_empty_model_are_refused_at_start() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![]);
+    let cases: [(&[&str], &str); 3] = [
+        (&["--max-iterations", "0"], "--max-iterations"),
+        (&["--max-attempts", "0"], "--max-attempts"),
+        (&["--model", ""], "--model"),
+    ];
+    for (flags, names) in cases {
+        let out = run_against(&server, dir.path(), flags);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(names), "{flags:?}: {stderr}");
+    }
+    assert!(server.requests().is_empty());
+}
+
+/// Without a terminal a denial tells the model what the user could do:
+/// accept-edits only for an edit the mode alone asked for.
+#[test]
+fn a_denial_suggests_accept_edits_only_where_it_would_allow() {
+    let cases = [
+        ("default", "edit_file", true),
+        ("default", "bash", false),
+        ("accept-edits", "bash", false),
+        ("accept-edits", "write_file", false),
+    ];
+    for (mode, tool, suggests) in cases {
+        let dir = workspace(&[("a.txt", "one\n")]);
+        let input = match tool {
+            "edit_file" => json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+            "bash" => json!({"command": "touch b.txt"}),
+            // A file that gives the agent power: accept-edits asks too.
+            _ => json!({"path": ".bareagent/config.toml", "content": "[permissions]\n"}),
+        };
+        let server = ModelServer::start(vec![
+            Reply::tool(tool, input).into(),
+            Reply::text("ok").into(),
+        ]);
+        let out = run_against(&server, dir.path(), &["--permission-mode", mode]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let sent = crate::common::sent_tool_results(&server.requests()[1].body);
+        let (result, is_error) = &sent[0];
+        assert!(is_error, "{mode} {tool}: {result}");
+        assert!(
+            result.contains("no terminal to ask on"),
+            "{mode} {tool}: {result}"
+        );
+        assert_eq!(
+            result.contains("accept-edits"),
+            suggests,
+            "{mode} {tool}: {result}"
+        );
+    }
 }
