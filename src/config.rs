@@ -678,6 +678,20 @@ fn forget_trust(path: &Path, root: &Path) -> Result<bool, ConfigError> {
             source,
         })?;
     let key = root.to_string_lossy();
+    // Nothing to forget: the file is left as it is (or not made).
+    let recorded = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| text.parse::<toml_edit::DocumentMut>().ok())
+        .is_some_and(|document| {
+            document
+                .get("projects")
+                .and_then(|p| p.get(key.as_ref()))
+                .and_then(|e| e.get("trusted"))
+                .is_some()
+        });
+    if !recorded {
+        return Ok(false);
+    }
     let mut was = false;
     edit_config(path, |document| {
         let Some(projects) = document

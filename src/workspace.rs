@@ -302,14 +302,25 @@ impl PathResolver {
         path: &Path,
         text: &'t str,
     ) -> Result<std::borrow::Cow<'t, [u8]>, WorkspaceError> {
-        let mut bytes = Vec::new();
-        let read = self
-            .open_file(path)
-            .ok()
-            .and_then(|file| file.take(MAX_TEXT_BYTES).read_to_end(&mut bytes).ok());
-        let on_disk = match read {
-            Some(_) => encoding::decode(bytes).and_then(|(_, legacy)| legacy),
-            None => None,
+        // Only a file that is not there (or a link, which the write
+        // replaces, never follows) is new text's to shape; one that cannot
+        // be read is not written blind.
+        let on_disk = match self.open_file(path) {
+            Err(WorkspaceError::NotFound(_) | WorkspaceError::LinkOnPath(_)) => None,
+            Err(error) => return Err(error),
+            Ok(file) => {
+                let mut bytes = Vec::new();
+                file.take(MAX_TEXT_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| io_error(&self.display(path), e))?;
+                if bytes.len() as u64 > MAX_TEXT_BYTES {
+                    return Err(WorkspaceError::TooLarge {
+                        path: self.display(path),
+                        size: bytes.len() as u64,
+                    });
+                }
+                encoding::decode(bytes).and_then(|(_, legacy)| legacy)
+            }
         };
         encoding::encode(text, on_disk).map_err(|why| {
             let (path, encoding) = (self.display(path), on_disk.map_or("UTF-8", |l| l.name()));
@@ -423,9 +434,10 @@ impl PathResolver {
     }
 }
 
-/// A path as text, its bytes that are not UTF-8 written `\xE9`: two names
-/// that differ only there stay two names (a lossy `�` would merge them),
-/// and what is shown says exactly which bytes the name has.
+/// A path as text, its bytes that are not UTF-8 written `\xE9`: two such
+/// names stay two names (a lossy `�` would merge them) and what is shown
+/// says which bytes the name has. (A name that spells `\xE9` in ASCII
+/// shows alike: this shows names; it is not a way back to one.)
 pub fn escaped(path: &Path) -> String {
     use std::fmt::Write;
     use std::os::unix::ffi::OsStrExt;

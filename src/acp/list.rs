@@ -94,7 +94,10 @@ fn parse(cursor: &str) -> Option<Place> {
         "-" => None,
         time => {
             let (seconds, nanos) = time.split_once('.')?;
-            let since = Duration::new(seconds.parse().ok()?, nanos.parse().ok()?);
+            // Nine digits, as `cursor` writes them (`Duration::new` would
+            // carry more into the seconds, and panic past their range).
+            let nanos: u32 = nanos.parse().ok().filter(|_| nanos.len() == 9)?;
+            let since = Duration::new(seconds.parse().ok()?, nanos);
             Some(UNIX_EPOCH.checked_add(since)?)
         }
     };
@@ -121,7 +124,18 @@ mod tests {
             let text = cursor(&place);
             assert_eq!(parse(&text), Some(place), "{text}");
         }
-        for bad in ["", "x", "1/", "-/", "a.b/c", "1.2.3/x", "1.5000000000/x"] {
+        for bad in [
+            "",
+            "x",
+            "1/",
+            "-/",
+            "a.b/c",
+            "1.2.3/x",
+            "1.5000000000/x",
+            "18446744073709551615.1000000000/x",
+            "1.1500000000/x",
+            "1.5/x",
+        ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
     }

@@ -76,7 +76,15 @@ impl Workspace for ClientWorkspace {
                     size: text.len() as u64,
                 });
             }
-            (text, None)
+            // A client reads a file that is not UTF-8 as best it can (most
+            // lossily); the disk says what its bytes are.
+            match text.contains('\u{FFFD}') {
+                true => match self.disk.read_text(path).await {
+                    Ok(file) if file.encoding.is_some() => (file.text, file.encoding),
+                    _ => (text, None),
+                },
+                false => (text, None),
+            }
         } else {
             let file = self.disk.read_text(path).await?;
             (file.text, file.encoding)
@@ -95,7 +103,7 @@ impl Workspace for ClientWorkspace {
         text: &str,
         read_version: Option<i32>,
     ) -> Result<Option<i32>, WorkspaceError> {
-        if self.can.write {
+        if self.can.write && !self.not_utf8_on_disk(path, text).await? {
             // The client writes in place: never through another name.
             self.disk.paths().refuse_hard_links(path)?;
             let request = WriteTextFileRequest::new(self.session.clone(), path, text);
@@ -112,5 +120,29 @@ impl Workspace for ClientWorkspace {
         }
         self.calls.wrote(path, text);
         Ok(None)
+    }
+}
+
+impl ClientWorkspace {
+    /// Whether the file on disk is in another encoding than UTF-8 (or why
+    /// `text` cannot be written in it). A client's write would make it
+    /// UTF-8, so such a file is written on disk, in its own encoding.
+    async fn not_utf8_on_disk(&self, path: &Path, text: &str) -> Result<bool, WorkspaceError> {
+        let shown = self.disk.paths().display(path);
+        let (paths, path, text) = (
+            self.disk.paths().clone(),
+            path.to_path_buf(),
+            text.to_string(),
+        );
+        tokio::task::spawn_blocking(move || {
+            paths
+                .encode_as_on_disk(&path, &text)
+                .map(|bytes| matches!(bytes, std::borrow::Cow::Owned(_)))
+        })
+        .await
+        .map_err(|error| WorkspaceError::Io {
+            path: shown,
+            message: error.to_string(),
+        })?
     }
 }

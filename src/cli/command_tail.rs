@@ -50,8 +50,13 @@ impl CommandTail {
     /// More output from the command.
     pub fn push(&mut self, text: &str) {
         for piece in text.split_inclusive('\n') {
-            self.partial.push_str(piece.trim_end_matches('\n'));
-            if piece.ends_with('\n') {
+            let ends = piece.ends_with('\n');
+            let body = match ends {
+                true => piece.trim_end_matches('\n').trim_end_matches('\r'),
+                false => piece,
+            };
+            self.extend_partial(body);
+            if ends {
                 let line = std::mem::take(&mut self.partial);
                 self.lines.push_back(line);
                 if self.lines.len() > TAIL_LINES {
@@ -60,6 +65,22 @@ impl CommandTail {
             }
         }
         self.bar.set_message(self.message());
+    }
+
+    /// Adds to the line being written, keeping only what its row can show:
+    /// what follows its last carriage return, one row's worth of it. A
+    /// command that never ends a line (`yes | tr -d '\n'`) costs no more.
+    fn extend_partial(&mut self, body: &str) {
+        let body = match body.rfind('\r') {
+            Some(at) => {
+                self.partial.clear();
+                &body[at + 1..]
+            }
+            None => body,
+        };
+        let kept = self.partial.chars().count();
+        let room = self.width.saturating_sub(kept);
+        self.partial.push_str(crate::text::prefix(body, room));
     }
 
     /// The tail below the spinner: one row per line, none wrapping.
@@ -148,6 +169,20 @@ mod tests {
             tail.message(),
             "\n    │ three\n    │ four\n    │ five\n    │ six\n    │ 100% \\u{1b}[…"
         );
+        tail.clear();
+    }
+
+    /// Output that never ends a line is kept to what its row shows, and
+    /// a line ended `\r\n` is its text.
+    #[test]
+    fn a_line_that_never_ends_costs_one_row() {
+        let mut tail = CommandTail::start(20);
+        for _ in 0..1000 {
+            tail.push(&"y".repeat(1000));
+        }
+        assert_eq!(tail.partial.chars().count(), 20);
+        tail.push("\r\nwindows line\r\n");
+        assert_eq!(tail.lines.back().map(String::as_str), Some("windows line"));
         tail.clear();
     }
 }

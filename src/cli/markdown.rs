@@ -395,7 +395,9 @@ fn wrap(runs: &[Run], lead: &str, hang: &str, width: usize) -> Vec<String> {
     let mut line = String::from(lead);
     let mut used = columns(lead);
     let mut empty = true;
-    let room = |prefix: &str| width.saturating_sub(columns(prefix)).max(10);
+    // At least ten columns after a deep indent, never more than given (a
+    // table's cell is sized to fit its row).
+    let room = |prefix: &str| width.saturating_sub(columns(prefix)).max(10.min(width));
     for word in words.into_iter().filter(|w| !w.is_empty()) {
         let size: usize = word.iter().map(|r| columns(&r.text)).sum();
         let prefix = if lines.is_empty() { lead } else { hang };
@@ -604,6 +606,21 @@ mod tests {
                 "  fn main() {}",
             ]
         );
+    }
+
+    /// A table wider than the terminal is narrowed to fit it, every row.
+    #[test]
+    fn a_wide_table_fits_a_narrow_terminal() {
+        let header = "| one | two | three | four | five | six |\n";
+        let rule = "|---|---|---|---|---|---|\n";
+        let row = "| alpha beta | gamma delta | epsilon | zeta eta | theta | iota kappa |\n";
+        let rows = shown(&format!("{header}{rule}{row}\nafter\n"), 40);
+        for line in &rows {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(line.as_str()) <= 40,
+                "{line:?} in {rows:#?}"
+            );
+        }
     }
 
     #[test]

@@ -57,9 +57,22 @@ fn settings_file(scope: Scope) -> anyhow::Result<PathBuf> {
     Ok(match scope {
         Scope::User => crate::config::user_config_path()
             .context("cannot find the user's config directory: set HOME or XDG_CONFIG_HOME")?,
-        Scope::Project => crate::config::project_config_path(
-            &std::env::current_dir().context("cannot read the current directory")?,
-        ),
+        Scope::Project => {
+            let root = std::env::current_dir().context("cannot read the current directory")?;
+            let file = crate::config::project_config_path(&root);
+            // A cloned repository may hold either as a link to your own
+            // config: written through, your settings would land in a file
+            // you commit.
+            for path in [root.join(crate::workspace::OWN_DIR), file.clone()] {
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    bail!(
+                        "{} is a symbolic link: bareagent does not write the project's settings through it",
+                        path.display()
+                    );
+                }
+            }
+            file
+        }
     })
 }
 
@@ -122,6 +135,17 @@ fn add(args: AddArgs) -> anyhow::Result<()> {
     }
     let file = settings_file(args.scope)?;
     crate::config::add_mcp_server(&file, &args.name, server).map_err(anyhow::Error::msg)?;
+    let literal = args
+        .env
+        .iter()
+        .chain(&args.headers)
+        .any(|value| !value.contains("${"));
+    if args.scope == Scope::Project && literal {
+        eprintln!(
+            "bareagent: the values of -e and -H are written as given into {}, a file you may commit: for a secret, write `${{VAR}}` (read from your environment when the server starts)",
+            file.display()
+        );
+    }
     // Values may be secrets: the line names what was added, not them.
     let what = if http {
         format!("Streamable HTTP server `{}` ({first})", args.name)

@@ -236,6 +236,8 @@ pub async fn show_diff(state: &State, view: &PendingView) -> Result<ShownDiff, S
     let target = path.clone();
     tokio::task::spawn_blocking(move || {
         let dir = paths.create_own_dir("diffs")?;
+        // Diffs quote files: out of commits whatever the user's own
+        // `.bareagent/.gitignore` says (as sessions are).
         paths.write_atomically(&dir.join(".gitignore"), b"*\n")?;
         paths.write_atomically(&target, diff.as_bytes())
     })

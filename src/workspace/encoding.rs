@@ -48,7 +48,7 @@ impl Legacy {
             format!("(This file is {name} text, not UTF-8; edits keep it {name}.)")
         } else {
             format!(
-                "(This file is not valid UTF-8; read as {name}, some bytes did not decode and are shown as \u{FFFD}. It cannot be edited: writing it back would lose them.)"
+                "(This file is not valid text throughout; read as {name}, some bytes did not decode and are shown as \u{FFFD}. It cannot be edited: writing it back would lose them.)"
             )
         }
     }
@@ -77,6 +77,24 @@ pub fn decode(bytes: Vec<u8>) -> Option<(String, Option<Legacy>)> {
         Ok(text) => return Some((text, None)),
         Err(error) => error.into_bytes(),
     };
+    // UTF-8 with a stray byte (a broken paste, a cut download): most of
+    // what is not ASCII is UTF-8, which a legacy encoding would read as
+    // `Ã©` and write new text into as something else. Shown with U+FFFD
+    // where it breaks, and never edited. (In a legacy file, bytes that
+    // happen to spell UTF-8 are few beside those that do not.)
+    let (mut spelled, mut broken) = (0, 0);
+    for chunk in bytes.utf8_chunks() {
+        spelled += chunk.valid().chars().filter(|c| !c.is_ascii()).count();
+        broken += chunk.invalid().len();
+    }
+    if spelled >= broken {
+        let legacy = Legacy {
+            encoding: UTF_8,
+            bom: false,
+            exact: false,
+        };
+        return Some((String::from_utf8_lossy(&bytes).into_owned(), Some(legacy)));
+    }
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
     detector.feed(&bytes, true);
     let encoding = detector.guess(None, chardetng::Utf8Detection::Deny);
@@ -213,5 +231,15 @@ mod tests {
         assert!(text.ends_with('\u{FFFD}'), "{text}");
         assert!(legacy.is_some_and(|l| !l.exact()));
         assert_eq!(encode(&text, legacy), Err(Unwritable::Inexact));
+
+        // UTF-8 with one stray byte is not windows-1252 text: `é` would
+        // be written back as 0xE9 into a UTF-8 file.
+        let (text, legacy) = decode(b"# caf\xc3\xa9\nx = 1 # \xff\n".to_vec()).unwrap();
+        assert_eq!(text, "# café\nx = 1 # \u{FFFD}\n");
+        assert_eq!(
+            legacy.map(|l| (l.name(), l.exact())),
+            Some(("UTF-8", false))
+        );
+        assert_eq!(encode("é", legacy), Err(Unwritable::Inexact));
     }
 }

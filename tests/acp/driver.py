@@ -88,7 +88,8 @@ class Editor:
             text = self.buffers[path]
         else:
             try:
-                with open(path, encoding="utf-8") as f:
+                # As many editors read a file that is not UTF-8: lossily.
+                with open(path, encoding="utf-8", errors="replace") as f:
                     text = f.read()
             except OSError as error:
                 raise acp.RequestError.resource_not_found(path) from error

@@ -139,6 +139,51 @@ fn stop_reasons(transcript: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// A client with the fs capabilities reads a Latin-1 file lossily and
+/// would write it back as UTF-8: the model reads the disk's text instead,
+/// and the edit is written on disk in the file's own encoding, not
+/// through the client.
+#[test]
+fn a_file_not_in_utf8_is_read_and_written_in_its_encoding_past_the_client() {
+    let Some(python) = python() else { return };
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().expect("root");
+    let menu = root.join("menu.txt");
+    std::fs::write(&menu, b"caf\xe9\n").expect("menu");
+    let server = ModelServer::start(vec![
+        Reply::tool("read_file", json!({"path": "menu.txt"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "menu.txt", "old_string": "café", "new_string": "thé"}),
+        )
+        .into(),
+        Reply::text("done").into(),
+    ]);
+    let transcript = drive(
+        &python,
+        &root,
+        &server,
+        json!({
+            "fs": true,
+            "answers": ["allow_once"],
+            "steps": [{"new": {}}, {"prompt": "edit the menu"}],
+        }),
+    );
+    let requests = server.requests();
+    let read = &sent_tool_results(&requests[1].body)[0];
+    assert!(
+        read.0.contains("café") && read.0.contains("windows-1252"),
+        "{read:?}"
+    );
+    let edited = &sent_tool_results(&requests[2].body)[0];
+    assert!(!edited.1, "{edited:?}");
+    assert!(
+        of_type(&transcript, "write_text_file").is_empty(),
+        "{transcript:#?}"
+    );
+    assert_eq!(std::fs::read(&menu).expect("menu"), b"th\xe9\n");
+}
+
 /// The editor's turn: the buffer is read (not the disk), the edit asks with
 /// its diff and is written through the editor, the command runs in the
 /// editor's terminal, and it all streams in order, ending with end_turn.

@@ -62,6 +62,16 @@ fn trust_remove_makes_the_projects_settings_only_restrict_again() {
         !touch_ran(dir.path(), with_home),
         "untrusted: the allow rule is ignored"
     );
+    let nothing = settings(dir.path(), home, &["trust", "--remove"]);
+    assert!(
+        said(&nothing).contains("was not trusted"),
+        "{}",
+        said(&nothing)
+    );
+    assert!(
+        !home.join("bareagent/config.toml").exists(),
+        "nothing to forget: no file made"
+    );
     assert!(settings(dir.path(), home, &["trust"]).status.success());
     assert!(touch_ran(dir.path(), with_home), "trusted: it holds");
 
@@ -257,4 +267,47 @@ fn mcp_add_and_remove_write_the_settings_as_other_agents_commands_do() {
             .is_none_or(|s| s.as_table().is_some_and(|t| t.is_empty())),
         "{left}"
     );
+}
+
+/// A repository whose `.bareagent` (or its `config.toml`) is a link to the
+/// user's own config: `mcp add --scope project` would write the user's
+/// settings into a file that gets committed. Refused, nothing written.
+#[test]
+fn the_projects_settings_are_never_written_through_a_link() {
+    let config_home = tempfile::tempdir().unwrap();
+    let home = config_home.path();
+    let user_dir = home.join("bareagent");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    let secret = "[mcp.servers.mine]\nurl = \"https://x.invalid\"\nheaders = { Authorization = \"Bearer sk-mine\" }\n";
+    std::fs::write(user_dir.join("config.toml"), secret).unwrap();
+    for linked in [".bareagent", ".bareagent/config.toml"] {
+        let dir = workspace(&[]);
+        let link = dir.path().join(linked);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        let target = match linked {
+            ".bareagent" => user_dir.clone(),
+            _ => user_dir.join("config.toml"),
+        };
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let out = settings(
+            dir.path(),
+            home,
+            &["mcp", "add", "--scope", "project", "x", "--", "y"],
+        );
+        assert!(
+            !out.status.success() && said(&out).contains("is a symbolic link"),
+            "{linked}: {}",
+            said(&out)
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read_to_string(user_dir.join("config.toml")).unwrap(),
+            secret
+        );
+    }
 }

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { Agent, ServerDown } from './agent';
 import { EditorEvent } from './editorEvent';
 import { ProposedDocuments } from './review';
+import { insideFolder } from './replyLinks';
 
 const HISTORY_LIMIT = 5000;
 const EDIT_TOOLS = new Set(['edit_file', 'multi_edit', 'write_file']);
@@ -226,9 +227,10 @@ async function resolvePaths(paths: string[]): Promise<Record<string, string | nu
   const found: Record<string, string | null> = {};
   for (const path of paths.slice(0, 200)) {
     found[path] = null;
+    const within = folders.filter((f) => insideFolder(path, f.uri.path));
     const candidates = path.startsWith('/')
-      ? folders.filter((f) => path.startsWith(`${f.uri.path}/`)).map(() => vscode.Uri.file(path))
-      : folders.map((f) => vscode.Uri.joinPath(f.uri, path));
+      ? within.map(() => vscode.Uri.file(path))
+      : within.map((f) => vscode.Uri.joinPath(f.uri, path));
     for (const uri of candidates) {
       if (await isFile(uri)) {
         found[path] = uri.toString();
@@ -255,7 +257,10 @@ async function isFile(uri: vscode.Uri): Promise<boolean> {
 /** Opens a file a reply named, at its line (and column) when it said one. */
 async function openPath(uri: string, line?: number, column?: number): Promise<void> {
   const target = vscode.Uri.parse(uri);
-  if (target.scheme !== 'file') throw new Error(`not a workspace file: ${uri}`);
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  if (target.scheme !== 'file' || !folders.some((f) => insideFolder(target.path, f.uri.path))) {
+    throw new Error(`not a workspace file: ${uri}`);
+  }
   const options: vscode.TextDocumentShowOptions = { preview: false };
   if (line && line > 0) {
     const at = new vscode.Position(line - 1, Math.max(0, (column ?? 1) - 1));

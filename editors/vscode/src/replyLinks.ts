@@ -40,3 +40,15 @@ export function pathMentions(text: string): PathMention[] {
   }
   return found;
 }
+
+/**
+ * Whether a path a reply named may be opened as the workspace folder's:
+ * no `..` segment (`Uri.joinPath` would climb out of the folder with it),
+ * and under the folder's own path (an absolute one too).
+ */
+export function insideFolder(path: string, folder: string): boolean {
+  if (path.split('/').some((segment) => segment === '..')) return false;
+  if (!path.startsWith('/')) return true;
+  const root = folder.endsWith('/') ? folder : `${folder}/`;
+  return path.startsWith(root);
+}

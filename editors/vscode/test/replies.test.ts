@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import MarkdownIt from 'markdown-it';
-import { onlyRealLinks, pathMentions } from '../src/replyLinks';
+import { insideFolder, onlyRealLinks, pathMentions } from '../src/replyLinks';
 import { CurrentSession } from '../src/sessionFilter';
 import { ServerLog, exitReason } from '../src/serverLog';
 import { shortApproval } from '../src/approvalToast';
@@ -77,4 +77,18 @@ test('the approval toast: the question without its diff, short labels mapped bac
   assert.equal(toast.answers.get('Always'), actions[2]);
   assert.equal(toast.answers.get('Review'), 'review');
   assert.equal(shortApproval('q', actions, false).answers.get('Review'), actions[4]);
+});
+
+test('a path a reply names opens only inside the workspace folder', () => {
+  const cases: [string, boolean][] = [
+    ['calc.py', true],
+    ['src/x.rs', true],
+    ['/ws/src/x.rs', true],
+    ['../../etc/passwd', false],
+    ['src/../../etc/passwd', false],
+    ['/ws/../etc/passwd', false],
+    ['/wsx/secret', false],
+    ['/etc/passwd', false],
+  ];
+  for (const [path, inside] of cases) assert.equal(insideFolder(path, '/ws'), inside, path);
 });
