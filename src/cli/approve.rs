@@ -49,6 +49,19 @@ impl Approver for TerminalApprover {
                 how_to_allow(question)
             )),
             TerminalApprover::Tty(keys) => {
+                // The keys are taken (what was typed before, flushed)
+                // before the question shows: an answer typed on seeing it
+                // is never flushed with the typed-ahead.
+                let borrowed = match keys {
+                    Some(keys) => Some(keys.borrow()),
+                    None => {
+                        let _ = rustix::termios::tcflush(
+                            std::io::stdin(),
+                            rustix::termios::QueueSelector::IFlush,
+                        );
+                        None
+                    }
+                };
                 let diff = question
                     .diff()
                     .map(diff_view::for_stderr)
@@ -59,15 +72,9 @@ impl Approver for TerminalApprover {
                     diff_view::visible_lines(&action.summary),
                     diff_view::visible_lines(question.reason),
                 );
-                match keys {
-                    Some(keys) => ask_by_key(keys, question).await,
-                    None => {
-                        // What was typed before the question was shown
-                        // answers nothing.
-                        let _ = rustix::termios::tcflush(
-                            std::io::stdin(),
-                            rustix::termios::QueueSelector::IFlush,
-                        );
+                match (keys, borrowed) {
+                    (Some(keys), Some(borrowed)) => ask_by_key(keys, borrowed, question).await,
+                    _ => {
                         eprint!(
                             "  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project)  [N] no: ",
                             rule = diff_view::visible_lines(question.rule)
@@ -126,7 +133,7 @@ fn how_to_allow(question: &Question<'_>) -> String {
 /// `t` (no, and a line for the agent on why), `v` (the whole diff in the
 /// pager, then the question again). Esc cancels the turn (the key reader
 /// does that); any other key is ignored.
-async fn ask_by_key(keys: &Keys, question: &Question<'_>) -> Approval {
+async fn ask_by_key(keys: &Keys, mut borrowed: Borrowed, question: &Question<'_>) -> Approval {
     let rule = diff_view::visible_lines(question.rule);
     let view = match question.diff() {
         Some(_) => "  [v] the whole diff",
@@ -135,7 +142,6 @@ async fn ask_by_key(keys: &Keys, question: &Question<'_>) -> Approval {
     let choices = format!(
         "  [y] once  [s] allow {rule} for this session  [a] always allow {rule} (saved in your config for this project){view}  [t] no, and tell the agent why  [N] no: "
     );
-    let mut borrowed = keys.borrow();
     eprint!("{choices}");
     loop {
         let Some(bytes) = borrowed.next().await else {
