@@ -679,17 +679,7 @@ fn forget_trust(path: &Path, root: &Path) -> Result<bool, ConfigError> {
         })?;
     let key = root.to_string_lossy();
     // Nothing to forget: the file is left as it is (or not made).
-    let recorded = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| text.parse::<toml_edit::DocumentMut>().ok())
-        .is_some_and(|document| {
-            document
-                .get("projects")
-                .and_then(|p| p.get(key.as_ref()))
-                .and_then(|e| e.get("trusted"))
-                .is_some()
-        });
-    if !recorded {
+    if !holds(path, &["projects", &key, "trusted"]).unwrap_or(false) {
         return Ok(false);
     }
     let mut was = false;
@@ -740,25 +730,33 @@ pub fn add_mcp_server(
 
 /// Whether a settings file names an MCP server (a missing file does not).
 pub fn names_mcp_server(path: &Path, name: &str) -> Result<bool, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let document: toml_edit::DocumentMut =
-                text.parse().map_err(|source| ConfigError::NotToml {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            Ok(document
-                .get("mcp")
-                .and_then(|m| m.get("servers"))
-                .and_then(|s| s.get(name))
-                .is_some())
+    holds(path, &["mcp", "servers", name])
+}
+
+/// Whether a settings file has an entry at `keys` (a missing file has none).
+fn holds(path: &Path, keys: &[&str]) -> Result<bool, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+    };
+    let document: toml_edit::DocumentMut = text.parse().map_err(|source| ConfigError::NotToml {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut item = document.as_item();
+    for key in keys {
+        match item.get(key) {
+            Some(next) => item = next,
+            None => return Ok(false),
+        }
     }
+    Ok(true)
 }
 
 /// `bareagent mcp remove`: `[mcp.servers.NAME]` out of a settings file,
