@@ -403,6 +403,12 @@ async function palette() {
   await until('the running status bar', async () => text(await page.locator(STATUS).textContent()).includes('running'));
   await runCommand('bareagent: New session');
   await until('an empty view', async () => (await view.locator('.msg').count()) === 0);
+  // The status bar is drawn by the workbench, apart from the view: its text
+  // follows on its own channel (a reset that never comes times out here).
+  await until('the status bar of the new session', async () => {
+    const shown = text(await page.locator(STATUS).textContent());
+    return shown.includes('idle') && !shown.includes('tokens');
+  });
   fact('status-after-new', JSON.stringify(text(await page.locator(STATUS).textContent())));
 
   step('ask');
