@@ -526,6 +526,7 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        crate::tools::reaper::check_cgroup();
         // SAFETY: one send on a socket, async-signal-safe as the child of a
         // threaded process requires (see `tools::reaper`).
         unsafe {

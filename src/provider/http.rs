@@ -63,13 +63,21 @@ impl HttpClient {
         settings: HttpSettings,
         headers: HeaderMap,
         mut secrets: Vec<String>,
+        tls: bool,
     ) -> Result<Self, ProviderError> {
         // reqwest is built without a default TLS provider (aws-lc takes minutes
         // to compile on small machines); ring is installed once, here.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
-            .user_agent(concat!("bareagent/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("bareagent/", env!("CARGO_PKG_VERSION")));
+        if !tls {
+            // A plain-HTTP endpoint (a local model server) needs no roots:
+            // the system's take ~10 ms and a few hundred KiB to load at
+            // start. With none, a redirect to HTTPS fails verification.
+            builder = builder.tls_certs_only(Vec::new());
+        }
+        let client = builder
             .build()
             .map_err(|error| ProviderError::Config(format!("{provider}: HTTP client: {error}")))?;
         secrets.retain(|secret| !secret.is_empty());

@@ -42,7 +42,17 @@ impl<W: WireFormat> HttpProvider<W> {
     ) -> Result<Self, ProviderError> {
         let own = wire.auth_headers(&credentials)?;
         let headers = credentials.headers(&own)?;
-        let http = HttpClient::new(W::NAME, model, settings, headers, credentials.secrets())?;
+        let tls = !base_url
+            .get(..7)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+        let http = HttpClient::new(
+            W::NAME,
+            model,
+            settings,
+            headers,
+            credentials.secrets(),
+            tls,
+        )?;
         let base_url = base_url.trim_end_matches('/');
         Ok(HttpProvider {
             http: Arc::new(http),

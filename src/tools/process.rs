@@ -126,6 +126,7 @@ pub(crate) fn confine(
     sandbox: &Sandbox,
     view: &CommandView,
 ) -> std::io::Result<Confined> {
+    reaper::check_cgroup();
     let mut confinement = sandbox
         .confinement(&view.copies())
         .map_err(std::io::Error::other)?;

@@ -41,8 +41,14 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// The agent's end of the socket pair; -1 until [`start`] ran.
 static AGENT_END: AtomicI32 = AtomicI32::new(-1);
 
-/// `cgroup.procs` of the commands' cgroup, open for writing; -1 without one.
+/// `cgroup.procs` of the commands' cgroup, open for writing; -1 without one
+/// (or before [`check_cgroup`] ran).
 static CGROUP_PROCS: AtomicI32 = AtomicI32::new(-1);
+
+/// The cgroup made at start, until [`check_cgroup`] tries moving a process
+/// into it: that takes the kernel 10–20 ms (an RCU grace period), which
+/// start-up does not wait for; the first command does.
+static UNCHECKED_PROCS: AtomicI32 = AtomicI32::new(-1);
 
 /// Forks the reaper. Call from `main` before any thread exists (forking a
 /// threaded process leaves the child only async-signal-safe calls).
@@ -82,7 +88,7 @@ pub fn start() -> std::io::Result<()> {
             unsafe { libc::close(reaper_end) };
             AGENT_END.store(agent_end, Ordering::SeqCst);
             if let Some(cgroup) = cgroup {
-                CGROUP_PROCS.store(cgroup.procs, Ordering::SeqCst);
+                UNCHECKED_PROCS.store(cgroup.procs, Ordering::SeqCst);
             }
             Ok(())
         }
@@ -92,6 +98,67 @@ pub fn start() -> std::io::Result<()> {
 /// Whether a reaper watches this process's commands.
 pub fn is_running() -> bool {
     AGENT_END.load(Ordering::SeqCst) >= 0
+}
+
+/// Before the first command: moves a throwaway child into the commands'
+/// cgroup, as each command will move itself, so a cgroup the kernel will
+/// not take processes into (no right on the agent's own cgroup,
+/// controllers in the way) is found once, not by every command failing
+/// to start. Commands then go without it, in their process groups only.
+/// Runs once; later calls return at once.
+pub fn check_cgroup() {
+    static CHECKED: std::sync::Once = std::sync::Once::new();
+    CHECKED.call_once(|| {
+        let procs = UNCHECKED_PROCS.load(Ordering::SeqCst);
+        if procs < 0 {
+            return;
+        }
+        match try_moving(procs) {
+            Ok(()) => CGROUP_PROCS.store(procs, Ordering::SeqCst),
+            Err(error) => {
+                tracing::info!(%error, "no cgroup for commands: a command's process that leaves its group (setsid) may outlive the agent");
+                // SAFETY: our own descriptor, closed once (the reaper
+                // removes the empty cgroup when the agent ends).
+                unsafe { libc::close(procs) };
+            }
+        }
+    });
+}
+
+/// Forks a child that writes itself into `procs` and exits.
+fn try_moving(procs: RawFd) -> std::io::Result<()> {
+    // SAFETY: the child of a possibly threaded process makes only
+    // async-signal-safe calls: one write(2), then _exit.
+    let child = unsafe { libc::fork() };
+    match child {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => {
+            // SAFETY: one write from a static buffer, then _exit.
+            unsafe {
+                let moved = libc::write(procs, c"0".as_ptr().cast(), 1) == 1;
+                libc::_exit(if moved { 0 } else { 1 })
+            }
+        }
+        pid => {
+            let mut status = 0;
+            // SAFETY: waits for the child just forked; EINTR retried.
+            let waited = loop {
+                let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if waited >= 0
+                    || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                {
+                    break waited;
+                }
+            };
+            if waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::other(
+                    "the kernel refused to move a process into it",
+                ))
+            }
+        }
+    }
 }
 
 /// The cgroup this agent's commands run in.
@@ -130,58 +197,21 @@ impl CommandsCgroup {
             .join(below_mount.trim_start_matches('/'))
             .join(format!("bareagent-{}", std::process::id()));
         std::fs::create_dir(&dir)?;
-        let cgroup = std::fs::OpenOptions::new()
+        match std::fs::OpenOptions::new()
             .write(true)
             .open(dir.join("cgroup.procs"))
-            .map(|procs| CommandsCgroup {
-                dir: dir.clone(),
+        {
+            Ok(procs) => Ok(CommandsCgroup {
+                dir,
                 procs: procs.into_raw_fd(),
-            })
-            .and_then(|cgroup| match cgroup.try_moving() {
-                Ok(()) => Ok(cgroup),
-                Err(error) => {
-                    // SAFETY: our own descriptor, closed once.
-                    unsafe { libc::close(cgroup.procs) };
-                    Err(error)
-                }
-            });
-        if cgroup.is_err() {
-            let _ = std::fs::remove_dir(&dir);
+            }),
+            Err(error) => {
+                let _ = std::fs::remove_dir(&dir);
+                Err(error)
+            }
         }
-        cgroup
     }
 
-    /// Moves a throwaway child in, as each command will: a cgroup the
-    /// kernel will not take processes into (no right on the agent's own
-    /// cgroup, controllers in the way) is found now, not by every command
-    /// failing to start. Called single-threaded, at start.
-    fn try_moving(&self) -> std::io::Result<()> {
-        // SAFETY: fork while single-threaded; the child makes one write(2)
-        // and leaves with _exit.
-        let child = unsafe { libc::fork() };
-        match child {
-            -1 => Err(std::io::Error::last_os_error()),
-            0 => {
-                // SAFETY: one write from a static buffer, then _exit.
-                unsafe {
-                    let moved = libc::write(self.procs, c"0".as_ptr().cast(), 1) == 1;
-                    libc::_exit(if moved { 0 } else { 1 })
-                }
-            }
-            pid => {
-                let mut status = 0;
-                // SAFETY: waits for the child just forked.
-                let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
-                if waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::other(
-                        "the kernel refused to move a process into it",
-                    ))
-                }
-            }
-        }
-    }
     /// Kills every process in the cgroup, then removes it.
     fn kill_all(&self) {
         let killed = std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok();
