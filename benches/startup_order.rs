@@ -1,0 +1,257 @@
+//! Writes `build/startup-order.txt`: the functions each front end runs at
+//! start and in a scripted read → edit → answer turn, which `build.rs`
+//! hands the linker so they sit side by side in the binary (see build.rs
+//! and ARCHITECTURE.md for why).
+//!
+//! `cargo bench --bench startup_order` (needs valgrind). It runs, under
+//! `valgrind --tool=callgrind`, the release binary's `run` on both wires,
+//! the language server (initialize, one turn, shutdown) and `acp`
+//! (initialize, a new session), against the scripted model server on
+//! 127.0.0.1, and lists every function that ran: those all of them ran
+//! first, then those fewer ran. Rerun it after a change of rustc, of a
+//! dependency or of what starting up does: names carry hashes from both,
+//! and a name the binary no longer has is skipped (costing memory, never
+//! correctness), which the memory budget check then shows.
+
+// The client checks the events it received against their schema on drop.
+#[path = "../tests/support/event_schema.rs"]
+mod event_schema;
+// Its unit tests are compiled out here; their imports would warn.
+#[allow(unused_imports)]
+#[path = "../tests/support/lsp_client.rs"]
+mod lsp_client;
+#[path = "../tests/support/model_server.rs"]
+mod model_server;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use lsp_client::{ClientOptions, LspClient};
+use model_server::{ModelServer, Reply, Step};
+use serde_json::json;
+
+const ORDER_FILE: &str = "build/startup-order.txt";
+
+fn bareagent() -> PathBuf {
+    env!("CARGO_BIN_EXE_bareagent").into()
+}
+
+/// The turn every front end runs: read a file, edit it, answer.
+fn script() -> Vec<Step> {
+    vec![
+        Reply::tool("read_file", json!({"path": "src.txt"})).into(),
+        Reply::tool(
+            "edit_file",
+            json!({"path": "src.txt", "old_string": "line 3: some", "new_string": "line 3: edited"}),
+        )
+        .into(),
+        Reply::text("Edited line 3.").into(),
+    ]
+}
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text: String = (1..=200)
+        .map(|i| format!("line {i}: some source text here\n"))
+        .collect();
+    std::fs::write(dir.path().join("src.txt"), text).expect("write src.txt");
+    dir
+}
+
+/// valgrind's arguments, writing one profile per process into `out`.
+fn callgrind(out: &Path) -> Vec<String> {
+    vec![
+        "--tool=callgrind".into(),
+        "--demangle=no".into(),
+        format!("--callgrind-out-file={}/%p.out", out.display()),
+    ]
+}
+
+fn run_turn(out: &Path, provider: &str) {
+    let dir = workspace();
+    let home = tempfile::tempdir().expect("home");
+    let server = ModelServer::start(script());
+    let base = match provider {
+        "anthropic" => server.anthropic_base(),
+        _ => server.openai_base(),
+    };
+    let status = Command::new("valgrind")
+        .args(callgrind(out))
+        .arg(bareagent())
+        .args(["run", "--provider", provider, "--base-url", &base])
+        .args(["--permission-mode", "bypass", "edit line 3"])
+        .env("HOME", home.path())
+        .env("ANTHROPIC_API_KEY", "bench-key")
+        .env("OPENAI_API_KEY", "bench-key")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run valgrind");
+    assert!(status.success(), "run --provider {provider} failed");
+    edited(dir.path());
+}
+
+fn edited(dir: &Path) {
+    let text = std::fs::read_to_string(dir.join("src.txt")).expect("read src.txt");
+    assert!(text.contains("line 3: edited"), "the turn did not edit");
+}
+
+fn lsp_turn(out: &Path) {
+    let dir = workspace();
+    let server = ModelServer::start(script());
+    let mut options = ClientOptions::new(dir.path());
+    options.args = callgrind(out);
+    options.args.push(bareagent().display().to_string());
+    options
+        .env
+        .push(("ANTHROPIC_API_KEY".into(), "bench-key".into()));
+    options.initialization_options = json!({
+        "provider": "anthropic", "baseUrl": server.anthropic_base(), "permissionMode": "bypass",
+    });
+    let client = LspClient::start(Path::new("valgrind"), options);
+    client.initialize();
+    let turn = client
+        .execute("bareagent.ask", json!(["edit line 3"]))
+        .expect("ask")["turn"]
+        .clone();
+    let end = client.wait_for_notification(Duration::from_secs(120), "the turn", |m, p| {
+        m == "bareagent/event"
+            && p["turn"] == turn
+            && (p["type"] == "turn_finished" || p["type"] == "turn_failed")
+    });
+    assert_eq!(end["type"], "turn_finished", "{end}");
+    // (The edit went to the client through `workspace/applyEdit`.)
+    assert!(client.shutdown().success(), "the language server failed");
+}
+
+/// `acp`: `initialize` and `session/new`, one JSON line each.
+fn acp_start(out: &Path) {
+    let dir = workspace();
+    let home = tempfile::tempdir().expect("home");
+    let mut child = Command::new("valgrind")
+        .args(callgrind(out))
+        .arg(bareagent())
+        .arg("acp")
+        .env("HOME", home.path())
+        .env("ANTHROPIC_API_KEY", "bench-key")
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run valgrind");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+               "params": {"cwd": dir.path(), "mcpServers": []}}),
+    ];
+    for request in requests {
+        writeln!(input, "{request}").expect("write a request");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(output.read_line(&mut line).expect("read") > 0, "acp ended");
+            let answer: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+            if answer["id"] == request["id"] {
+                assert!(answer.get("error").is_none(), "{answer}");
+                break;
+            }
+        }
+    }
+    drop(input);
+    assert!(child.wait().expect("wait").success(), "acp failed");
+}
+
+/// Function names in the order the profiles in `dir` first name them.
+fn functions_run(dir: &Path) -> Vec<String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read profiles")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    files.sort();
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read a profile");
+        for line in text.lines() {
+            // "fn=(12) _ZN…E" names a function the first time it appears;
+            // "cfn=(13) …" a function called (so run) from it.
+            let Some(rest) = line
+                .strip_prefix("fn=")
+                .or_else(|| line.strip_prefix("cfn="))
+            else {
+                continue;
+            };
+            let Some((_, name)) = rest.split_once(") ") else {
+                continue;
+            };
+            let symbol = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.$".contains(c));
+            if symbol && seen.insert(name.to_string()) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+fn main() {
+    let rustc = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    type Scenario = (&'static str, fn(&Path));
+    let scenarios: [Scenario; 4] = [
+        ("run --provider anthropic", |out| run_turn(out, "anthropic")),
+        ("run --provider openai", |out| run_turn(out, "openai")),
+        ("lsp", lsp_turn),
+        ("acp", acp_start),
+    ];
+    let mut runs = Vec::new();
+    for (name, scenario) in scenarios {
+        let out = tempfile::tempdir().expect("profiles dir");
+        scenario(out.path());
+        let functions = functions_run(out.path());
+        println!("startup_order: {name}: {} functions", functions.len());
+        runs.push(functions);
+    }
+    // Those every front end runs first, then those fewer run.
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for functions in &runs {
+        for name in functions {
+            *count.entry(name).or_default() += 1;
+        }
+    }
+    let mut order: Vec<&str> = Vec::new();
+    let mut placed = std::collections::HashSet::new();
+    for wanted in (1..=runs.len()).rev() {
+        for name in runs.iter().flatten() {
+            if count[name.as_str()] == wanted && placed.insert(name.as_str()) {
+                order.push(name);
+            }
+        }
+    }
+    let mut text = format!(
+        "# Written by `cargo bench --bench startup_order` with {rustc}: the functions\n\
+         # bareagent's front ends run at start and in a turn, laid out first by the\n\
+         # linker (see build.rs). {} names.\n",
+        order.len()
+    );
+    for name in order {
+        text.push_str(name);
+        text.push('\n');
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(ORDER_FILE);
+    std::fs::write(&path, text).expect("write the order file");
+    println!("startup_order: wrote {}", path.display());
+}
