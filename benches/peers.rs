@@ -51,7 +51,7 @@
 //! {"date": "2026-12-02", "build": "release", "commit": "4477a9e", "runs": 10,
 //!  "command": "scripts/bench-peers --runs 10",
 //!  "machine": {"cpu": "…", "cores": 2, "kernel": "…", "memory_kib": 24684000},
-//!  "missing": ["claude-code", "codex", "codex-npm"],
+//!  "load_at_start": 0.12, "missing": ["claude-code", "codex", "codex-npm"],
 //!  "agents": {"bareagent-anthropic": {"version": "bareagent 0.1.0",
 //!      "peak_rss_largest_kib": {"median": 12000, "min": 11800, "max": 12400, "samples": […]},
 //!      "turn_ms": {…}, …},
@@ -112,6 +112,7 @@ fn main() {
     let scratch = target.join("tmp/bench-peers");
     std::fs::create_dir_all(&scratch).expect("create target/tmp/bench-peers");
 
+    let load_at_start = report::load_average();
     let mut samples: Vec<Samples> = agents.iter().map(|_| Samples::default()).collect();
     for round in 0..runs {
         for i in 0..agents.len() {
@@ -134,6 +135,7 @@ fn main() {
         runs,
         agents: names.into_iter().zip(samples).collect(),
         missing,
+        load_at_start,
     };
     results.print();
     let json = target.join("bench/peers.json");

@@ -12,6 +12,9 @@ pub struct Results {
     /// In the order they were set up: ours first.
     pub agents: Vec<(&'static str, Samples)>,
     pub missing: Vec<&'static str>,
+    /// The 1-minute load average when the runs began (other work on the
+    /// machine shows in the timings).
+    pub load_at_start: f64,
 }
 
 /// The figures shown, in order: name in the JSON, label, unit and scale
@@ -224,6 +227,7 @@ impl Results {
             "runs": self.runs,
             "command": command(),
             "machine": machine(),
+            "load_at_start": self.load_at_start,
             "missing": self.missing,
             "agents": agents,
         })
@@ -261,16 +265,28 @@ impl Results {
         let machine = machine();
         let mut out = String::from("## Against Claude Code and Codex\n\n");
         out.push_str(&format!(
-            "Measured {} by `{}` ({} build of {}, {} rounds) on {} ({} cores), Linux {}, {:.1} GiB of memory.\n\n",
+            "Measured {} by `{}` ({} build of {}, {} round{}{}) on {} ({} cores), Linux {}, \
+             {:.1} GiB of memory, 1-minute load average {:.2} at the start.\n\n",
             today(),
             command(),
             build(),
             commit(),
             self.runs,
+            if self.runs == 1 { "" } else { "s" },
+            if self
+                .agents
+                .iter()
+                .any(|(name, _)| !name.starts_with("bareagent"))
+            {
+                "; the peers installed by `scripts/bench-peers --install`"
+            } else {
+                ""
+            },
             machine["cpu"].as_str().unwrap_or("?"),
             machine["cores"],
             machine["kernel"].as_str().unwrap_or("?"),
             machine["memory_kib"].as_f64().unwrap_or(0.0) / 1024.0 / 1024.0,
+            self.load_at_start,
         ));
         out.push_str(&markdown_table(&self.rows()));
         let ratios = self.ratio_rows();
@@ -367,6 +383,15 @@ fn commit() -> String {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
         _ => "unknown".into(),
     }
+}
+
+/// The 1-minute load average now (`/proc/loadavg`).
+pub fn load_average() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .next()
+        .and_then(|load| load.parse().ok())
+        .unwrap_or(0.0)
 }
 
 fn machine() -> Value {
