@@ -48,7 +48,8 @@
 //! run order):
 //!
 //! ```json
-//! {"date": "2026-12-02", "build": "release", "commit": "4477a9e", "runs": 10,
+//! {"date": "2026-12-02", "build": "release", "bareagent_bin": null,
+//!  "commit": "4477a9e", "runs": 10,
 //!  "command": "scripts/bench-peers --runs 10",
 //!  "machine": {"cpu": "…", "cores": 2, "kernel": "…", "memory_kib": 24684000},
 //!  "load_at_start": 0.12, "missing": ["claude-code", "codex", "codex-npm"],
@@ -104,7 +105,7 @@ fn main() {
     }
     if !missing.is_empty() {
         println!(
-            "peers: not installed in {}: {}; measuring the others. Install them with `scripts/bench-peers --install`.",
+            "peers: not installed in {}: {}; measuring without them. Install them with `scripts/bench-peers --install`.",
             peers_dir.display(),
             missing.join(", ")
         );

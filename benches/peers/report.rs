@@ -223,6 +223,7 @@ impl Results {
         json!({
             "date": today(),
             "build": build(),
+            "bareagent_bin": std::env::var("BAREAGENT_BIN").ok(),
             "commit": commit(),
             "runs": self.runs,
             "command": command(),
@@ -265,12 +266,11 @@ impl Results {
         let machine = machine();
         let mut out = String::from("## Against Claude Code and Codex\n\n");
         out.push_str(&format!(
-            "Measured {} by `{}` ({} build of {}, {} round{}{}) on {} ({} cores), Linux {}, \
+            "Measured {} by `{}` ({}, {} round{}{}) on {} ({} cores), Linux {}, \
              {:.1} GiB of memory, 1-minute load average {:.2} at the start.\n\n",
             today(),
             command(),
-            build(),
-            commit(),
+            measured(),
             self.runs,
             if self.runs == 1 { "" } else { "s" },
             if self
@@ -364,7 +364,16 @@ fn command() -> String {
     std::env::var("PEERS_COMMAND").unwrap_or_else(|_| "cargo bench --bench peers".into())
 }
 
-/// `release` for `cargo bench`'s own profile, `dev` for `--profile dev`.
+/// Which bareagent was measured: this build, or `BAREAGENT_BIN`.
+fn measured() -> String {
+    match std::env::var("BAREAGENT_BIN") {
+        Ok(path) => format!("bareagent from `{path}` at {}", commit()),
+        Err(_) => format!("{} build of {}", build(), commit()),
+    }
+}
+
+/// The bench's own profile: `release` for `cargo bench`, `dev` for
+/// `--profile dev` (ours is this build unless `BAREAGENT_BIN` names one).
 fn build() -> &'static str {
     if cfg!(debug_assertions) {
         "dev"
