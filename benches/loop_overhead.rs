@@ -9,6 +9,8 @@
 
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
+#[path = "support/proc_memory.rs"]
+mod proc_memory;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -95,15 +97,9 @@ fn peak_rss_kib(dir: &Path) -> u64 {
             assert!(status.success());
             return peak;
         }
-        peak = peak.max(vm_hwm_kib(child.id()).unwrap_or(0));
+        peak = peak.max(proc_memory::vm_hwm_kib(child.id()).unwrap_or(0));
         std::thread::sleep(Duration::from_micros(200));
     }
-}
-
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The same requests, one after another, by a bare reqwest client that reads

@@ -25,6 +25,8 @@ mod event_schema;
 mod lsp_client;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
+#[path = "support/proc_memory.rs"]
+mod proc_memory;
 
 use std::io::{BufReader, Write};
 use std::path::Path;
@@ -36,6 +38,7 @@ use std::time::{Duration, Instant};
 use bareagent::lsp::{Change, Document, Encoding, Pos};
 use lsp_client::{ClientOptions, LspClient};
 use model_server::{ModelServer, Reply, Step};
+use proc_memory::status_kib;
 use serde_json::{Value, json};
 
 /// The server measured: this build, or `BAREAGENT_BIN` (another build, for
@@ -239,12 +242,6 @@ fn acp_start_once(binary: &Path, root: &Path) -> Result<StartSample, String> {
     drop(stdin);
     let _ = child.wait();
     Ok(sample)
-}
-
-/// A `kB` field of `/proc/<pid>/status`.
-fn status_kib(status: &str, field: &str) -> Option<u64> {
-    let line = status.lines().find(|line| line.starts_with(field))?;
-    line[field.len()..].split_whitespace().next()?.parse().ok()
 }
 
 /// What an ordinary editor sends; the same for both servers.

@@ -82,16 +82,43 @@ fn call_answer(reasoning: bool) -> (Reply, Value) {
     (reply, want)
 }
 
+/// A custom (freeform) tool call, as Codex's `apply_patch` is answered:
+/// the Responses API only.
+fn custom_call_answer() -> (Reply, Value) {
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n*** End Patch\n";
+    let reply = counted(Reply::custom_tool("apply_patch", patch)).with_reasoning_item(
+        "rs_patch",
+        &["I edit it."],
+        Some("gAAAA-patch"),
+    );
+    let Block::CustomToolUse { id, .. } = &reply.blocks[0] else {
+        unreachable!("a custom tool reply")
+    };
+    let want = json!({
+        "types": ["reasoning", "custom_tool_call"],
+        "reasoning_id": "rs_patch",
+        "summary": ["I edit it."],
+        "encrypted": "gAAAA-patch",
+        "call_id": id,
+        "name": "apply_patch",
+        "input": patch,
+        "input_tokens": 120,
+        "cached_tokens": 100,
+        "reasoning_tokens": reply.reasoning_tokens,
+    });
+    (reply, want)
+}
+
 #[test]
 fn the_openai_sdk_reads_every_answer_the_scripted_server_gives() {
     let Some(python) = sdk_python() else {
         return;
     };
-    let responses = [text_answer(true), call_answer(true)];
+    let responses = [text_answer(true), call_answer(true), custom_call_answer()];
     let chat = [text_answer(false), call_answer(false)];
     // The order the script asks: each API's answers whole, then streamed.
     let mut script: Vec<Step> = Vec::new();
-    for answers in [&responses, &chat] {
+    for answers in [&responses[..], &chat[..]] {
         for _ in 0..2 {
             script.extend(answers.iter().map(|(reply, _)| Step::from(reply.clone())));
         }
@@ -117,7 +144,7 @@ fn the_openai_sdk_reads_every_answer_the_scripted_server_gives() {
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(
         paths,
-        [vec!["/v1/responses"; 4], vec!["/v1/chat/completions"; 4]].concat(),
+        [vec!["/v1/responses"; 6], vec!["/v1/chat/completions"; 4]].concat(),
     );
     assert_eq!(server.remaining(), 0);
 }

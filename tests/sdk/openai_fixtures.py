@@ -4,7 +4,8 @@ Run by tests/it/sdk_openai.rs with the scripted server's base URL and the
 answers it was scripted with (JSON). Each call goes to the server over
 HTTP through the SDK, in the order the Rust test scripted them:
 
-1. Responses API, whole: text with reasoning; a function call.
+1. Responses API, whole: text with reasoning; a function call; a custom
+   (freeform) tool call.
 2. Responses API, streamed through `client.responses.stream`: the same two.
 3. Chat Completions, whole: text; a tool call.
 4. Chat Completions, streamed through `client.chat.completions.stream`.
@@ -32,7 +33,8 @@ TOOLS_RESPONSES = [
         "description": "Read a file.",
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
         "strict": False,
-    }
+    },
+    {"type": "custom", "name": "apply_patch", "description": "Edit files with a patch."},
 ]
 TOOLS_CHAT = [
     {
@@ -65,6 +67,11 @@ def check_response(what, response, want):
         call = [item for item in response.output if item.type == "function_call"][0]
         check(f"{what}: call id", call.call_id, want["call_id"])
         check(f"{what}: arguments", json.loads(call.arguments), want["arguments"])
+    if "input" in want:
+        call = [item for item in response.output if item.type == "custom_tool_call"][0]
+        check(f"{what}: call id", call.call_id, want["call_id"])
+        check(f"{what}: name", call.name, want["name"])
+        check(f"{what}: input", call.input, want["input"])
     check(f"{what}: status", response.status, "completed")
     check(f"{what}: input tokens", response.usage.input_tokens, want["input_tokens"])
     check(

@@ -300,6 +300,14 @@ pub enum Block {
         name: String,
         input_json: String,
     },
+    /// The Responses API only: a call of a custom (freeform) tool, whose
+    /// input is plain text, such as Codex's `apply_patch`; the other APIs
+    /// have none, and leave it out.
+    CustomToolUse {
+        id: String,
+        name: String,
+        input: String,
+    },
 }
 
 impl Reply {
@@ -320,6 +328,15 @@ impl Reply {
             .map(|(name, input)| tool_block(name, input.to_string()))
             .collect();
         Reply::with_blocks(blocks)
+    }
+
+    /// One call of a custom tool with freeform `input` (Responses API only).
+    pub fn custom_tool(name: &str, input: &str) -> Reply {
+        Reply::with_blocks(vec![Block::CustomToolUse {
+            id: next_tool_id(),
+            name: name.to_string(),
+            input: input.to_string(),
+        }])
     }
 
     /// One tool use whose input is `input_json` verbatim (possibly invalid JSON).
@@ -421,19 +438,23 @@ impl Reply {
         let uses_tool = self
             .blocks
             .iter()
-            .any(|b| matches!(b, Block::ToolUse { .. }));
+            .any(|b| matches!(b, Block::ToolUse { .. } | Block::CustomToolUse { .. }));
         if uses_tool { "tool_use" } else { "end_turn" }.to_string()
     }
 }
 
 fn tool_block(name: &str, input_json: String) -> Block {
-    static NEXT_TOOL_ID: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT_TOOL_ID.fetch_add(1, Ordering::Relaxed);
     Block::ToolUse {
-        id: format!("toolu_{n}"),
+        id: next_tool_id(),
         name: name.to_string(),
         input_json,
     }
+}
+
+/// A process-unique tool call id, `toolu_<n>`.
+fn next_tool_id() -> String {
+    static NEXT_TOOL_ID: AtomicU64 = AtomicU64::new(1);
+    format!("toolu_{}", NEXT_TOOL_ID.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A scripted failure. `after_text` chooses where a mid-stream fault strikes:
@@ -1338,9 +1359,17 @@ mod anthropic {
         format!("msg_01TEST{number:016}")
     }
 
+    /// The blocks this API has (no custom tool calls).
+    fn blocks(reply: &Reply) -> impl Iterator<Item = &Block> {
+        reply
+            .blocks
+            .iter()
+            .filter(|b| !matches!(b, Block::CustomToolUse { .. }))
+    }
+
     /// The non-stream response body.
     pub fn message(reply: &Reply, number: usize) -> Json {
-        let content: Vec<Json> = reply.blocks.iter().map(block).collect();
+        let content: Vec<Json> = blocks(reply).map(block).collect();
         json!({
             "id": message_id(number),
             "type": "message",
@@ -1372,6 +1401,7 @@ mod anthropic {
                     .unwrap_or_else(|_| Json::String(input_json.clone()));
                 json!({"type": "tool_use", "id": id, "name": name, "input": input})
             }
+            Block::CustomToolUse { .. } => unreachable!("left out by blocks()"),
         }
     }
 
@@ -1401,7 +1431,7 @@ mod anthropic {
             "message_start",
             json!({"type": "message_start", "message": start}),
         )];
-        for (index, block) in reply.blocks.iter().enumerate() {
+        for (index, block) in blocks(reply).enumerate() {
             events.push(frame(
                 "content_block_start",
                 json!({"type": "content_block_start", "index": index, "content_block": empty_block(block)}),
@@ -1451,6 +1481,7 @@ mod anthropic {
             Block::ToolUse { id, name, .. } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}})
             }
+            Block::CustomToolUse { .. } => unreachable!("left out by blocks()"),
         }
     }
 
@@ -1489,7 +1520,7 @@ mod anthropic {
                 ));
                 events
             }
-            Block::RedactedThinking { .. } => Vec::new(),
+            Block::RedactedThinking { .. } | Block::CustomToolUse { .. } => Vec::new(),
             Block::ToolUse { input_json, .. } => {
                 // The API opens every tool input with an empty partial_json.
                 std::iter::once("")
@@ -1818,6 +1849,13 @@ mod responses {
                     "name": name,
                     "arguments": input_json,
                 })),
+                Block::CustomToolUse { id, name, input } => items.push(json!({
+                    "id": format!("ctc_{id}"),
+                    "type": "custom_tool_call",
+                    "call_id": id,
+                    "name": name,
+                    "input": input,
+                })),
                 Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
             }
         }
@@ -1984,6 +2022,28 @@ mod responses {
                         ),
                     );
                 }
+                Some("custom_tool_call") => {
+                    let input = item["input"].as_str().unwrap_or_default();
+                    let at = json!({"item_id": item_id, "output_index": output_index});
+                    for piece in pieces(input) {
+                        out.push(
+                            EventKind::OtherDelta,
+                            located(
+                                "response.custom_tool_call_input.delta",
+                                &at,
+                                json!({"delta": piece}),
+                            ),
+                        );
+                    }
+                    out.push(
+                        EventKind::Frame,
+                        located(
+                            "response.custom_tool_call_input.done",
+                            &at,
+                            json!({"input": input}),
+                        ),
+                    );
+                }
                 _ => {
                     let arguments = item["arguments"].as_str().unwrap_or_default();
                     for piece in pieces(arguments) {
@@ -2021,6 +2081,7 @@ mod responses {
                 empty["content"] = json!([]);
                 empty["status"] = json!("in_progress");
             }
+            Some("custom_tool_call") => empty["input"] = json!(""),
             _ => {
                 empty["arguments"] = json!("");
                 empty["status"] = json!("in_progress");
