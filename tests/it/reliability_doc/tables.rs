@@ -56,7 +56,15 @@ pub const TABLES: &[Table] = &[
         place: Place::Returned("cases"),
         outcomes: Some("Expect"),
         case: sandbox_case,
-        outcome: sandbox_outcome,
+        // `case(name, command, on, off, secret)`: the off run proves it is
+        // the sandbox that stopped it.
+        outcome: |row| {
+            format!(
+                "{}; with the sandbox off: {}",
+                said(row.item(2)),
+                said(row.item(3))
+            )
+        },
     },
     Table {
         category: Sandbox,
