@@ -4,7 +4,12 @@
 //! runs as a process (its start-up, a few ms, counts against it), with
 //! `--no-require-git` so both honour the same ignore files.
 //!
-//! `cargo bench --bench grep_vs_rg` (needs `rg` on PATH; ROUNDS=N).
+//! `cargo bench --bench grep_vs_rg` (needs `rg` on PATH; ROUNDS=N;
+//! BENCH_JSON=FILE appends the headline figures to FILE, see
+//! support/figures.rs).
+
+#[path = "support/figures.rs"]
+mod figures;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -39,6 +44,11 @@ fn main() {
         .expect("set GREP_BENCH_DIR");
     if Command::new("rg").arg("--version").output().is_err() {
         eprintln!("grep_vs_rg: `rg` is not on PATH; install ripgrep to run this benchmark");
+        figures::not_run(
+            "grep_vs_rg",
+            "`grep` tool against `rg`",
+            "needs `rg` on PATH",
+        );
         return;
     }
     println!("grep_vs_rg: {} (median of {rounds})", dir.display());
@@ -80,6 +90,13 @@ fn main() {
                 theirs.as_secs_f64() * 1e3,
                 ours.as_secs_f64() / theirs.as_secs_f64()
             );
+            let case = format!("`/{pattern}/`, {mode:?}");
+            let figure = |what: &str, value, unit| {
+                figures::record("grep_vs_rg", &format!("{case}: {what}"), value, unit)
+            };
+            figure("`grep` tool (median)", ours.as_secs_f64() * 1e3, "ms");
+            figure("`rg` (median)", theirs.as_secs_f64() * 1e3, "ms");
+            figure("ratio", ours.as_secs_f64() / theirs.as_secs_f64(), "×");
         }
     }
 }

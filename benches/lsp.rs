@@ -14,7 +14,11 @@
 //! `cargo bench --bench lsp`. Knobs: `RUNS` (starts per server, default 30),
 //! `TURNS` (turns of 200 deltas, default 5), `SECTIONS` (a comma-separated
 //! subset of `start,edits,deltas,busy,acp`), `BAREAGENT_BIN` (another
-//! build, for `busy` and `acp`).
+//! build, for `busy` and `acp`), `BENCH_JSON` (a file the headline figures
+//! are appended to, see support/figures.rs).
+
+#[path = "support/figures.rs"]
+mod figures;
 
 // The client checks the events it received against their schema on drop.
 #[path = "../tests/support/event_schema.rs"]
@@ -164,6 +168,19 @@ fn start_and_rss(
         "{name}: start median {:.2} ms, min {:.2} ms, max {:.2} ms; idle VmRSS median {:.2} MiB (min {:.2}, max {:.2}), VmHWM median {:.2} MiB ({runs} runs, {sent})",
         starts.p50, starts.min, starts.max, rss.p50, rss.min, rss.max, hwm.p50
     );
+    // Ours, for docs/benchmarks.md (lsp-ai's are a reference, not ours).
+    let ours = match name {
+        "bareagent" => Some(("language server", "`initialized`")),
+        "bareagent acp" => Some(("`bareagent acp`", "the answer")),
+        _ => None,
+    };
+    if let Some((what, after)) = ours {
+        let start = format!("{what}: spawn → `initialize` answer");
+        figures::record("lsp", &format!("{start} (median)"), starts.p50, "ms");
+        figures::record("lsp", &format!("{start} (min)"), starts.min, "ms");
+        let idle = format!("{what}: idle RSS 500 ms after {after} (median)");
+        figures::record("lsp", &idle, rss.p50, "MiB");
+    }
     let how = format!("{runs} runs + 1 warm-up, spawn → initialize response, {sent}");
     rows.push((
         format!("{name}: cold start to initialize response"),
@@ -545,6 +562,13 @@ fn edits_in_process(text: &str, changes: &[Change<'_>], rows: &mut Vec<Row>) {
             each.p99,
             each.max
         );
+        let name = match encoding {
+            Encoding::Utf16 => "UTF-16",
+            Encoding::Utf8 => "UTF-8",
+        };
+        let per_edit = format!("`didChange` per edit, 5 MB file, in process ({name}");
+        figures::record("lsp", &format!("{per_edit}, mean)"), mean_ns / 1e3, "µs");
+        figures::record("lsp", &format!("{per_edit}, p99)"), each.p99 / 1e3, "µs");
         rows.push((
             format!("didChange in process, 5 MB, {encoding:?}"),
             format!(
@@ -676,6 +700,12 @@ fn edits_over_stdio(text: &str, changes: &[Change<'_>], rows: &mut Vec<Row>) {
         "over stdio: didOpen 5 MB + status {open_ms:.1} ms; {} didChange one write each {each_us:.2} µs/edit, pre-framed in one write {batch_us:.2} µs/edit; server VmRSS after {rss:.1} MiB",
         changes.len()
     );
+    figures::record(
+        "lsp",
+        "`didChange` per edit, 5 MB file, over stdio (one write each)",
+        each_us,
+        "µs",
+    );
     rows.push((
         "didChange over stdio, 5 MB (one write each)".into(),
         format!("{each_us:.2} µs/edit"),
@@ -776,6 +806,9 @@ fn delta_forwarding(turns: usize, rows: &mut Vec<Row>) {
         stats.p99,
         stats.max
     );
+    let delta = "text delta: model server writes it → client reads the `bareagent/event`";
+    figures::record("lsp", &format!("{delta} (p50)"), stats.p50, "ms");
+    figures::record("lsp", &format!("{delta} (p99)"), stats.p99, "ms");
     rows.push((
         "delta forwarding (SSE write → bareagent/event)".into(),
         format!(

@@ -14,8 +14,11 @@
 //! `BAREAGENT_MCP_GIT` set as `.ci/run` sets them. Knobs: `RUNS` (default
 //! 10), `BAREAGENT_BIN` (another build), `BAREAGENT_BIN_BEFORE` (a build
 //! measured next to it on the chat wire), `SECTIONS` (any of
-//! `look,wires,mcp`; default all).
+//! `look,wires,mcp`; default all), `BENCH_JSON` (a file the MCP figures
+//! are appended to, see support/figures.rs).
 
+#[path = "support/figures.rs"]
+mod figures;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
@@ -238,6 +241,11 @@ fn main() {
         eprintln!(
             "skipped: set BAREAGENT_MCP_EVERYTHING and BAREAGENT_MCP_GIT (.ci/run installs them)"
         );
+        figures::not_run(
+            "mcp",
+            "MCP start-up",
+            "needs the MCP test servers: BAREAGENT_MCP_EVERYTHING and BAREAGENT_MCP_GIT, as .ci/run sets them",
+        );
         return;
     };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
@@ -282,5 +290,33 @@ fn main() {
         "first request: {bare} bytes without MCP; with the everything server's 13 tools {full} bytes (+{}), behind mcp_search/mcp_call {searched} bytes (+{})",
         full - bare,
         searched - bare
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let figure = |name: &str, value, unit| figures::record("mcp", name, value, unit);
+    figure(
+        "`bareagent run` start → first model request, no MCP servers (median)",
+        ms(without),
+        "ms",
+    );
+    figure(
+        "the same with two stdio MCP servers, everything + git (median)",
+        ms(with),
+        "ms",
+    );
+    figure(
+        "MCP start-up: added by the two servers",
+        ms(with.saturating_sub(without)),
+        "ms",
+    );
+    figure("first request, no MCP servers", bare as f64, "bytes");
+    figure(
+        "first request with the everything server's tools",
+        full as f64,
+        "bytes",
+    );
+    figure(
+        "the same behind `mcp_search`/`mcp_call` (`max_tools = 0`)",
+        searched as f64,
+        "bytes",
     );
 }

@@ -3,9 +3,13 @@
 //! crash of the agent), and the same followed by a turn end, which syncs
 //! the file to disk (`fdatasync`: safe from a crash of the machine).
 //!
-//! `cargo bench --bench persistence` (ROUNDS=N to change the repeat count).
-//! The files go under the target directory, not /tmp (often tmpfs, where a
-//! sync costs nothing).
+//! `cargo bench --bench persistence` (ROUNDS=N to change the repeat count;
+//! BENCH_JSON=FILE appends the headline figures to FILE, see
+//! support/figures.rs). The files go under the target directory, not /tmp
+//! (often tmpfs, where a sync costs nothing).
+
+#[path = "support/figures.rs"]
+mod figures;
 
 use std::time::{Duration, Instant};
 
@@ -57,13 +61,25 @@ fn main() {
         session.record(Entry::TurnEnd);
         synced.push(start.elapsed());
     }
+    let (appended, synced_median) = (median(appends), median(synced.clone()));
     println!(
-        "append + flush of a {size}-byte message record   median {:>10.2?}  (of {rounds})",
-        median(appends)
+        "append + flush of a {size}-byte message record   median {appended:>10.2?}  (of {rounds})"
     );
     println!(
-        "append + fdatasync (a message, then a turn end)  median {:>10.2?}  (of {})",
-        median(synced.clone()),
+        "append + fdatasync (a message, then a turn end)  median {synced_median:>10.2?}  (of {})",
         synced.len()
+    );
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    figures::record(
+        "persistence",
+        &format!("saving a message ({size}-byte record, one `write`, median)"),
+        us(appended),
+        "µs",
+    );
+    figures::record(
+        "persistence",
+        "saving a message and a turn end (`fdatasync`, median)",
+        us(synced_median),
+        "µs",
     );
 }

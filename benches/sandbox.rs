@@ -7,7 +7,12 @@
 //! bind-mounted from a copy in a private mount namespace, see
 //! `workspace/view.rs`), making the view included, against no view.
 //!
-//! `cargo bench --bench sandbox` (ROUNDS=N to change the repeat count).
+//! `cargo bench --bench sandbox` (ROUNDS=N to change the repeat count;
+//! BENCH_JSON=FILE appends the headline figures to FILE, see
+//! support/figures.rs).
+
+#[path = "support/figures.rs"]
+mod figures;
 
 use std::time::{Duration, Instant};
 
@@ -60,11 +65,14 @@ fn main() {
     let dir = tempfile::tempdir().expect("workspace");
     let on =
         Sandbox::new(SandboxPolicy::new(&SandboxSettings::default(), dir.path())).expect("sandbox");
-    if !matches!(on.status(), SandboxStatus::Enforced { .. }) {
+    let enforced = matches!(on.status(), SandboxStatus::Enforced { .. });
+    if !enforced {
         eprintln!(
             "the sandbox is not enforced here ({}); figures compare nothing",
             on.status()
         );
+        let why = format!("needs the sandbox enforced (here: {})", on.status());
+        figures::not_run("sandbox", "the sandbox's cost per command", &why);
     }
     // A repository with power files: its `.git/hooks`, `config`, `info`,
     // `.vscode` and `.envrc` are pinned read-only in a mount namespace of
@@ -136,4 +144,18 @@ fn main() {
         protected.as_secs_f64() * 1e3,
         (protected.as_secs_f64() - with.as_secs_f64()) * 1e3
     );
+    if enforced {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let figure = |name: &str, value| figures::record("sandbox", name, value, "ms");
+        figure("`bash -c true` without the sandbox (median)", ms(without));
+        figure("`bash -c true` with the sandbox (median)", ms(with));
+        figure(
+            "the sandbox's cost per command (the difference)",
+            ms(with) - ms(without),
+        );
+        figure(
+            "the same in a git repository (5 paths pinned, median)",
+            ms(protected),
+        );
+    }
 }

@@ -1217,9 +1217,15 @@ async fn run_case(case: &Case) -> Result<Outcome, String> {
     })
 }
 
+/// Every case `every_attack_gets_its_outcome` runs (docs/reliability.md
+/// lists them).
+pub fn all_cases() -> Vec<Case> {
+    cases().into_iter().chain(home_as_workspace()).collect()
+}
+
 #[tokio::test]
 async fn every_attack_gets_its_outcome() {
-    let cases: Vec<Case> = cases().into_iter().chain(home_as_workspace()).collect();
+    let cases = all_cases();
     let mut failures = Vec::new();
     let mut tally: std::collections::BTreeMap<String, usize> = Default::default();
     for case in &cases {
