@@ -6,7 +6,8 @@
 //! `build/startup-order.txt` (the functions that `bareagent run`, `lsp` and
 //! `acp` run at start and in a turn, first the ones they share), the linker
 //! puts them first, and the rest stays on disk. ARCHITECTURE.md says more;
-//! `cargo bench --bench startup_order` writes the list.
+//! `cargo build --release && cargo bench --profile dev --bench startup_order`
+//! writes the list.
 //!
 //! Only where the linker is known to be LLD (Rust's default on
 //! x86_64-unknown-linux-gnu since 1.90) and only for optimised builds.
@@ -33,6 +34,12 @@ fn main() {
         path.display()
     );
     println!("cargo:rustc-link-arg-bin=bareagent=-Wl,--no-warn-symbol-ordering");
+    // Relative relocations packed (RELR): the loader reads 775 KiB of them
+    // at every start otherwise. The binary then needs glibc 2.36, which
+    // builds it here.
+    if glibc_at_least(2, 36) {
+        println!("cargo:rustc-link-arg-bin=bareagent=-Wl,-z,pack-relative-relocs");
+    }
 }
 
 /// Whether the list goes to the linker in this build.
@@ -64,4 +71,22 @@ fn orders_here() -> bool {
         .and_then(|v| v.split('.').nth(1))
         .and_then(|m| m.parse::<u32>().ok());
     minor.is_some_and(|minor| minor >= 90)
+}
+
+/// Whether this machine's glibc (the one the binary will run on: a native
+/// build) is at least `major.minor`, per `getconf GNU_LIBC_VERSION`.
+fn glibc_at_least(major: u32, minor: u32) -> bool {
+    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
+        return false;
+    };
+    // "glibc 2.36"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut numbers = text
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .split('.')
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let found = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+    found >= (major, minor)
 }

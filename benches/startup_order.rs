@@ -3,12 +3,16 @@
 //! hands the linker so they sit side by side in the binary (see build.rs
 //! and ARCHITECTURE.md for why).
 //!
-//! `cargo bench --bench startup_order` (needs valgrind). It runs, under
-//! `valgrind --tool=callgrind`, the release binary's `run` on both wires,
-//! the language server (initialize, one turn, shutdown) and `acp`
+//! `cargo build --release && cargo bench --profile dev --bench startup_order`
+//! (needs valgrind). The names must be those of the binary `cargo build
+//! --release` makes (the hashes in them differ under `cargo bench`'s own
+//! profile), so it profiles `target/release/bareagent`, or `BAREAGENT_BIN`.
+//! It runs, under `valgrind --tool=callgrind`, that binary's `run` on both wires,
+//! the language server (a start alone, and one with a turn) and `acp`
 //! (initialize, a new session), against the scripted model server on
-//! 127.0.0.1, and lists every function that ran: those all of them ran
-//! first, then those fewer ran. Rerun it after a change of rustc, of a
+//! 127.0.0.1, and lists every function that ran, so that those `run` runs
+//! lie in one stretch and those the idle language server runs in another
+//! (the two memory budgets), overlapping where both run them. Rerun it after a change of rustc, of a
 //! dependency or of what starting up does: names carry hashes from both,
 //! and a name the binary no longer has is skipped (costing memory, never
 //! correctness), which the memory budget check then shows.
@@ -23,7 +27,6 @@ mod lsp_client;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,7 +39,16 @@ use serde_json::json;
 const ORDER_FILE: &str = "build/startup-order.txt";
 
 fn bareagent() -> PathBuf {
-    env!("CARGO_BIN_EXE_bareagent").into()
+    let bin = std::env::var_os("BAREAGENT_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/bareagent"),
+        PathBuf::from,
+    );
+    assert!(
+        bin.is_file(),
+        "no {}: run `cargo build --release` first",
+        bin.display()
+    );
+    bin
 }
 
 /// The turn every front end runs: read a file, edit it, answer.
@@ -52,12 +64,37 @@ fn script() -> Vec<Step> {
     ]
 }
 
+/// A project as the agents meet one (and as `benches/peers.rs` measures
+/// them in): a git repository with the file committed.
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let text: String = (1..=200)
         .map(|i| format!("line {i}: some source text here\n"))
         .collect();
     std::fs::write(dir.path().join("src.txt"), text).expect("write src.txt");
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "src.txt"],
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@127.0.0.1",
+            "commit",
+            "-q",
+            "-m",
+            "src",
+        ],
+    ] {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run git");
+        assert!(status.success(), "git {args:?}");
+    }
     dir
 }
 
@@ -70,19 +107,31 @@ fn callgrind(out: &Path) -> Vec<String> {
     ]
 }
 
-fn run_turn(out: &Path, provider: &str) {
+/// `run` on a wire: "anthropic", "openai" (Chat Completions, its default
+/// toward a local server) or "responses" (OpenAI's Responses API, as
+/// toward api.openai.com), with a clean environment as a user's shell has.
+fn run_turn(out: &Path, wire: &str) {
     let dir = workspace();
     let home = tempfile::tempdir().expect("home");
     let server = ModelServer::start(script());
-    let base = match provider {
-        "anthropic" => server.anthropic_base(),
-        _ => server.openai_base(),
+    let (provider, base) = match wire {
+        "anthropic" => ("anthropic", server.anthropic_base()),
+        _ => ("openai", server.openai_base()),
     };
+    if wire == "responses" {
+        let config = home.path().join(".config/bareagent");
+        std::fs::create_dir_all(&config).expect("config dir");
+        std::fs::write(config.join("config.toml"), "wire = \"responses\"\n").expect("config");
+    }
     let status = Command::new("valgrind")
         .args(callgrind(out))
         .arg(bareagent())
         .args(["run", "--provider", provider, "--base-url", &base])
         .args(["--permission-mode", "bypass", "edit line 3"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb")
         .env("HOME", home.path())
         .env("ANTHROPIC_API_KEY", "bench-key")
         .env("OPENAI_API_KEY", "bench-key")
@@ -92,13 +141,24 @@ fn run_turn(out: &Path, provider: &str) {
         .stderr(Stdio::null())
         .status()
         .expect("run valgrind");
-    assert!(status.success(), "run --provider {provider} failed");
+    assert!(status.success(), "run on the {wire} wire failed");
     edited(dir.path());
 }
 
 fn edited(dir: &Path) {
     let text = std::fs::read_to_string(dir.join("src.txt")).expect("read src.txt");
     assert!(text.contains("line 3: edited"), "the turn did not edit");
+}
+
+/// The language server's start: `initialize`, `initialized`, `shutdown`.
+fn lsp_start(out: &Path) {
+    let dir = workspace();
+    let mut options = ClientOptions::new(dir.path());
+    options.args = callgrind(out);
+    options.args.push(bareagent().display().to_string());
+    let client = LspClient::start(Path::new("valgrind"), options);
+    client.initialize();
+    assert!(client.shutdown().success(), "the language server failed");
 }
 
 fn lsp_turn(out: &Path) {
@@ -211,11 +271,15 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     type Scenario = (&'static str, fn(&Path));
-    let scenarios: [Scenario; 4] = [
-        ("run --provider anthropic", |out| run_turn(out, "anthropic")),
-        ("run --provider openai", |out| run_turn(out, "openai")),
-        ("lsp", lsp_turn),
-        ("acp", acp_start),
+    let scenarios: [Scenario; 6] = [
+        ("lsp start", lsp_start),
+        ("acp start", acp_start),
+        ("run, Anthropic", |out| run_turn(out, "anthropic")),
+        ("run, OpenAI Responses", |out| run_turn(out, "responses")),
+        ("run, OpenAI Chat Completions", |out| {
+            run_turn(out, "openai")
+        }),
+        ("lsp turn", lsp_turn),
     ];
     let mut runs = Vec::new();
     for (name, scenario) in scenarios {
@@ -225,20 +289,30 @@ fn main() {
         println!("startup_order: {name}: {} functions", functions.len());
         runs.push(functions);
     }
-    // Those every front end runs first, then those fewer run.
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    for functions in &runs {
-        for name in functions {
-            *count.entry(name).or_default() += 1;
-        }
-    }
-    let mut order: Vec<&str> = Vec::new();
+    let [lsp, acp, anthropic, responses, chat, turn] = &runs[..] else {
+        unreachable!("six scenarios")
+    };
+    let run: Vec<&String> = anthropic.iter().chain(responses).chain(chat).collect();
+    let in_lsp: std::collections::HashSet<&String> = lsp.iter().collect();
+    // `run`'s and the idle language server's pages are the budgets: each
+    // set is laid out in one stretch, `run`'s own, then what both run,
+    // then the language server's own; then what `acp` and a language
+    // server's turn add.
+    let groups: [Vec<&String>; 5] = [
+        run.iter()
+            .copied()
+            .filter(|f| !in_lsp.contains(f))
+            .collect(),
+        run.iter().copied().filter(|f| in_lsp.contains(f)).collect(),
+        lsp.iter().collect(),
+        acp.iter().collect(),
+        turn.iter().collect(),
+    ];
+    let mut order: Vec<&String> = Vec::new();
     let mut placed = std::collections::HashSet::new();
-    for wanted in (1..=runs.len()).rev() {
-        for name in runs.iter().flatten() {
-            if count[name.as_str()] == wanted && placed.insert(name.as_str()) {
-                order.push(name);
-            }
+    for function in groups.into_iter().flatten() {
+        if placed.insert(function) {
+            order.push(function);
         }
     }
     let mut text = format!(
@@ -247,7 +321,7 @@ fn main() {
          # linker (see build.rs). {} names.\n",
         order.len()
     );
-    for name in order {
+    for name in &order {
         text.push_str(name);
         text.push('\n');
     }

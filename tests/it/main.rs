@@ -35,6 +35,7 @@ mod layers;
 mod lsp;
 mod lsp_frames;
 mod mcp;
+mod memory_budget;
 mod model_server_smoke;
 mod neovim;
 mod neovim_code;
