@@ -59,8 +59,8 @@ impl SessionKey {
         read_key(&path).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// A key of these bytes (tests).
-    #[cfg(test)]
+    /// A key of these bytes (tests, and the fuzz targets through
+    /// `crate::fuzzing`).
     pub fn from_bytes(bytes: &[u8; KEY_LEN]) -> SessionKey {
         SessionKey(hmac::Key::new(hmac::HMAC_SHA256, bytes))
     }
