@@ -452,10 +452,15 @@ fn subjects<'a>(action: &'a Action, commands: &'a [Vec<&'a str>]) -> Vec<Subject
 pub fn suggested_rule(action: &Action) -> String {
     match &action.target {
         Target::Path(path) if matches!(action.kind, ActionKind::Read | ActionKind::Edit) => {
+            // A one-character class for what globs give meaning to; `!`
+            // needs none (it means something only first in a class, where
+            // `[!]` opens a negated one) and `\` is escaped by itself
+            // (in `[\]` it would escape the `]`).
             let escaped: String = path
                 .chars()
                 .map(|c| match c {
-                    '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' | '!' | '\\' => format!("[{c}]"),
+                    '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' => format!("[{c}]"),
+                    '\\' => "\\\\".to_string(),
                     c => c.to_string(),
                 })
                 .collect();
@@ -1091,5 +1096,37 @@ mod tests {
             "{odd}"
         );
         assert_eq!(set.evaluate(&read("axx(b).pem")), Verdict::Unmatched);
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/rules.rs): the rule suggested
+    /// for a path with `!` or `\` in it allowed nothing — `[!]` opens a
+    /// negated class in a glob, and `[\]` escapes the `]` — so "allow
+    /// always" kept asking. Each special character alone and all together.
+    #[test]
+    fn the_rule_suggested_for_any_path_allows_that_path_only() {
+        let read = |path: &str| Action {
+            tool: "read_file".into(),
+            kind: ActionKind::Read,
+            summary: String::new(),
+            target: Target::Path(path.into()),
+        };
+        for path in [
+            "a!b",
+            "a\\b",
+            "a*b",
+            "a?b",
+            "a[b]",
+            "a{b,c}",
+            "a(b)",
+            "dir/(x){y}!\\",
+        ] {
+            let rule = suggested_rule(&read(path));
+            let set = rules(&[&rule], &[], &[]);
+            assert!(
+                matches!(set.evaluate(&read(path)), Verdict::Allow(_)),
+                "{rule} does not allow {path}"
+            );
+            assert_eq!(set.evaluate(&read("ab")), Verdict::Unmatched, "{rule}");
+        }
     }
 }
