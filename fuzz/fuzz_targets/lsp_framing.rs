@@ -95,10 +95,10 @@ async fn round_trip(bytes: &[u8]) {
     ));
 }
 
-/// The pump on any bytes, or (`framed`) on the JSON values in them, each
+/// The pump on any bytes, or (`as_frames`) on the JSON values in them, each
 /// framed as an editor frames it.
-async fn pump(bytes: &[u8], framed: bool) {
-    let (input, sent) = if framed {
+async fn pump(bytes: &[u8], as_frames: bool) {
+    let (input, sent) = if as_frames {
         let messages = values(bytes);
         (framed(&messages).await, Some(messages))
     } else {
