@@ -60,12 +60,25 @@ async fn client_reads(bytes: &[u8]) {
 }
 
 /// The JSON values in `bytes` (a stream of them), each as one message.
+/// Values holding a fraction are left out: serde_json's default parser
+/// reads some back a bit off (its `float_roundtrip` feature is not on),
+/// which is serde_json's, not the framing's.
 fn values(bytes: &[u8]) -> Vec<Value> {
     serde_json::Deserializer::from_slice(bytes)
         .into_iter::<Value>()
         .map_while(Result::ok)
+        .filter(|value| !has_fraction(value))
         .take(16)
         .collect()
+}
+
+fn has_fraction(value: &Value) -> bool {
+    match value {
+        Value::Number(number) => number.is_f64(),
+        Value::Array(items) => items.iter().any(has_fraction),
+        Value::Object(fields) => fields.values().any(has_fraction),
+        _ => false,
+    }
 }
 
 /// `messages` framed by the client's writer, one after the other.
