@@ -462,14 +462,16 @@ pub fn suggested_rule(action: &Action) -> String {
             // `[!]` opens a negated one) and `\` is escaped by itself
             // (in `[\]` it would escape the `]`).
             // White space at the end too: a rule's pattern is trimmed, and
-            // `a.txt ` would become a rule for `a.txt`.
+            // `a.txt ` would become a rule for `a.txt`. It goes in a group
+            // (`{ }`), not a class: globset's classes never match a
+            // character beyond ASCII.
             let kept = path.trim_end().len();
             let escaped: String = path
                 .char_indices()
                 .map(|(at, c)| match c {
                     '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' => format!("[{c}]"),
                     '\\' => "\\\\".to_string(),
-                    c if at >= kept => format!("[{c}]"),
+                    c if at >= kept => format!("{{{c}}}"),
                     c => c.to_string(),
                 })
                 .collect();
@@ -1138,7 +1140,8 @@ mod tests {
     /// for a path with `!` or `\` in it allowed nothing — `[!]` opens a
     /// negated class in a glob, and `[\]` escapes the `]` — so "allow
     /// always" kept asking; and for a path ending in white space it named
-    /// another file, since a rule's pattern is trimmed (`ab ` became `ab`).
+    /// another file, since a rule's pattern is trimmed (`ab ` became `ab`),
+    /// or nothing, where a class held a character beyond ASCII.
     #[test]
     fn the_rule_suggested_for_any_path_allows_that_path_only() {
         let read = |path: &str| Action {
@@ -1158,6 +1161,7 @@ mod tests {
             "dir/(x){y}!\\",
             "ab ",
             "ab\t\n",
+            "$(\u{2000}",
         ] {
             let rule = suggested_rule(&read(path));
             let set = rules(&[&rule], &[], &[]);
