@@ -139,9 +139,13 @@ fn sandbox() -> &'static Sandbox {
 /// The stubs bash ran for `line`, each with its arguments; `None` when
 /// bash did not finish in time.
 fn run_under_bash(line: &str) -> Option<Vec<(String, Vec<String>)>> {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let sandbox = sandbox();
-    let log = sandbox.work.join("log");
-    let _ = std::fs::remove_dir_all(&log);
+    // A directory of its own each run: a stub put in the background
+    // (`c1 &`) may write after bash is gone, and must not count for the
+    // next line.
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = sandbox.work.join(format!("log{run}"));
     std::fs::create_dir(&log).expect("log directory");
     let script = format!("enable -n $(compgen -b)\n{line}");
     let mut child = Command::new("/bin/bash")
@@ -162,19 +166,22 @@ fn run_under_bash(line: &str) -> Option<Vec<(String, Vec<String>)>> {
         .spawn()
         .expect("bash starts");
     let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
+    let finished = loop {
         if child.try_wait().expect("wait for bash").is_some() {
-            break;
+            break true;
         }
         if Instant::now() > deadline {
-            // The whole group: bash and whatever it started.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            return None;
+            break false;
         }
         std::thread::sleep(Duration::from_millis(1));
-    }
-    Some(read_log(&log))
+    };
+    // The whole group: what bash left running in the background too.
+    // SAFETY: a plain kill(2) of the group bash leads.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+    let ran = finished.then(|| read_log(&log));
+    let _ = std::fs::remove_dir_all(&log);
+    ran
 }
 
 fn read_log(log: &Path) -> Vec<(String, Vec<String>)> {
