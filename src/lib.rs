@@ -14,6 +14,8 @@ pub mod config_files;
 pub mod diagnostics;
 pub mod diff;
 pub mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod history;
 pub mod inbox;
 pub mod language_servers;

@@ -26,7 +26,7 @@ mod server;
 mod session;
 mod sink;
 mod terminal;
-mod transport;
+pub(crate) mod transport;
 mod turn;
 mod workspace;
 

@@ -4,18 +4,22 @@
 //! and the agent keeps serving. Stdout carries the protocol and nothing else.
 
 use futures_util::{Sink, Stream};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 
 /// The SDK's line transport over our stdin and stdout.
 pub fn stdio() -> agent_client_protocol::Lines<
     impl Sink<String, Error = std::io::Error> + Send + 'static,
     impl Stream<Item = std::io::Result<String>> + Send + 'static,
 > {
-    agent_client_protocol::Lines::new(outgoing(), incoming())
+    agent_client_protocol::Lines::new(outgoing(), lines(tokio::io::stdin()))
 }
 
-fn incoming() -> impl Stream<Item = std::io::Result<String>> + Send + 'static {
-    let reader = BufReader::new(tokio::io::stdin());
+/// The frames of `input`: its lines without their ends, blank ones left
+/// out, each decoded lossily where it is not UTF-8.
+pub(crate) fn lines(
+    input: impl AsyncRead + Unpin + Send + 'static,
+) -> impl Stream<Item = std::io::Result<String>> + Send + 'static {
+    let reader = BufReader::new(input);
     futures_util::stream::unfold(reader, |mut reader| async move {
         let mut bytes = Vec::new();
         loop {

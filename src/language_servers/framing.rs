@@ -39,12 +39,15 @@ pub enum FramingError {
 /// Reads the next frame.
 pub async fn read(input: &mut (impl AsyncBufRead + Unpin)) -> Result<Frame, FramingError> {
     let mut length = None;
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        if input.read_line(&mut line).await? == 0 {
+        if input.read_until(b'\n', &mut line).await? == 0 {
             return Err(FramingError::Closed);
         }
+        // Bytes, not text: a header that is not UTF-8 is one we do not
+        // know (skipped like any other), not the end of the connection.
+        let line = String::from_utf8_lossy(&line);
         let header = line.trim_end_matches(['\r', '\n']);
         if header.is_empty() {
             // Blank lines before a header (some servers end a body with a
@@ -107,5 +110,16 @@ mod tests {
         assert!(matches!(read(&mut input).await, Ok(Frame::NotJson(_))));
         assert!(matches!(read(&mut input).await, Ok(Frame::Message(v)) if v[0] == 1));
         assert!(matches!(read(&mut input).await, Err(FramingError::Closed)));
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/lsp_framing.rs): a header line
+    /// that was not UTF-8 ended the connection as an I/O error.
+    #[tokio::test]
+    async fn a_header_that_is_not_utf8_is_skipped() {
+        let bytes = b"X-Junk: \xff\xfe\r\nContent-Length: 2\r\n\r\n[]";
+        let mut input = tokio::io::BufReader::new(&bytes[..]);
+        assert!(
+            matches!(read(&mut input).await, Ok(Frame::Message(v)) if v == serde_json::json!([]))
+        );
     }
 }

@@ -414,7 +414,11 @@ impl PermissionGate {
                 Decision::Allow
             }
             Approval::AllowAlways => {
-                self.add_session_rule(&rule);
+                // A rule that does not parse is kept nowhere: saved, it
+                // would make every later start refuse the config.
+                if !self.add_session_rule(&rule) {
+                    return Decision::Allow;
+                }
                 if let Some(store) = self.saving.clone() {
                     let saving = rule.clone();
                     // File work blocks: off the runtime's threads.
@@ -651,10 +655,18 @@ impl PermissionGate {
         })
     }
 
-    fn add_session_rule(&self, text: &str) {
+    /// Adds `text` to the session's allow rules; says whether it could (a
+    /// line the reader does not follow whole has no rule that parses).
+    fn add_session_rule(&self, text: &str) -> bool {
         match Rule::parse(text) {
-            Ok(rule) => self.rules.write_locked().allow.push(rule),
-            Err(error) => tracing::warn!(%error, "cannot add the session rule"),
+            Ok(rule) => {
+                self.rules.write_locked().allow.push(rule);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot add the session rule");
+                false
+            }
         }
     }
 }
@@ -929,5 +941,33 @@ mod tests {
             !entry.trusted,
             "allowing a rule is not trusting the project"
         );
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/rules.rs): the rule suggested
+    /// for a line the reader does not follow whole (`git` with an option
+    /// it does not know) is no rule — it does not parse — and "allow
+    /// always" saved it anyway, into a config every later start refuses.
+    /// Such an answer allows the call once and saves nothing.
+    #[tokio::test]
+    async fn allow_always_saves_only_a_rule_that_parses() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let path = home.path().join("bareagent/config.toml");
+        let (gate, asked) = gate(
+            PermissionMode::Default,
+            vec![Approval::AllowAlways, Approval::AllowAlways],
+            lists(&[], &[], &[]),
+        );
+        let gate = gate.saving_to(Arc::new(crate::config::ProjectRules::new(
+            path.clone(),
+            project.path(),
+        )));
+        let line = bash("git -a");
+        assert!(Rule::parse(&rules::suggested_rule(&line)).is_err());
+        assert_eq!(gate.check(&line).await, Decision::Allow);
+        assert!(!path.exists(), "{:?}", std::fs::read_to_string(&path));
+        // Not allowed for the session either: the next call asks again.
+        assert_eq!(gate.check(&line).await, Decision::Allow);
+        assert_eq!(asked.lock().unwrap().len(), 2);
     }
 }

@@ -168,7 +168,12 @@ impl Rule {
                 let [command] = commands.as_slice() else {
                     return Err(RuleError::NotOneCommand(text.to_string()));
                 };
-                if !parsed.problems.is_empty() || command.words.iter().any(|w| w.opaque || w.glob) {
+                // Assignments alone are no command: as a prefix, no words
+                // would be every command.
+                if !parsed.problems.is_empty()
+                    || command.words.is_empty()
+                    || command.words.iter().any(|w| w.opaque || w.glob)
+                {
                     return Err(RuleError::NotPlainWords(text.to_string()));
                 }
                 let words = command.texts().into_iter().map(String::from).collect();
@@ -452,10 +457,21 @@ fn subjects<'a>(action: &'a Action, commands: &'a [Vec<&'a str>]) -> Vec<Subject
 pub fn suggested_rule(action: &Action) -> String {
     match &action.target {
         Target::Path(path) if matches!(action.kind, ActionKind::Read | ActionKind::Edit) => {
+            // A one-character class for what globs give meaning to; `!`
+            // needs none (it means something only first in a class, where
+            // `[!]` opens a negated one) and `\` is escaped by itself
+            // (in `[\]` it would escape the `]`).
+            // White space at the end too: a rule's pattern is trimmed, and
+            // `a.txt ` would become a rule for `a.txt`. It goes in a group
+            // (`{ }`), not a class: globset's classes never match a
+            // character beyond ASCII.
+            let kept = path.trim_end().len();
             let escaped: String = path
-                .chars()
-                .map(|c| match c {
-                    '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' | '!' | '\\' => format!("[{c}]"),
+                .char_indices()
+                .map(|(at, c)| match c {
+                    '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' => format!("[{c}]"),
+                    '\\' => "\\\\".to_string(),
+                    c if at >= kept => format!("{{{c}}}"),
                     c => c.to_string(),
                 })
                 .collect();
@@ -466,7 +482,15 @@ pub fn suggested_rule(action: &Action) -> String {
                 return action.tool.clone();
             };
             let words = as_run(first);
-            let Some(program) = words.first().map(|w| shell_quote(&w.text)) else {
+            // A program named like an assignment (`'a=b'`) stays quoted.
+            let quote_program = |text: &str| {
+                if shell::is_assignment(text) {
+                    format!("'{}'", text.replace('\'', "'\\''"))
+                } else {
+                    shell_quote(text)
+                }
+            };
+            let Some(program) = words.first().map(|w| quote_program(&w.text)) else {
                 return action.tool.clone();
             };
             let known = |w: &&Word| !w.opaque && !w.glob;
@@ -484,7 +508,8 @@ pub fn suggested_rule(action: &Action) -> String {
                 }
                 None if plain => format!("{tool}({program}:*)"),
                 _ if words.iter().all(known) => {
-                    let exact: Vec<String> = words.iter().map(|w| shell_quote(&w.text)).collect();
+                    let rest = words[1..].iter().map(|w| shell_quote(&w.text));
+                    let exact: Vec<String> = std::iter::once(program).chain(rest).collect();
                     format!("{tool}({})", exact.join(" "))
                 }
                 _ => format!("{tool}({program})"),
@@ -1050,6 +1075,9 @@ mod tests {
             ("git push --force", "bash(git push --force)"),
             ("git show HEAD", "bash(git show HEAD)"),
             ("cat a $X", "bash(cat)"),
+            // Found by fuzzing: a program named like an assignment is quoted,
+            // else its rule would read as an assignment alone.
+            ("cz''ac=", "bash('czac=':*)"),
         ] {
             let suggested = suggested_rule(&bash(line));
             assert_eq!(suggested, rule, "{line}");
@@ -1091,5 +1119,57 @@ mod tests {
             "{odd}"
         );
         assert_eq!(set.evaluate(&read("axx(b).pem")), Verdict::Unmatched);
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/rules.rs): a command pattern
+    /// of assignments alone has no words, and as a prefix no words is
+    /// every command — `bash(FOO=1:*)` allowed `rm -rf /`. It is refused.
+    #[test]
+    fn a_command_pattern_without_words_is_refused() {
+        for rule in ["bash(FOO=1:*)", "bash(FOO=1)", "bash(A=1 B=2:*)"] {
+            assert_eq!(
+                Rule::parse(rule).unwrap_err(),
+                RuleError::NotPlainWords(rule.into()),
+                "{rule}"
+            );
+        }
+        assert!(Rule::parse("bash(FOO=1 cargo test:*)").is_ok());
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/rules.rs): the rule suggested
+    /// for a path with `!` or `\` in it allowed nothing — `[!]` opens a
+    /// negated class in a glob, and `[\]` escapes the `]` — so "allow
+    /// always" kept asking; and for a path ending in white space it named
+    /// another file, since a rule's pattern is trimmed (`ab ` became `ab`),
+    /// or nothing, where a class held a character beyond ASCII.
+    #[test]
+    fn the_rule_suggested_for_any_path_allows_that_path_only() {
+        let read = |path: &str| Action {
+            tool: "read_file".into(),
+            kind: ActionKind::Read,
+            summary: String::new(),
+            target: Target::Path(path.into()),
+        };
+        for path in [
+            "a!b",
+            "a\\b",
+            "a*b",
+            "a?b",
+            "a[b]",
+            "a{b,c}",
+            "a(b)",
+            "dir/(x){y}!\\",
+            "ab ",
+            "ab\t\n",
+            "$(\u{2000}",
+        ] {
+            let rule = suggested_rule(&read(path));
+            let set = rules(&[&rule], &[], &[]);
+            assert!(
+                matches!(set.evaluate(&read(path)), Verdict::Allow(_)),
+                "{rule} does not allow {path}"
+            );
+            assert_eq!(set.evaluate(&read("ab")), Verdict::Unmatched, "{rule}");
+        }
     }
 }

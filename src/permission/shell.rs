@@ -684,11 +684,15 @@ impl Reader {
                 '\\' => {
                     word.quoted = true;
                     self.at += 1;
-                    if let Some(next) = self.peek() {
-                        if next != '\n' {
-                            word.text.push(next);
+                    match self.peek() {
+                        Some(next) => {
+                            if next != '\n' {
+                                word.text.push(next);
+                            }
+                            self.at += 1;
                         }
-                        self.at += 1;
+                        // Escaping nothing at the end, bash keeps it.
+                        None => word.text.push('\\'),
                     }
                 }
                 '\'' => {
@@ -1047,6 +1051,17 @@ mod tests {
 
     fn understood(line: &str) -> bool {
         parse(line).problems.is_empty()
+    }
+
+    /// Found by fuzzing against bash (fuzz/fuzz_targets/shell.rs): a
+    /// backslash that ends the line escapes nothing, and bash keeps it; the
+    /// reader dropped it.
+    #[test]
+    fn a_backslash_at_the_end_is_kept() {
+        assert_eq!(commands("c1 a\\"), vec![words(&["c1", "a\\"])]);
+        assert_eq!(commands("c1 'a'\\"), vec![words(&["c1", "a\\"])]);
+        assert_eq!(commands("c1 \\"), vec![words(&["c1", "\\"])]);
+        assert_eq!(commands("c1 a\\\nb"), vec![words(&["c1", "ab"])]);
     }
 
     #[test]

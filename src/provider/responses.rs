@@ -472,15 +472,18 @@ pub struct StreamDecoder {
 }
 
 impl StreamDecoder {
-    /// The item at `index`, created empty if it has not been announced.
+    /// The item at `index`, created empty if it has not been announced
+    /// (or was announced as something other than an object).
     fn item(&mut self, event: &Value) -> &mut Value {
         let index = event
             .get("output_index")
             .and_then(Value::as_u64)
             .unwrap_or_default();
-        self.items
+        let item = self
+            .items
             .entry(index)
-            .or_insert_with(|| serde_json::json!({}))
+            .or_insert_with(|| serde_json::json!({}));
+        object(item)
     }
 
     /// The final response: the completed response's own output when it
@@ -508,8 +511,18 @@ impl StreamDecoder {
     }
 }
 
+/// `value` as an object: what a server sent as anything else is replaced
+/// by an empty one (indexing a JSON number by a key panics).
+fn object(value: &mut Value) -> &mut Value {
+    if !value.is_object() {
+        *value = serde_json::json!({});
+    }
+    value
+}
+
 /// Appends `delta` to the text in `field` of `item`, creating it.
 fn append(item: &mut Value, field: &str, delta: &str) {
+    let item = object(item);
     match item.get_mut(field) {
         Some(Value::String(text)) => text.push_str(delta),
         _ => item[field] = Value::String(delta.to_string()),
@@ -876,5 +889,30 @@ mod tests {
         );
         let error = events(&mut StreamDecoder::default(), &[cut]).unwrap_err();
         assert!(error.contains("incomplete (max_output_tokens)"), "{error}");
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/stream_decoders.rs): an item,
+    /// or a part of one, that is not an object (`"item": 0`) panicked the
+    /// decoder at the next delta for it — a server could crash the agent.
+    #[test]
+    fn items_and_parts_that_are_not_objects_do_not_panic() {
+        let added = |item: Value| json!({"type": "response.output_item.added", "output_index": 0, "item": item});
+        let text = json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "hi"});
+        let summary = json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "so"});
+        let arguments = json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"});
+        for item in [
+            json!(0),
+            json!("x"),
+            json!([1]),
+            json!({"content": [1], "summary": ["s"]}),
+        ] {
+            for delta in [&text, &summary, &arguments] {
+                let mut d = StreamDecoder::default();
+                assert!(
+                    events(&mut d, &[added(item.clone()), delta.clone()]).is_ok(),
+                    "{item} {delta}"
+                );
+            }
+        }
     }
 }

@@ -59,8 +59,8 @@ impl SessionKey {
         read_key(&path).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// A key of these bytes (tests).
-    #[cfg(test)]
+    /// A key of these bytes (tests, and the fuzz targets through
+    /// `crate::fuzzing`).
     pub fn from_bytes(bytes: &[u8; KEY_LEN]) -> SessionKey {
         SessionKey(hmac::Key::new(hmac::HMAC_SHA256, bytes))
     }
@@ -234,14 +234,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The tag `hex` wrote, and nothing else: lowercase digits only (not
+/// `A` for `a`, nor a sign), so a file that verifies is byte for byte
+/// the one written.
 fn unhex(text: &[u8]) -> Option<[u8; 32]> {
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
     let mut out = [0u8; 32];
     if text.len() != 64 {
         return None;
     }
     for (i, pair) in text.chunks(2).enumerate() {
-        let digits = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(digits, 16).ok()?;
+        out[i] = (digit(pair[0])? << 4) | digit(pair[1])?;
     }
     Some(out)
 }
@@ -282,6 +289,27 @@ mod tests {
 
     fn key(byte: u8) -> SessionKey {
         SessionKey::from_bytes(&[byte; 32])
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/session_file.rs): a tag's hex
+    /// read `A` as `a`, so a file with a byte changed (a digit's case)
+    /// still verified. Only the tag as written verifies.
+    #[test]
+    fn a_tag_in_other_digits_does_not_verify() {
+        let (line, _) = Chain::new(key(1)).seal(br#"{"type":"a"}"#);
+        let line = &line[..line.len() - 1];
+        assert_eq!(Chain::new(key(1)).verify(line), Ok(()));
+        let tag = PREFIX.len()..PREFIX.len() + TAG_HEX;
+        let letter = tag
+            .clone()
+            .find(|&i| line[i].is_ascii_lowercase())
+            .expect("a letter among 64 hex digits");
+        let mut upper = line.to_vec();
+        upper[letter] = upper[letter].to_ascii_uppercase();
+        assert!(Chain::new(key(1)).verify(&upper).is_err());
+        let mut signed = line.to_vec();
+        signed[tag.start] = b'+';
+        assert!(Chain::new(key(1)).verify(&signed).is_err());
     }
 
     /// The user's key is made once, private, and used again; one that

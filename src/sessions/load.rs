@@ -359,7 +359,7 @@ fn first_line_token(bytes: &[u8]) -> Option<String> {
 /// each is checked against the chain of its key, and the file against
 /// where its writer last synced it; without, the tags are not looked at
 /// (the list).
-fn replay(
+pub(crate) fn replay(
     shown: &str,
     bytes: &[u8],
     check: Option<(SessionKey, Option<Checkpoint>)>,

@@ -12,9 +12,9 @@
 //! What it must not do: follow a link (every open goes through the
 //! workspace's resolver), or hand back a history `check_history` refuses.
 
-mod chain;
+pub(crate) mod chain;
 mod file;
-mod load;
+pub(crate) mod load;
 mod record;
 mod vouch;
 

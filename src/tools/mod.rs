@@ -10,7 +10,7 @@ mod buffers;
 mod change;
 pub mod code;
 mod diagnostics;
-mod edit_file;
+pub(crate) mod edit_file;
 mod glob;
 mod grep;
 mod multi_edit;
