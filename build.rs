@@ -4,82 +4,102 @@
 //! maps them 64 KiB around each page faulted in. Spread over 17 MiB of code,
 //! the ~2 MiB that starting a front end runs touched half of it; listed in
 //! `build/startup-order.txt` (the functions that `bareagent run`, `lsp` and
-//! `acp` run at start and in a turn, first the ones they share), the linker
-//! puts them first, and the rest stays on disk. ARCHITECTURE.md says more;
+//! `acp` run at start and in a turn), the linker puts them side by side,
+//! and the rest stays on disk. ARCHITECTURE.md says more;
 //! `cargo build --release && cargo bench --profile dev --bench startup_order`
 //! writes the list.
 //!
-//! Only where the linker is known to be LLD (Rust's default on
-//! x86_64-unknown-linux-gnu since 1.90) and only for optimised builds.
-//! A name the list has and the binary lacks is skipped, so a stale list
-//! costs memory, never correctness. `BAREAGENT_NO_STARTUP_ORDER=1` opts out.
+//! Only in optimised builds for Linux, and only where the linker this build
+//! uses takes the option (LLD, Rust's own default on x86_64 Linux since
+//! 1.90; not GNU ld, which a distribution's rustc may use): an empty
+//! program is linked with it first. A name the list has and the binary
+//! lacks is skipped, so a stale list costs memory, never correctness.
+//! `BAREAGENT_NO_STARTUP_ORDER=1` opts out.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     let order = "build/startup-order.txt";
     println!("cargo:rerun-if-changed={order}");
     println!("cargo:rerun-if-env-changed=BAREAGENT_NO_STARTUP_ORDER");
-    println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
-    if !orders_here() {
-        return;
-    }
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-    let path = std::path::Path::new(&dir).join(order);
-    if !path.is_file() {
-        return;
-    }
-    println!(
-        "cargo:rustc-link-arg-bin=bareagent=-Wl,--symbol-ordering-file={}",
-        path.display()
-    );
-    println!("cargo:rustc-link-arg-bin=bareagent=-Wl,--no-warn-symbol-ordering");
-    // Relative relocations packed (RELR): the loader reads 775 KiB of them
-    // at every start otherwise. The binary then needs glibc 2.36, which
-    // builds it here.
-    if glibc_at_least(2, 36) {
-        println!("cargo:rustc-link-arg-bin=bareagent=-Wl,-z,pack-relative-relocs");
-    }
-}
-
-/// Whether the list goes to the linker in this build.
-fn orders_here() -> bool {
     let var = |name: &str| std::env::var(name).unwrap_or_default();
     if var("BAREAGENT_NO_STARTUP_ORDER") == "1"
         || var("OPT_LEVEL") == "0"
-        || var("TARGET") != "x86_64-unknown-linux-gnu"
+        || var("CARGO_CFG_TARGET_OS") != "linux"
     {
-        return false;
+        return;
     }
-    // A linker of the user's own choosing may not take the option.
-    let flags = var("CARGO_ENCODED_RUSTFLAGS");
-    if flags.contains("linker")
-        || flags.contains("fuse-ld")
-        || !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty()
-    {
+    let path = Path::new(&var("CARGO_MANIFEST_DIR")).join(order);
+    if !path.is_file() {
+        return;
+    }
+    // Two arguments each, so a comma in the path stays in the path.
+    let ordering = [
+        "-Xlinker".to_string(),
+        format!("--symbol-ordering-file={}", path.display()),
+        "-Xlinker".to_string(),
+        "--no-warn-symbol-ordering".to_string(),
+    ];
+    if !links_with(&ordering) {
+        return;
+    }
+    // Relative relocations packed (RELR): the loader reads 775 KiB of them
+    // at every start otherwise. The binary then needs glibc 2.36 where it
+    // runs; it is taken only where the glibc building it has it, so a
+    // binary built here and copied to an older system will not start.
+    let relr = ["-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"].map(String::from);
+    let packed = var("CARGO_CFG_TARGET_ENV") == "gnu"
+        && glibc_at_least(2, 36)
+        && links_with(&[&ordering[..], &relr[..]].concat());
+    let args = if packed {
+        [&ordering[..], &relr[..]].concat()
+    } else {
+        ordering.to_vec()
+    };
+    for arg in args {
+        println!("cargo:rustc-link-arg-bin=bareagent={arg}");
+    }
+}
+
+/// Whether the linker this build uses links an empty program with `args`:
+/// the same rustc, target, flags and linker cargo gives the real link.
+fn links_with(args: &[String]) -> bool {
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    let out = PathBuf::from(var("OUT_DIR"));
+    let source = out.join("probe.rs");
+    if std::fs::write(&source, "fn main() {}\n").is_err() {
         return false;
     }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let Ok(version) = Command::new(rustc).arg("-V").output() else {
-        return false;
-    };
-    let text = String::from_utf8_lossy(&version.stdout);
-    // "rustc 1.95.0 (…)": LLD is the default linker from 1.90.
-    let minor = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.split('.').nth(1))
-        .and_then(|m| m.parse::<u32>().ok());
-    minor.is_some_and(|minor| minor >= 90)
+    let mut probe = Command::new(rustc);
+    probe
+        .arg("--crate-type=bin")
+        .args(["--target", &var("TARGET")])
+        .arg("-o")
+        .arg(out.join("probe"))
+        .arg(&source);
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    probe.args(flags.split('\u{1f}').filter(|flag| !flag.is_empty()));
+    if let Ok(linker) = std::env::var("RUSTC_LINKER") {
+        probe.arg(format!("-Clinker={linker}"));
+    }
+    for arg in args {
+        probe.arg(format!("-Clink-arg={arg}"));
+    }
+    probe
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
-/// Whether this machine's glibc (the one the binary will run on: a native
-/// build) is at least `major.minor`, per `getconf GNU_LIBC_VERSION`.
+/// Whether this machine's glibc (the one a native build runs on) is at
+/// least `major.minor`, per `getconf GNU_LIBC_VERSION` ("glibc 2.36").
 fn glibc_at_least(major: u32, minor: u32) -> bool {
     let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
         return false;
     };
-    // "glibc 2.36"
     let text = String::from_utf8_lossy(&out.stdout);
     let mut numbers = text
         .split_whitespace()

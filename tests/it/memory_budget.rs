@@ -69,10 +69,11 @@ fn check(peers: &str, lsp_lines: &str) -> Result<Vec<String>, String> {
     }
     let mut failures = Vec::new();
     for agent in ["bareagent-anthropic", "bareagent-openai"] {
-        let kib = peers["agents"][agent]["peak_rss_largest_kib"]["median"]
+        // The highest of the runs: a peak budget, not a typical one.
+        let kib = peers["agents"][agent]["peak_rss_largest_kib"]["max"]
             .as_f64()
             .ok_or_else(|| format!("peers.json has no {agent} peak RSS"))?;
-        let what = format!("`bareagent run` peak RSS ({agent}, median)");
+        let what = format!("`bareagent run` peak RSS ({agent}, highest run)");
         failures.extend(over_budget(&what, kib * KIB, RUN_PEAK_BUDGET));
     }
     let idle = lsp_lines
@@ -127,8 +128,8 @@ fn the_release_binary_stays_within_its_memory_budgets() {
 fn a_figure_over_its_budget_by_more_than_the_slack_fails() {
     let peers = |anthropic_kib: f64, build: &str| {
         serde_json::json!({"build": build, "bareagent_bin": null, "agents": {
-            "bareagent-anthropic": {"peak_rss_largest_kib": {"median": anthropic_kib}},
-            "bareagent-openai": {"peak_rss_largest_kib": {"median": 9000.0}},
+            "bareagent-anthropic": {"peak_rss_largest_kib": {"median": 9000.0, "max": anthropic_kib}},
+            "bareagent-openai": {"peak_rss_largest_kib": {"median": 9000.0, "max": 9000.0}},
         }})
         .to_string()
     };
