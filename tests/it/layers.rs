@@ -132,6 +132,8 @@ const LAYERS: &[&[&str]] = &[
     &["lsp", "acp"],
     // The command line: it names every subcommand's arguments, `acp`'s too.
     &["cli"],
+    // The fuzz targets' entry points (fuzz/): they reach any module.
+    &["fuzzing"],
 ];
 
 /// One file's naming of another module of its directory.
