@@ -916,20 +916,36 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn allow_always_saves_the_rule_for_the_project_in_the_users_config() {
+    /// A home and a project, each a temporary directory, and a gate in
+    /// default mode answering `answers` that saves "always" rules to the
+    /// user's config in that home (its path is returned).
+    struct Saving {
+        _home: tempfile::TempDir,
+        project: tempfile::TempDir,
+        gate: PermissionGate,
+        asked: Arc<Mutex<Vec<String>>>,
+    }
+
+    fn saving(answers: Vec<Approval>) -> (Saving, std::path::PathBuf) {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
         let path = home.path().join("bareagent/config.toml");
-        let (gate, _) = gate(
-            PermissionMode::Default,
-            vec![Approval::AllowAlways],
-            lists(&[], &[], &[]),
-        );
-        let gate = gate.saving_to(Arc::new(crate::config::ProjectRules::new(
-            path.clone(),
-            project.path(),
-        )));
+        let (gate, asked) = gate(PermissionMode::Default, answers, lists(&[], &[], &[]));
+        let store = crate::config::ProjectRules::new(path.clone(), project.path());
+        let gate = gate.saving_to(Arc::new(store));
+        let saving = Saving {
+            _home: home,
+            project,
+            gate,
+            asked,
+        };
+        (saving, path)
+    }
+
+    #[tokio::test]
+    async fn allow_always_saves_the_rule_for_the_project_in_the_users_config() {
+        let (saving, path) = saving(vec![Approval::AllowAlways]);
+        let Saving { gate, project, .. } = &saving;
         assert_eq!(gate.check(&bash("npm run lint")).await, Decision::Allow);
         let saved = crate::config::Config::load_file(&path).unwrap();
         let entry = saved
@@ -950,18 +966,8 @@ mod tests {
     /// Such an answer allows the call once and saves nothing.
     #[tokio::test]
     async fn allow_always_saves_only_a_rule_that_parses() {
-        let home = tempfile::tempdir().unwrap();
-        let project = tempfile::tempdir().unwrap();
-        let path = home.path().join("bareagent/config.toml");
-        let (gate, asked) = gate(
-            PermissionMode::Default,
-            vec![Approval::AllowAlways, Approval::AllowAlways],
-            lists(&[], &[], &[]),
-        );
-        let gate = gate.saving_to(Arc::new(crate::config::ProjectRules::new(
-            path.clone(),
-            project.path(),
-        )));
+        let (saving, path) = saving(vec![Approval::AllowAlways, Approval::AllowAlways]);
+        let Saving { gate, asked, .. } = &saving;
         let line = bash("git -a");
         assert!(Rule::parse(&rules::suggested_rule(&line)).is_err());
         assert_eq!(gate.check(&line).await, Decision::Allow);
