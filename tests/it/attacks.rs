@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use bareagent::permission::{Approval, Approver, PermissionMode, Question, RuleLists};
+use bareagent::permission::{Approval, Approver, PermissionMode, Question, RuleLists, RuleSet};
 use serde_json::{Value, json};
 
 use crate::common::{Api, TurnOptions, provider, run_turn, sent_tool_results, workspace};
@@ -27,6 +27,9 @@ pub enum Outcome {
     Asked,
     /// Refused without a question (a deny rule, plan mode).
     Denied,
+    /// The rules themselves were refused as they were loaded: no session
+    /// starts under them, so nothing they would allow can run.
+    RulesRefused,
 }
 
 use Outcome::*;
@@ -1073,6 +1076,27 @@ fn rules_match_what_runs() -> Vec<Case> {
         NO_README,
         "git log -1 --output=README.md",
     ));
+    // Found by fuzzing: a pattern of assignments alone has no words, and as
+    // a prefix no words matched every command.
+    for (name, allow, line) in [
+        (
+            "allow rule of an assignment alone",
+            &["bash(FOO=1:*)"],
+            "rm -rf victim",
+        ),
+        (
+            "allow rule of two assignments",
+            &["bash(A=1 B=2:*)"],
+            "rm -rf victim",
+        ),
+        (
+            "exact rule of an assignment alone",
+            &["bash(FOO=1)"],
+            "FOO=1 rm -rf victim",
+        ),
+    ] {
+        cases.push(bash(name, allow, line, RulesRefused));
+    }
     // git -C moves where its paths are read from.
     cases.extend(both_modes(
         "git -C into a denied directory",
@@ -1166,6 +1190,15 @@ fn substitute(value: &Value, out: &str) -> Value {
 
 /// Runs one case; returns what happened, or why it broke an invariant.
 async fn run_case(case: &Case) -> Result<Outcome, String> {
+    let lists = RuleLists {
+        allow: case.allow.iter().map(|s| s.to_string()).collect(),
+        ask: Vec::new(),
+        deny: case.deny.iter().map(|s| s.to_string()).collect(),
+    };
+    // As the config loader does: a rule it cannot read refuses the settings.
+    if RuleSet::from_lists(&lists).is_err() {
+        return Ok(RulesRefused);
+    }
     let dir = attack_workspace();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("existing"), "x").unwrap();
@@ -1181,11 +1214,7 @@ async fn run_case(case: &Case) -> Result<Outcome, String> {
     let options = TurnOptions {
         mode: case.mode,
         approver: Box::new(asked.clone()),
-        rules: RuleLists {
-            allow: case.allow.iter().map(|s| s.to_string()).collect(),
-            ask: Vec::new(),
-            deny: case.deny.iter().map(|s| s.to_string()).collect(),
-        },
+        rules: lists,
         ..TurnOptions::default()
     };
     let turn = run_turn(&provider, dir.path(), "go", options).await;

@@ -987,6 +987,7 @@ fn attack_rows() -> Vec<[String; 2]> {
                 Outcome::Allowed => "runs".to_string(),
                 Outcome::Asked => "asked (answered no)".to_string(),
                 Outcome::Denied => "refused".to_string(),
+                Outcome::RulesRefused => "the rules are refused as loaded".to_string(),
             };
             if let Some(secret) = case.never_shows {
                 outcome.push_str(&format!("; the result never shows {}", code(secret)));
