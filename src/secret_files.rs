@@ -57,12 +57,3 @@ pub const HOME_RUNS: &[&str] = &[
     ".config/autostart",
     ".local/bin",
 ];
-
-/// Glob patterns (workspace-relative) for `names`, wherever they sit: the
-/// name itself and everything beneath it.
-pub fn anywhere(names: &[&str]) -> Vec<String> {
-    names
-        .iter()
-        .flat_map(|name| [format!("**/{name}"), format!("**/{name}/**")])
-        .collect()
-}

@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod dangerous;
+mod file_set;
 mod options;
 mod programs;
 pub mod rules;
@@ -24,15 +25,14 @@ pub mod serial;
 pub mod shell;
 
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
-
-use async_trait::async_trait;
-use globset::{GlobSet, GlobSetBuilder};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use crate::secret_files;
 use crate::sync::ReadWriteLocked;
+use async_trait::async_trait;
 
 pub use command::CommandCheck;
+use file_set::FileSet;
 pub use rules::{Rule, RuleError, RuleLists, RuleSet, Subject, Verdict};
 
 /// What a tool call would do, for deciding and for showing the user.
@@ -240,30 +240,23 @@ pub const POWER_FILES: [&str; 20] = [
     "**/BAREAGENT.md",
 ];
 
-/// The power files' patterns. Credentials and what the user's shell runs
-/// are power files too: `.ssh/authorized_keys`, `.bashrc` in a workspace at
-/// `$HOME`.
-fn power_patterns() -> impl Iterator<Item = String> {
-    POWER_FILES
-        .iter()
-        .map(|p| p.to_string())
-        .chain(secret_files::anywhere(secret_files::HOME_SECRETS))
-        .chain(secret_files::anywhere(secret_files::HOME_RUNS))
+/// The power files. Credentials and what the user's shell runs are power
+/// files too: `.ssh/authorized_keys`, `.bashrc` in a workspace at `$HOME`.
+fn power_files(extra: &[String]) -> FileSet {
+    FileSet::new(
+        POWER_FILES
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str)),
+    )
+    .anywhere(secret_files::HOME_SECRETS)
+    .anywhere(secret_files::HOME_RUNS)
 }
 
-/// Case-insensitive: on macOS and Windows `.GIT/config` is `.git/config`.
-fn glob_set(patterns: impl IntoIterator<Item = String>) -> GlobSet {
-    let mut set = GlobSetBuilder::new();
-    for pattern in patterns {
-        if let Ok(glob) = globset::GlobBuilder::new(&pattern)
-            .case_insensitive(true)
-            .build()
-        {
-            set.add(glob);
-        }
-    }
-    set.build().unwrap_or_else(|_| GlobSet::empty())
-}
+/// Built at the first check, once per process: every gate shares them.
+static SENSITIVE: LazyLock<FileSet> =
+    LazyLock::new(|| FileSet::new(SENSITIVE_FILES).anywhere(secret_files::HOME_SECRETS));
+static POWER: LazyLock<FileSet> = LazyLock::new(|| power_files(&[]));
 
 /// What a file tool that lists or searches many files may show of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -291,8 +284,9 @@ pub struct PermissionGate {
     /// Config rules plus those added by "allow" answers, shared with sub-agents.
     rules: Arc<RwLock<RuleSet>>,
     approver: Arc<dyn Approver>,
-    sensitive: Arc<GlobSet>,
-    power: Arc<GlobSet>,
+    /// The power files with git's hooks folder among them, where
+    /// `core.hooksPath` names one in the workspace; else [`POWER`].
+    power: Option<Arc<FileSet>>,
     /// Where "allow always" answers are saved (the caller decides: the
     /// user's config file, under the project's own entry).
     saving: Option<Arc<dyn RuleStore>>,
@@ -313,13 +307,7 @@ impl PermissionGate {
             mode,
             rules: Arc::new(RwLock::new(RuleSet::default())),
             approver: Arc::new(serial::OneAtATime::new(approver)),
-            sensitive: Arc::new(glob_set(
-                SENSITIVE_FILES
-                    .iter()
-                    .map(|p| p.to_string())
-                    .chain(secret_files::anywhere(secret_files::HOME_SECRETS)),
-            )),
-            power: Arc::new(glob_set(power_patterns())),
+            power: None,
             saving: None,
         }
     }
@@ -335,9 +323,10 @@ impl PermissionGate {
     /// programs the user's next commit runs.
     pub fn with_power_folder(mut self, relative: &str) -> Self {
         let folder = globset::escape(relative.trim_end_matches('/'));
-        self.power = Arc::new(glob_set(
-            power_patterns().chain([folder.clone(), format!("{folder}/**")]),
-        ));
+        self.power = Some(Arc::new(power_files(&[
+            folder.clone(),
+            format!("{folder}/**"),
+        ])));
         self
     }
 
@@ -345,6 +334,10 @@ impl PermissionGate {
     pub fn saving_to(mut self, store: Arc<dyn RuleStore>) -> Self {
         self.saving = Some(store);
         self
+    }
+
+    fn power(&self) -> &FileSet {
+        self.power.as_deref().unwrap_or(&POWER)
     }
 
     /// The mode the gate was made with.
@@ -497,7 +490,7 @@ impl PermissionGate {
             _ => writes.clone(),
         };
         for path in &may_change {
-            if self.power.is_match(path) {
+            if self.power().is_match(path) {
                 reasons.push(format!(
                     "it changes `{path}`, which can give the agent more power or run code later"
                 ));
@@ -505,7 +498,7 @@ impl PermissionGate {
             }
         }
         for path in &reads {
-            if self.sensitive.is_match(path) && !rules.names(tool, Subject::Read(path)) {
+            if SENSITIVE.is_match(path) && !rules.names(tool, Subject::Read(path)) {
                 reasons.push(format!("`{path}` may hold secrets"));
                 break;
             }
@@ -595,7 +588,7 @@ impl PermissionGate {
                         Verdict::Deny(rule) | Verdict::Ask(rule) => {
                             format!("the rule `{rule}` covers")
                         }
-                        _ if self.sensitive.is_match(name.as_str())
+                        _ if SENSITIVE.is_match(name.as_str())
                             && !rules.names("bash", Subject::Read(name)) =>
                         {
                             "may hold secrets".to_string()
@@ -623,7 +616,7 @@ impl PermissionGate {
             _ => {}
         }
         if self.mode != PermissionMode::Bypass
-            && self.sensitive.is_match(path)
+            && SENSITIVE.is_match(path)
             && !rules.names(tool, Subject::Read(path))
         {
             return FileVisibility::NeedsApproval("it may hold secrets".into());
