@@ -8,8 +8,8 @@
 //! exclusively (a link at its name is refused, not written through); an
 //! existing one is opened without following a link.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::chain::{Chain, SessionKey};
@@ -141,9 +141,7 @@ impl SessionFile {
                 .map_err(|e| e.to_string())?;
             // Sessions quote files: they stay out of commits, whatever the
             // user's own `.bareagent/.gitignore` says.
-            self.paths
-                .write_atomically(&dir.join(".gitignore"), b"*\n")
-                .map_err(|e| e.to_string())?;
+            ignore_everything(&self.paths, &dir.join(".gitignore")).map_err(|e| e.to_string())?;
             let mut file = self
                 .paths
                 .open_append(&self.path, true)
@@ -180,6 +178,38 @@ impl SessionFile {
         }
         Ok(())
     }
+}
+
+/// Makes `path` a `.gitignore` that ignores everything, the cheapest way:
+/// a new one is written in place, not synced (one cut short by a crash is
+/// replaced at the next session); one that says anything else is replaced
+/// atomically; one that already says it is left alone. A sync here was a
+/// millisecond before every new session's first model request.
+fn ignore_everything(paths: &PathResolver, path: &Path) -> Result<(), WorkspaceError> {
+    const EVERYTHING: &[u8] = b"*\n";
+    match paths.open_file(path) {
+        Ok(file) => {
+            let mut held = Vec::new();
+            let read = file
+                .take(EVERYTHING.len() as u64 + 1)
+                .read_to_end(&mut held);
+            if read.is_ok() && held == EVERYTHING {
+                return Ok(());
+            }
+        }
+        Err(WorkspaceError::NotFound(_)) => {
+            // `create_new`: one made meanwhile is not written through, but
+            // replaced below like any other.
+            if let Ok(mut file) = paths.open_append(path, true)
+                && file.write_all(EVERYTHING).is_ok()
+            {
+                return Ok(());
+            }
+        }
+        // A link, a directory, anything else: replaced, never written through.
+        Err(_) => {}
+    }
+    paths.write_atomically(path, EVERYTHING)
 }
 
 /// Holds the file for this process alone, while it is open: two agents

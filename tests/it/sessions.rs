@@ -310,6 +310,52 @@ fn a_torn_last_line_is_ignored_and_cut_but_a_damaged_line_refuses_the_session() 
     assert_eq!(std::fs::read_to_string(&file).unwrap(), damaged);
 }
 
+/// Sessions stay out of commits whatever `.bareagent/sessions/.gitignore`
+/// held before: (what it held, whether the file is the same one after).
+/// One that already ignores everything is left alone, not rewritten.
+#[test]
+fn the_sessions_gitignore_always_ends_ignoring_everything() {
+    use std::os::unix::fs::MetadataExt;
+    let cases: [(Option<&str>, bool); 4] = [
+        (None, false),
+        (Some("*\n"), true),
+        // The user's, or a repository's that would commit the sessions.
+        (Some("!*.jsonl\n"), false),
+        // Cut short by a crash while it was first written.
+        (Some(""), false),
+    ];
+    for (before, same_file) in cases {
+        let dir = workspace(&[]);
+        let ignore = dir.path().join(".bareagent/sessions/.gitignore");
+        let inode = before.map(|text| {
+            std::fs::create_dir_all(ignore.parent().unwrap()).unwrap();
+            std::fs::write(&ignore, text).unwrap();
+            std::fs::metadata(&ignore).unwrap().ino()
+        });
+        let server = ModelServer::start(vec![Reply::text("Done.").into()]);
+        let out = run_command(dir.path(), &server, &["hello"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{before:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&ignore).unwrap(),
+            "*\n",
+            "{before:?}"
+        );
+        assert_eq!(session_files(dir.path()).len(), 1, "{before:?}");
+        let after = std::fs::metadata(&ignore).unwrap().ino();
+        assert_eq!(
+            inode == Some(after),
+            same_file,
+            "{before:?}: replaced or not"
+        );
+    }
+}
+
 /// A repository can hold links where sessions go; nothing is written or
 /// read through one. (link, points at a directory, a session is saved)
 #[test]

@@ -163,6 +163,14 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         category: Gate,
+        file: "src/permission/file_set.rs",
+        place: Place::Let("matches_what_case_insensitive_globs_match", "cases"),
+        outcomes: None,
+        case: |row| format!("path {}", value(row.item(0))),
+        outcome: |row| either(row.item(1), "matches, whatever its case", "does not match"),
+    },
+    Table {
+        category: Gate,
         file: "src/permission/rules.rs",
         place: Place::Let("mcp_rules_name_servers_and_tools_and_nothing_else", "cases"),
         outcomes: None,
@@ -320,6 +328,28 @@ pub const TABLES: &[Table] = &[
         outcome: |row| match row.item(3).text().as_str() {
             "" => "nothing outside is read as instructions".into(),
             file => format!("{} is not read as instructions", code(file)),
+        },
+    },
+    Table {
+        category: Secrets,
+        file: "tests/it/sessions.rs",
+        place: Place::Let(
+            "the_sessions_gitignore_always_ends_ignoring_everything",
+            "cases",
+        ),
+        outcomes: None,
+        case: |row| {
+            format!(
+                "`.bareagent/sessions/.gitignore` held {}",
+                value(row.item(0))
+            )
+        },
+        outcome: |row| {
+            either(
+                row.item(1),
+                "ignores everything; the file is left as it was",
+                "ignores everything after the session",
+            )
         },
     },
     Table {
