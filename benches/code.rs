@@ -23,9 +23,12 @@
 //! Knobs: `RUNS` (sessions for the latency, default 3; each has one cold
 //! and 10 warm calls), `BAREAGENT_BIN` (another build).
 
+#[path = "support/measured.rs"]
+mod measured;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
+use measured::bareagent;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -43,12 +46,6 @@ const NAME: &str = "render";
 const NEW_NAME: &str = "render_segments";
 /// Warm calls after the first, per session.
 const WARM: usize = 10;
-
-fn bareagent() -> PathBuf {
-    std::env::var_os("BAREAGENT_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
-}
 
 /// The sdist, downloaded with pip the first time.
 fn sdist() -> PathBuf {

@@ -12,11 +12,14 @@
 
 #[path = "support/figures.rs"]
 mod figures;
+#[path = "support/measured.rs"]
+mod measured;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 #[path = "support/proc_memory.rs"]
 mod proc_memory;
 
+use measured::bareagent;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,14 +44,6 @@ fn script(iterations: usize) -> Vec<Step> {
         .collect();
     steps.push(Reply::text("Done reading.").into());
     steps
-}
-
-/// The agent measured: this build, or `BAREAGENT_BIN` (another build, for
-/// a before figure in the same run).
-fn bareagent() -> std::path::PathBuf {
-    std::env::var_os("BAREAGENT_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
 }
 
 fn spawn_agent(dir: &Path, server: &ModelServer) -> Child {

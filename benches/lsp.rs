@@ -19,6 +19,8 @@
 
 #[path = "support/figures.rs"]
 mod figures;
+#[path = "support/measured.rs"]
+mod measured;
 
 // The client checks the events it received against their schema on drop.
 #[path = "../tests/support/event_schema.rs"]
@@ -32,6 +34,7 @@ mod model_server;
 #[path = "support/proc_memory.rs"]
 mod proc_memory;
 
+use measured::bareagent;
 use std::io::{BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -45,13 +48,6 @@ use model_server::{ModelServer, Reply, Step};
 use proc_memory::status_kib;
 use serde_json::{Value, json};
 
-/// The server measured: this build, or `BAREAGENT_BIN` (another build, for
-/// a before figure in the same run).
-fn bareagent() -> std::path::PathBuf {
-    std::env::var_os("BAREAGENT_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
-}
 const DEFAULT_LSP_AI: &str = "/tmp/lsp-ai/bin/lsp-ai";
 const LSP_AI_OPTIONS: &str = r#"{"memory":{"file_store":{}},"models":{}}"#;
 

@@ -19,20 +19,17 @@
 
 #[path = "support/figures.rs"]
 mod figures;
+#[path = "support/measured.rs"]
+mod measured;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
+use measured::bareagent;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use model_server::{ModelServer, Reply};
-
-fn bareagent() -> std::path::PathBuf {
-    std::env::var_os("BAREAGENT_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
-}
 
 fn quoted(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()

@@ -61,6 +61,8 @@
 
 #[path = "peers/agents.rs"]
 mod agents;
+#[path = "support/measured.rs"]
+mod measured;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 #[path = "support/proc_memory.rs"]
@@ -68,6 +70,7 @@ mod proc_memory;
 #[path = "peers/report.rs"]
 mod report;
 
+use measured::bareagent;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -390,11 +393,4 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 fn target_dir() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent().unwrap_or(tmp).to_path_buf()
-}
-
-/// Ours: this build, or `BAREAGENT_BIN`.
-fn bareagent() -> PathBuf {
-    std::env::var_os("BAREAGENT_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
 }

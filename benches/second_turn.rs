@@ -24,9 +24,11 @@
 //! server, no TLS front: what the figure is without TLS).
 
 // Its unit tests are compiled out here; their imports would warn.
-#[allow(unused_imports)]
 #[path = "../tests/support/event_schema.rs"]
 mod event_schema;
+#[allow(unused_imports)]
+#[path = "support/measured.rs"]
+mod measured;
 // Its unit tests are compiled out here; their imports would warn.
 #[allow(unused_imports)]
 #[path = "../tests/support/lsp_client.rs"]
@@ -34,8 +36,9 @@ mod lsp_client;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
 
+use measured::bareagent;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,13 +54,6 @@ use tokio::sync::oneshot;
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
 const SYSTEM_ROOTS_DIR: &str = "/etc/ssl/certs";
 const TURN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The build measured: this one, or `BAREAGENT_BIN`.
-fn bareagent() -> PathBuf {
-    std::env::var_os("BAREAGENT_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_bareagent").into())
-}
 
 fn main() {
     let runs: usize = std::env::var("RUNS")

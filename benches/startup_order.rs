@@ -39,9 +39,10 @@ use serde_json::json;
 const ORDER_FILE: &str = "build/startup-order.txt";
 
 fn bareagent() -> PathBuf {
+    // Relative to where the bench started: the scenarios run elsewhere.
     let bin = std::env::var_os("BAREAGENT_BIN").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/bareagent"),
-        PathBuf::from,
+        |path| std::path::absolute(&path).unwrap_or_else(|_| path.into()),
     );
     assert!(
         bin.is_file(),
