@@ -24,9 +24,9 @@
 //! server, no TLS front: what the figure is without TLS).
 
 // Its unit tests are compiled out here; their imports would warn.
+#[allow(unused_imports)]
 #[path = "../tests/support/event_schema.rs"]
 mod event_schema;
-#[allow(unused_imports)]
 #[path = "support/measured.rs"]
 mod measured;
 // Its unit tests are compiled out here; their imports would warn.
