@@ -5,17 +5,9 @@
 //! its client for the session sends on the connection it has.
 //!
 //! The model server is the scripted one (tests/support) behind a TLS front
-//! on 127.0.0.1: rustls, with a CA and a leaf for 127.0.0.1 made at run time
-//! (rcgen); each TLS connection is forwarded to a connection of its own to
-//! the server, so keep-alive passes through. The agent trusts the test CA
-//! the way any program on the machine is made to: reqwest's verifier reads
-//! the platform's roots (when the client is built), which
-//! rustls-native-certs takes from `SSL_CERT_FILE` and `SSL_CERT_DIR`: here
-//! the system's roots and the test CA in one file, and the system's folder
-//! of roots, the two places it finds on Debian when neither is set, so the
-//! root store costs what it costs with the system's roots. The front
-//! offers HTTP/1.1 only (all the scripted server speaks), where the APIs
-//! offer HTTP/2 as well.
+//! on 127.0.0.1 (tests/support/tls_front.rs), trusted through the
+//! system's roots and a test CA, so the root store costs what it costs a
+//! user.
 //!
 //! `cargo bench --bench second_turn`. Knobs: `RUNS` (default 20),
 //! `BAREAGENT_BIN` (the build measured; default this one),
@@ -35,24 +27,20 @@ mod measured;
 mod lsp_client;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
+// The tests read the test CA's certificate; a bench only serves with it.
+#[allow(dead_code)]
+#[path = "../tests/support/tls_front.rs"]
+mod tls_front;
 
 use measured::bareagent;
-use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lsp_client::{ClientOptions, LspClient};
 use model_server::{ModelServer, Reply};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::json;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tls_front::{TestTls, TlsFront};
 
-/// Where Debian and its kin keep the system's roots: one file, and a folder
-/// of a file each.
-const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
-const SYSTEM_ROOTS_DIR: &str = "/etc/ssl/certs";
 const TURN_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn main() {
@@ -63,13 +51,7 @@ fn main() {
         .max(1);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let plain = std::env::var("PLAIN").is_ok_and(|v| v == "1");
-    let (tls, ca) = test_tls();
-    let roots = dir.path().join("roots.pem");
-    let system = std::fs::read_to_string(SYSTEM_ROOTS).unwrap_or_else(|_| {
-        println!("no {SYSTEM_ROOTS}: the root store holds the test CA alone");
-        String::new()
-    });
-    std::fs::write(&roots, format!("{system}\n{ca}")).expect("write the roots");
+    let tls = TestTls::new(dir.path());
 
     let measured = match std::env::var_os("BAREAGENT_BIN") {
         Some(_) => "BAREAGENT_BIN",
@@ -82,12 +64,12 @@ fn main() {
     for (name, binary) in &builds {
         println!("{name}: {}", binary.display());
         // A warm-up (page cache), not recorded.
-        second_turn(binary, (!plain).then_some(&tls), &roots);
+        second_turn(binary, (!plain).then_some(&tls));
     }
     let mut times = vec![Vec::new(); builds.len()];
     for _ in 0..runs {
         for ((_, binary), times) in builds.iter().zip(&mut times) {
-            times.push(second_turn(binary, (!plain).then_some(&tls), &roots));
+            times.push(second_turn(binary, (!plain).then_some(&tls)));
         }
     }
     let over = if plain { "plain HTTP" } else { "HTTPS" };
@@ -110,25 +92,26 @@ fn main() {
 
 /// One language server, two turns; the second's ask → model request. With
 /// `tls`, the model server is behind a TLS front.
-fn second_turn(binary: &Path, tls: Option<&Arc<rustls::ServerConfig>>, roots: &Path) -> Duration {
+fn second_turn(binary: &Path, tls: Option<&TestTls>) -> Duration {
     let model = ModelServer::start(vec![Reply::text("one").into(), Reply::text("two").into()]);
     let backend = model
         .anthropic_base()
         .trim_start_matches("http://")
         .parse()
         .expect("the model server's address");
-    let front = tls.map(|tls| TlsFront::start(tls.clone(), backend));
+    let front = tls.map(|tls| TlsFront::start(tls.config.clone(), backend));
     let base_url = match &front {
         Some(front) => format!("https://{}", front.addr),
         None => model.anthropic_base(),
     };
     let root = tempfile::tempdir().expect("workspace");
     let mut options = ClientOptions::new(root.path());
-    options.env.extend([
-        ("ANTHROPIC_API_KEY".to_string(), "sk-bench".to_string()),
-        ("SSL_CERT_FILE".to_string(), roots.display().to_string()),
-        ("SSL_CERT_DIR".to_string(), SYSTEM_ROOTS_DIR.to_string()),
-    ]);
+    options
+        .env
+        .push(("ANTHROPIC_API_KEY".to_string(), "sk-bench".to_string()));
+    options
+        .env
+        .extend(tls.map(TestTls::env).into_iter().flatten());
     options.initialization_options = json!({
         "provider": "anthropic", "baseUrl": base_url, "permissionMode": "default",
     });
@@ -156,99 +139,4 @@ fn second_turn(binary: &Path, tls: Option<&Arc<rustls::ServerConfig>>, roots: &P
     assert_eq!(requests.len(), 2, "two model requests");
     client.shutdown();
     requests[1].received.duration_since(sent)
-}
-
-/// A server config for 127.0.0.1 under a CA made now, and the CA's
-/// certificate (PEM) for the client's roots.
-fn test_tls() -> (Arc<rustls::ServerConfig>, String) {
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "bareagent bench CA");
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
-    let issuer = rcgen::Issuer::new(ca, ca_key);
-    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
-    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("leaf params")
-        .signed_by(&leaf_key, &issuer)
-        .expect("leaf certificate");
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let chain: Vec<CertificateDer<'static>> = vec![leaf.der().clone()];
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("server certificate");
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    (Arc::new(config), ca_cert.pem())
-}
-
-/// TLS on 127.0.0.1 in front of a plain HTTP server: each connection
-/// accepted is forwarded to a connection of its own to `backend`. Dropping
-/// it stops it.
-struct TlsFront {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl TlsFront {
-    fn start(config: Arc<rustls::ServerConfig>, backend: SocketAddr) -> TlsFront {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("TLS front: bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("TLS front: address");
-        let (stop, stopped) = oneshot::channel();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("TLS front: runtime");
-            runtime.block_on(async move {
-                let listener = TcpListener::from_std(listener).expect("TLS front: listener");
-                let acceptor = tokio_rustls::TlsAcceptor::from(config);
-                let accept = async {
-                    while let Ok((stream, _)) = listener.accept().await {
-                        drop(tokio::spawn(forward(acceptor.clone(), stream, backend)));
-                    }
-                };
-                tokio::select! {
-                    _ = stopped => {}
-                    () = accept => {}
-                }
-            });
-        });
-        TlsFront {
-            addr,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for TlsFront {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// One client's connection: the handshake, then bytes both ways until
-/// either side closes.
-async fn forward(acceptor: tokio_rustls::TlsAcceptor, stream: TcpStream, backend: SocketAddr) {
-    let _ = stream.set_nodelay(true);
-    let Ok(mut tls) = acceptor.accept(stream).await else {
-        return;
-    };
-    let Ok(mut plain) = TcpStream::connect(backend).await else {
-        return;
-    };
-    let _ = plain.set_nodelay(true);
-    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
 }

@@ -12,6 +12,12 @@ pub enum ProviderError {
     #[error("{provider}: {}", self.reason())]
     Connect { provider: String, message: String },
 
+    /// The server's certificate did not verify: no root vouches for it, it
+    /// is for another name, it expired. Another attempt meets the same
+    /// certificate, so it is never retried.
+    #[error("{provider}: {}", self.reason())]
+    Certificate { provider: String, message: String },
+
     #[error("{provider}: {}", self.reason())]
     Status {
         provider: String,
@@ -97,6 +103,9 @@ impl ProviderError {
     pub fn reason(&self) -> String {
         match self {
             ProviderError::Connect { message, .. } => message.clone(),
+            ProviderError::Certificate { message, .. } => format!(
+                "{message} (the certificate is checked against the system's roots, or those SSL_CERT_FILE and SSL_CERT_DIR name)"
+            ),
             ProviderError::Status {
                 status, message, ..
             } => format!("HTTP {status}: {message}"),

@@ -8,17 +8,20 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::retry::{RetryObserver, RetryPolicy, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
 use super::wire::{CallHeader, SseDecoder};
 use super::{EventStream, ProviderError, StreamEvent};
+use crate::sync::Locked;
 
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
@@ -42,7 +45,7 @@ impl Default for HttpSettings {
 }
 
 pub(crate) struct HttpClient {
-    client: reqwest::Client,
+    client: ClientBuild,
     provider: &'static str,
     /// The model every request asks for: named when it refuses a setting.
     model: String,
@@ -52,6 +55,75 @@ pub(crate) struct HttpClient {
     /// Scrubbed from every error message (servers sometimes echo a bad
     /// key), longest first so a value holding another goes whole.
     secrets: Vec<String>,
+}
+
+/// The `reqwest` client, built on a thread of its own. With TLS, building
+/// it loads the system's root store: on a Debian machine some 300
+/// certificates, from a bundle and a folder, read and parsed, 5 ms and
+/// more. Built beside the rest of start-up (the settings, the session's
+/// files, the tools), it is ready by the first request instead of before
+/// everything else.
+struct ClientBuild {
+    built: tokio::sync::OnceCell<Result<reqwest::Client, String>>,
+    building: Mutex<Option<oneshot::Receiver<Result<reqwest::Client, String>>>>,
+}
+
+impl ClientBuild {
+    fn start(provider: &'static str, connect_timeout: Duration, tls: bool) -> ClientBuild {
+        let build = move || {
+            // reqwest is built without a default TLS provider (aws-lc takes
+            // minutes to compile on small machines); ring is installed once,
+            // here.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut builder = reqwest::Client::builder()
+                .connect_timeout(connect_timeout)
+                .user_agent(concat!("bareagent/", env!("CARGO_PKG_VERSION")));
+            if !tls {
+                // A plain-HTTP endpoint (a local model server) needs no
+                // roots. With none, a redirect to HTTPS fails verification.
+                builder = builder.tls_certs_only(Vec::new());
+            }
+            builder
+                .build()
+                .map_err(|error| format!("{provider}: HTTP client: {error}"))
+        };
+        let (send, receive) = oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("bareagent-http".into())
+            .spawn(move || {
+                let _ = send.send(build());
+            });
+        match spawned {
+            Ok(_) => ClientBuild {
+                built: tokio::sync::OnceCell::new(),
+                building: Mutex::new(Some(receive)),
+            },
+            // No thread to be had: built here, as it was before.
+            Err(_) => ClientBuild {
+                built: tokio::sync::OnceCell::new_with(Some(build())),
+                building: Mutex::new(None),
+            },
+        }
+    }
+
+    /// The client, once built (waiting for the build the first time).
+    async fn get(&self, provider: &'static str) -> Result<&reqwest::Client, ProviderError> {
+        let built = self
+            .built
+            .get_or_init(|| async {
+                let building = self.building.locked().take();
+                match building {
+                    Some(building) => building.await.unwrap_or_else(|_| {
+                        Err(format!("{provider}: HTTP client: its build failed"))
+                    }),
+                    None => Err(format!("{provider}: HTTP client: its build failed")),
+                }
+            })
+            .await;
+        built
+            .as_ref()
+            .map_err(|message| ProviderError::Config(message.clone()))
+    }
 }
 
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
@@ -64,32 +136,18 @@ impl HttpClient {
         headers: HeaderMap,
         mut secrets: Vec<String>,
         tls: bool,
-    ) -> Result<Self, ProviderError> {
-        // reqwest is built without a default TLS provider (aws-lc takes minutes
-        // to compile on small machines); ring is installed once, here.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .user_agent(concat!("bareagent/", env!("CARGO_PKG_VERSION")));
-        if !tls {
-            // A plain-HTTP endpoint (a local model server) needs no roots:
-            // the system's take ~10 ms and a few hundred KiB to load at
-            // start. With none, a redirect to HTTPS fails verification.
-            builder = builder.tls_certs_only(Vec::new());
-        }
-        let client = builder
-            .build()
-            .map_err(|error| ProviderError::Config(format!("{provider}: HTTP client: {error}")))?;
+    ) -> Self {
+        let client = ClientBuild::start(provider, settings.connect_timeout, tls);
         secrets.retain(|secret| !secret.is_empty());
         secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        Ok(HttpClient {
+        HttpClient {
             client,
             provider,
             model: model.to_string(),
             settings,
             headers,
             secrets,
-        })
+        }
     }
 
     /// POSTs `body` with the client's headers and `extra` (this call's
@@ -117,6 +175,8 @@ impl HttpClient {
     ) -> Result<reqwest::Response, ProviderError> {
         let mut request = self
             .client
+            .get(self.provider)
+            .await?
             .post(url)
             .header("content-type", "application/json")
             .headers(self.headers.clone());
@@ -129,7 +189,8 @@ impl HttpClient {
     /// GETs a JSON body once, without retries: for a question a person is
     /// waiting on (the model list), whose caller has an answer without it.
     pub async fn get_json(&self, url: &str) -> Result<Value, ProviderError> {
-        let request = self.client.get(url).headers(self.headers.clone());
+        let client = self.client.get(self.provider).await?;
+        let request = client.get(url).headers(self.headers.clone());
         let response = self.send_once(request, &Bytes::new()).await?;
         self.read_json(response).await
     }
@@ -145,9 +206,15 @@ impl HttpClient {
         let response = tokio::time::timeout(self.settings.idle_timeout, request.send())
             .await
             .map_err(|_| self.idle())?
-            .map_err(|error| ProviderError::Connect {
-                provider: self.provider.to_string(),
-                message: self.redact(&describe_send_error(&error)),
+            .map_err(|error| {
+                let provider = self.provider.to_string();
+                let message = self.redact(&describe_send_error(&error));
+                match tls_cause(&error) {
+                    Some(rustls::Error::InvalidCertificate(_)) => {
+                        ProviderError::Certificate { provider, message }
+                    }
+                    _ => ProviderError::Connect { provider, message },
+                }
             })?;
         if response.status().is_success() {
             return Ok(response);
@@ -486,8 +553,8 @@ fn describe_send_error(error: &reqwest::Error) -> String {
             _ => {}
         }
     }
-    if causes().any(|e| e.downcast_ref::<rustls::Error>().is_some()) {
-        return format!("TLS with {to} failed: {innermost}");
+    if let Some(tls) = tls_cause(error) {
+        return format!("TLS with {to} failed: {tls}");
     }
     if causes().any(|e| e.to_string().starts_with("dns error")) {
         return format!("cannot resolve the host {host} ({innermost})");
@@ -499,6 +566,27 @@ fn describe_send_error(error: &reqwest::Error) -> String {
         return format!("cannot connect to {to}: {innermost}");
     }
     format!("the request to {to} failed: {innermost}")
+}
+
+/// The TLS failure under a send error, if that is what it was. rustls's
+/// error reaches reqwest inside `io::Error`s (two, today), whose `source()`
+/// skips the error each wraps: those are opened here.
+fn tls_cause(error: &reqwest::Error) -> Option<&rustls::Error> {
+    std::iter::successors(Some(error as &dyn std::error::Error), |e| e.source())
+        .find_map(|e| unwrap_io(e).downcast_ref::<rustls::Error>())
+}
+
+/// What a chain of `io::Error`s wraps, innermost.
+fn unwrap_io<'e>(
+    mut error: &'e (dyn std::error::Error + 'static),
+) -> &'e (dyn std::error::Error + 'static) {
+    while let Some(inner) = error
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        error = inner;
+    }
+    error
 }
 
 /// reqwest's top-level message is vague ("error sending request"); the cause

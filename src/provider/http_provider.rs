@@ -52,7 +52,7 @@ impl<W: WireFormat> HttpProvider<W> {
             headers,
             credentials.secrets(),
             tls,
-        )?;
+        );
         let base_url = base_url.trim_end_matches('/');
         Ok(HttpProvider {
             http: Arc::new(http),

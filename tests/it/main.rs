@@ -28,6 +28,7 @@ mod first_use;
 mod fixtures;
 mod front_ends;
 mod helix;
+mod https;
 mod instructions;
 mod integrity;
 mod language_servers;

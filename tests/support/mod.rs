@@ -4,3 +4,4 @@
 pub mod event_schema;
 pub mod lsp_client;
 pub mod model_server;
+pub mod tls_front;

@@ -470,6 +470,30 @@ pub const TABLES: &[Table] = &[
     // ---- model-server faults ----
     Table {
         category: Faults,
+        file: "tests/it/https.rs",
+        place: Place::Let(
+            "the_model_is_reached_over_https_only_through_a_trusted_certificate",
+            "cases",
+        ),
+        outcomes: Some("Roots"),
+        case: |row| {
+            format!(
+                "{} (roots: {}; the base URL names {})",
+                prose(&row.item(0).text()),
+                said(row.item(1)),
+                value(row.item(2))
+            )
+        },
+        outcome: |row| {
+            either(
+                row.item(3),
+                "the turn reaches the model",
+                "refused at once, never retried: the certificate does not verify; nothing sent",
+            )
+        },
+    },
+    Table {
+        category: Faults,
         file: "tests/it/faults.rs",
         place: Place::For("status_errors_before_output_are_retried", "fault"),
         outcomes: None,
