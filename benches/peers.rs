@@ -69,6 +69,10 @@ mod model_server;
 mod proc_memory;
 #[path = "peers/report.rs"]
 mod report;
+// The tests read the test CA's certificate; a bench only serves with it.
+#[allow(dead_code)]
+#[path = "../tests/support/tls_front.rs"]
+mod tls_front;
 
 use measured::bareagent;
 use std::collections::BTreeMap;
@@ -115,6 +119,7 @@ fn main() {
     }
     let scratch = target.join("tmp/bench-peers");
     std::fs::create_dir_all(&scratch).expect("create target/tmp/bench-peers");
+    let tls = tls_front::TestTls::new(&scratch);
 
     let load_at_start = report::load_average();
     let mut samples: Vec<Samples> = agents.iter().map(|_| Samples::default()).collect();
@@ -122,7 +127,7 @@ fn main() {
         for i in 0..agents.len() {
             let at = (round + i) % agents.len();
             let (agent, into) = (&agents[at], &mut samples[at]);
-            if let Err(error) = turn(agent, &scratch, into) {
+            if let Err(error) = turn(agent, &scratch, &tls, into) {
                 panic!("{} (round {}): {error}", agent.name, round + 1);
             }
         }
@@ -159,7 +164,12 @@ fn main() {
 }
 
 /// One scripted turn of `agent`, measured into `samples`.
-fn turn(agent: &Agent, scratch: &Path, samples: &mut Samples) -> Result<(), String> {
+fn turn(
+    agent: &Agent,
+    scratch: &Path,
+    tls: &tls_front::TestTls,
+    samples: &mut Samples,
+) -> Result<(), String> {
     let run = tempfile::Builder::new()
         .prefix(&format!("{}-", agent.name))
         .tempdir_in(scratch)
@@ -174,8 +184,17 @@ fn turn(agent: &Agent, scratch: &Path, samples: &mut Samples) -> Result<(), Stri
 
     let server = ModelServer::start(agent.script(&work));
     agent.prepare(&server);
+    let front = agent.https.then(|| {
+        let backend = server.anthropic_base();
+        let backend = backend.trim_start_matches("http://").parse();
+        tls_front::TlsFront::start(tls.config.clone(), backend.expect("the server's address"))
+    });
+    let https = front.as_ref().map(|front| agents::Https {
+        base: format!("https://{}", front.addr),
+        env: tls.env(),
+    });
     let mut command = agent
-        .turn(&home, &work, &server)
+        .turn(&home, &work, &server, https.as_ref())
         .map_err(|e| format!("set up: {e}"))?;
     let output = |name: &str| std::fs::File::create(run.path().join(name)).map(Stdio::from);
     command

@@ -26,6 +26,10 @@ mod event_schema;
 mod lsp_client;
 #[path = "../tests/support/model_server.rs"]
 mod model_server;
+// The tests read the test CA's certificate; a bench only serves with it.
+#[allow(dead_code)]
+#[path = "../tests/support/tls_front.rs"]
+mod tls_front;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -109,14 +113,23 @@ fn callgrind(out: &Path) -> Vec<String> {
 }
 
 /// `run` on a wire: "anthropic", "openai" (Chat Completions, its default
-/// toward a local server) or "responses" (OpenAI's Responses API, as
-/// toward api.openai.com), with a clean environment as a user's shell has.
+/// toward a local server), "responses" (OpenAI's Responses API, as toward
+/// api.openai.com) or "https" (Anthropic over HTTPS, the system's roots
+/// loaded, as toward the real APIs), with a clean environment as a user's
+/// shell has.
 fn run_turn(out: &Path, wire: &str) {
     let dir = workspace();
     let home = tempfile::tempdir().expect("home");
     let server = ModelServer::start(script());
-    let (provider, base) = match wire {
-        "anthropic" => ("anthropic", server.anthropic_base()),
+    let tls = (wire == "https").then(|| tls_front::TestTls::new(home.path()));
+    let front = tls.as_ref().map(|tls| {
+        let backend = server.anthropic_base();
+        let backend = backend.trim_start_matches("http://").parse();
+        tls_front::TlsFront::start(tls.config.clone(), backend.expect("the server's address"))
+    });
+    let (provider, base) = match (wire, &front) {
+        (_, Some(front)) => ("anthropic", format!("https://{}", front.addr)),
+        ("anthropic", _) => ("anthropic", server.anthropic_base()),
         _ => ("openai", server.openai_base()),
     };
     if wire == "responses" {
@@ -136,6 +149,7 @@ fn run_turn(out: &Path, wire: &str) {
         .env("HOME", home.path())
         .env("ANTHROPIC_API_KEY", "bench-key")
         .env("OPENAI_API_KEY", "bench-key")
+        .envs(tls.iter().flat_map(tls_front::TestTls::env))
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -151,23 +165,36 @@ fn edited(dir: &Path) {
     assert!(text.contains("line 3: edited"), "the turn did not edit");
 }
 
-/// The language server's start: `initialize`, `initialized`, `shutdown`.
-fn lsp_start(out: &Path) {
-    let dir = workspace();
-    let mut options = ClientOptions::new(dir.path());
+/// The language server under callgrind, in `dir`.
+fn lsp_options(out: &Path, dir: &Path) -> ClientOptions {
+    let mut options = ClientOptions::new(dir);
     options.args = callgrind(out);
     options.args.push(bareagent().display().to_string());
-    let client = LspClient::start(Path::new("valgrind"), options);
+    options
+}
+
+/// The language server's start: `initialize`, `initialized`, the editor's
+/// settings asked for and given (what it does before it idles), `shutdown`.
+fn lsp_start(out: &Path) {
+    let dir = workspace();
+    let client = LspClient::start(Path::new("valgrind"), lsp_options(out, dir.path()));
     client.initialize();
+    client.wait_until(Duration::from_secs(60), "workspace/configuration", |c| {
+        c.server_requests()
+            .iter()
+            .any(|(method, _)| method == "workspace/configuration")
+    });
+    // Answered in order after the settings were taken in.
+    client
+        .execute("bareagent.status", json!([]))
+        .expect("status");
     assert!(client.shutdown().success(), "the language server failed");
 }
 
 fn lsp_turn(out: &Path) {
     let dir = workspace();
     let server = ModelServer::start(script());
-    let mut options = ClientOptions::new(dir.path());
-    options.args = callgrind(out);
-    options.args.push(bareagent().display().to_string());
+    let mut options = lsp_options(out, dir.path());
     options
         .env
         .push(("ANTHROPIC_API_KEY".into(), "bench-key".into()));
@@ -272,7 +299,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     type Scenario = (&'static str, fn(&Path));
-    let scenarios: [Scenario; 6] = [
+    let scenarios: [Scenario; 7] = [
         ("lsp start", lsp_start),
         ("acp start", acp_start),
         ("run, Anthropic", |out| run_turn(out, "anthropic")),
@@ -280,6 +307,7 @@ fn main() {
         ("run, OpenAI Chat Completions", |out| {
             run_turn(out, "openai")
         }),
+        ("run, Anthropic over HTTPS", |out| run_turn(out, "https")),
         ("lsp turn", lsp_turn),
     ];
     let mut runs = Vec::new();
@@ -290,16 +318,22 @@ fn main() {
         println!("startup_order: {name}: {} functions", functions.len());
         runs.push(functions);
     }
-    let [lsp, acp, anthropic, responses, chat, turn] = &runs[..] else {
-        unreachable!("six scenarios")
+    let [lsp, acp, anthropic, responses, chat, https, turn] = &runs[..] else {
+        unreachable!("seven scenarios")
     };
     let run: Vec<&String> = anthropic.iter().chain(responses).chain(chat).collect();
     let in_lsp: std::collections::HashSet<&String> = lsp.iter().collect();
     // `run`'s and the idle language server's pages are the budgets: each
     // set is laid out in one stretch, `run`'s own, then what both run,
     // then the language server's own; then what `acp` and a language
-    // server's turn add.
-    let groups: [Vec<&String>; 5] = [
+    // server's turn add. Before them all, what HTTPS adds to `run` (the
+    // root store, the handshake): next to `run`'s stretch, never inside it.
+    let in_run: std::collections::HashSet<&String> = run.iter().copied().collect();
+    let groups: [Vec<&String>; 6] = [
+        https
+            .iter()
+            .filter(|f| !in_run.contains(f) && !in_lsp.contains(f))
+            .collect(),
         run.iter()
             .copied()
             .filter(|f| !in_lsp.contains(f))

@@ -70,6 +70,16 @@ pub struct Agent {
     program: PathBuf,
     /// The launcher's Node, put first on its `PATH` (it runs `env node`).
     node: Option<PathBuf>,
+    /// Speaks to the server over HTTPS, as to the real APIs: a TLS front
+    /// before it, trusted through the system's roots and a test CA.
+    pub https: bool,
+}
+
+/// Where an agent over HTTPS finds the server: the TLS front's address,
+/// and the environment that makes it trust the front.
+pub struct Https {
+    pub base: String,
+    pub env: [(String, String); 2],
 }
 
 /// Where `scripts/bench-peers --install` puts the peers: npm's layout
@@ -118,6 +128,17 @@ pub fn available(bareagent: &Path, peers: &Installed) -> (Vec<Agent>, Vec<&'stat
             Kind::Bareagent,
             bareagent,
         ),
+        // The other rows speak plain HTTP; this one pays for TLS as a user
+        // does: the root store loaded, the handshake.
+        Agent {
+            https: true,
+            ..Agent::new(
+                "bareagent-anthropic-https",
+                Wire::Anthropic,
+                Kind::Bareagent,
+                bareagent,
+            )
+        },
     ];
     let mut missing = Vec::new();
     let mut add = |agent: Agent, present: bool| {
@@ -162,6 +183,7 @@ impl Agent {
             kind,
             program: program.to_path_buf(),
             node: None,
+            https: false,
         }
     }
 
@@ -222,14 +244,26 @@ impl Agent {
     }
 
     /// The turn: the agent's non-interactive mode, in `work`, with `home`
-    /// as its home, pointed at `server`.
-    pub fn turn(&self, home: &Path, work: &Path, server: &ModelServer) -> std::io::Result<Command> {
+    /// as its home, pointed at `server` (through `https` when it is given).
+    pub fn turn(
+        &self,
+        home: &Path,
+        work: &Path,
+        server: &ModelServer,
+        https: Option<&Https>,
+    ) -> std::io::Result<Command> {
         let mut command = self.command(home);
         command.current_dir(work);
+        if let Some(https) = https {
+            command.envs(https.env.iter().map(|(k, v)| (k, v)));
+        }
         match self.kind {
             Kind::Bareagent => {
                 let (provider, base) = match self.wire {
-                    Wire::Anthropic => ("anthropic", server.anthropic_base()),
+                    Wire::Anthropic => match https {
+                        Some(https) => ("anthropic", https.base.clone()),
+                        None => ("anthropic", server.anthropic_base()),
+                    },
                     Wire::Responses => {
                         // Our OpenAI provider speaks the Responses API to
                         // api.openai.com and Chat Completions to other
