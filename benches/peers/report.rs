@@ -367,7 +367,14 @@ fn command() -> String {
 /// Which bareagent was measured: this build, or `BAREAGENT_BIN`.
 fn measured() -> String {
     match std::env::var("BAREAGENT_BIN") {
-        Ok(path) => format!("bareagent from `{path}` at {}", commit()),
+        Ok(path) => {
+            // Named as from the repository, where it is under it.
+            let here = std::env::current_dir().unwrap_or_default();
+            let shown = Path::new(&path)
+                .strip_prefix(&here)
+                .map_or_else(|_| path.clone(), |relative| relative.display().to_string());
+            format!("bareagent from `{shown}` at {}", commit())
+        }
         Err(_) => format!("{} build of {}", build(), commit()),
     }
 }
