@@ -18,8 +18,11 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use ring::hmac;
+
+use crate::sync::Locked;
 
 /// `{"mac":"` + 64 hex digits + `",`: what a line starts with.
 const PREFIX: &[u8] = b"{\"mac\":\"";
@@ -31,15 +34,38 @@ const KEY_LEN: usize = 32;
 #[derive(Clone, Debug)]
 pub struct SessionKey(hmac::Key);
 
+/// The user's key, once loaded or made: every session of the process signs
+/// with it. A failure is not kept (the user may mend the file meanwhile).
+static USER_KEY: Mutex<Option<SessionKey>> = Mutex::new(None);
+
 impl SessionKey {
     /// The user's key, made on first use: `<state>/bareagent/session-key`
     /// (see `vouch::state_dir`). Refused, never replaced, if it is not a
     /// private regular file of this user's: a key others could read signs
     /// nothing.
     pub fn load_or_create() -> Result<SessionKey, String> {
+        let mut kept = USER_KEY.locked();
+        if let Some(key) = kept.as_ref() {
+            return Ok(key.clone());
+        }
         let base = super::vouch::state_dir()
             .ok_or("no state directory (set HOME or XDG_STATE_HOME), so no session key")?;
-        Self::in_state_dir(&base)
+        let key = Self::in_state_dir(&base)?;
+        *kept = Some(key.clone());
+        Ok(key)
+    }
+
+    /// Loads the user's key on a thread of its own, so that the first
+    /// session finds it ready. The first time, making it syncs a file to
+    /// disk: a millisecond that came before the first model request.
+    pub fn prepare() {
+        let _ = std::thread::Builder::new()
+            .name("bareagent-key".into())
+            .spawn(|| {
+                if let Err(error) = SessionKey::load_or_create() {
+                    tracing::debug!(%error, "the session key, loaded ahead");
+                }
+            });
     }
 
     /// The key under `base` (the user's state directory).
