@@ -710,7 +710,17 @@ fn clean_stale_temp_files_once(paths: &PathResolver) {
     let paths = paths.clone();
     let spawned = std::thread::Builder::new()
         .name("bareagent-clean-temp".into())
-        .spawn(move || clean_stale_temp_files(&paths));
+        .spawn(move || {
+            // Nothing waits for it: at the lowest priority it takes no CPU
+            // from the start of the turn (a large tree's walk is seconds).
+            // On Linux a thread's nice value is its own; `0` is this thread.
+            // SAFETY: setpriority has no memory preconditions.
+            #[cfg(target_os = "linux")]
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+            }
+            clean_stale_temp_files(&paths)
+        });
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot start cleaning stale temporary files");
     }
