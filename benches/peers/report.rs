@@ -325,7 +325,10 @@ turn include side requests. Each agent runs with a fresh home, a clean
 environment, and its telemetry, update checks, error reports and plugin
 downloads off through its documented settings (`benches/peers/agents.rs`).
 bareagent's OpenAI row speaks the Responses API, as it does to
-api.openai.com and as Codex does.
+api.openai.com and as Codex does. Every row but one speaks plain HTTP to
+the server; `bareagent-anthropic-https` reaches it through a TLS front on
+127.0.0.1, trusting it by the system's roots and a test CA, so it pays
+what a user pays for TLS: the root store loaded, the handshake.
 ";
 
 fn print_table(rows: &[Vec<String>]) {
