@@ -2,7 +2,8 @@
 //! binary (`.ci/run` runs them before the tests):
 //!
 //! - `bareagent run`'s peak RSS on the scripted read → edit → answer turn,
-//!   on both wires: `target/bench/peers.json` (`cargo bench --bench peers`);
+//!   on both wires and over HTTPS: `target/bench/peers.json` (`cargo bench
+//!   --bench peers`);
 //! - the language server's idle RSS, 500 ms after `initialized`:
 //!   `target/bench/lsp.jsonl` (`SECTIONS=start BENCH_JSON=… cargo bench
 //!   --bench lsp`).
@@ -68,12 +69,20 @@ fn check(peers: &str, lsp_lines: &str) -> Result<Vec<String>, String> {
         ));
     }
     let mut failures = Vec::new();
-    for agent in ["bareagent-anthropic", "bareagent-openai"] {
-        // The highest of the runs: a peak budget, not a typical one.
-        let kib = peers["agents"][agent]["peak_rss_largest_kib"]["max"]
+    // The plain-HTTP rows on their highest run: a peak budget, not a
+    // typical one. The HTTPS row on its median: its highest run moves by a
+    // MiB from run to run with the handshake's allocations (8.7–10.3 MiB in
+    // 20 runs), which would make the check a coin toss at the budget.
+    for (agent, of) in [
+        ("bareagent-anthropic", "max"),
+        ("bareagent-openai", "max"),
+        ("bareagent-anthropic-https", "median"),
+    ] {
+        let kib = peers["agents"][agent]["peak_rss_largest_kib"][of]
             .as_f64()
             .ok_or_else(|| format!("peers.json has no {agent} peak RSS"))?;
-        let what = format!("`bareagent run` peak RSS ({agent}, highest run)");
+        let which = if of == "max" { "highest run" } else { "median" };
+        let what = format!("`bareagent run` peak RSS ({agent}, {which})");
         failures.extend(over_budget(&what, kib * KIB, RUN_PEAK_BUDGET));
     }
     let idle = lsp_lines
@@ -126,13 +135,15 @@ fn the_release_binary_stays_within_its_memory_budgets() {
 /// The check itself, on figures either side of each budget's slack.
 #[test]
 fn a_figure_over_its_budget_by_more_than_the_slack_fails() {
-    let peers = |anthropic_kib: f64, build: &str| {
+    let peers_with = |anthropic_kib: f64, https_kib: f64, build: &str| {
         serde_json::json!({"build": build, "bareagent_bin": null, "agents": {
             "bareagent-anthropic": {"peak_rss_largest_kib": {"median": 9000.0, "max": anthropic_kib}},
             "bareagent-openai": {"peak_rss_largest_kib": {"median": 9000.0, "max": 9000.0}},
+            "bareagent-anthropic-https": {"peak_rss_largest_kib": {"median": https_kib, "max": 12000.0}},
         }})
         .to_string()
     };
+    let peers = |anthropic_kib: f64, build: &str| peers_with(anthropic_kib, 9000.0, build);
     let lsp = |mib: f64| {
         format!(
             "{{\"bench\":\"lsp\",\"name\":\"language server: spawn → `initialize` answer (median)\",\"value\":3.0}}\n\
@@ -149,6 +160,11 @@ fn a_figure_over_its_budget_by_more_than_the_slack_fails() {
     let failures = check(&peers(9000.0, "release"), &lsp(8.9e6 / MIB)).expect("parsed");
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(failures[0].contains("language server"), "{failures:?}");
+    // The HTTPS row is checked on its median (its highest run, 12 MB here,
+    // is not).
+    let failures = check(&peers_with(9000.0, 11.1e6 / KIB, "release"), &lsp(5.0)).expect("parsed");
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("https, median"), "{failures:?}");
     // A debug build's figures are not the release binary's.
     assert!(check(&peers(9000.0, "dev"), &lsp(5.0)).is_err());
     let measured = |bin: &str| {
