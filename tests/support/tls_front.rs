@@ -47,14 +47,21 @@ impl TestTls {
     }
 
     /// The environment that makes an agent trust the test CA, with the
-    /// system's roots as well.
+    /// system's roots as well (on a machine without a folder of them, the
+    /// folder of the roots file, which holds nothing else).
     pub fn env(&self) -> [(String, String); 2] {
+        let system = Path::new(SYSTEM_ROOTS_DIR);
+        let dir = if system.is_dir() {
+            system
+        } else {
+            self.roots.parent().unwrap_or(Path::new("."))
+        };
         [
             (
                 "SSL_CERT_FILE".to_string(),
                 self.roots.display().to_string(),
             ),
-            ("SSL_CERT_DIR".to_string(), SYSTEM_ROOTS_DIR.to_string()),
+            ("SSL_CERT_DIR".to_string(), dir.display().to_string()),
         ]
     }
 }
