@@ -8,7 +8,6 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +20,6 @@ use super::retry::{RetryObserver, RetryPolicy, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
 use super::wire::{CallHeader, SseDecoder};
 use super::{EventStream, ProviderError, StreamEvent};
-use crate::sync::Locked;
 
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
@@ -65,7 +63,9 @@ pub(crate) struct HttpClient {
 /// everything else.
 struct ClientBuild {
     built: tokio::sync::OnceCell<Result<reqwest::Client, String>>,
-    building: Mutex<Option<oneshot::Receiver<Result<reqwest::Client, String>>>>,
+    /// Awaited in place, never taken out: a first request cancelled while
+    /// it waits leaves it for the next one.
+    building: tokio::sync::Mutex<Option<oneshot::Receiver<Result<reqwest::Client, String>>>>,
 }
 
 impl ClientBuild {
@@ -94,15 +94,19 @@ impl ClientBuild {
                 let _ = send.send(build());
             });
         match spawned {
-            Ok(_) => ClientBuild {
-                built: tokio::sync::OnceCell::new(),
-                building: Mutex::new(Some(receive)),
-            },
+            Ok(_) => ClientBuild::waiting_for(receive),
             // No thread to be had: built here, as it was before.
             Err(_) => ClientBuild {
                 built: tokio::sync::OnceCell::new_with(Some(build())),
-                building: Mutex::new(None),
+                building: tokio::sync::Mutex::new(None),
             },
+        }
+    }
+
+    fn waiting_for(receive: oneshot::Receiver<Result<reqwest::Client, String>>) -> ClientBuild {
+        ClientBuild {
+            built: tokio::sync::OnceCell::new(),
+            building: tokio::sync::Mutex::new(Some(receive)),
         }
     }
 
@@ -111,12 +115,10 @@ impl ClientBuild {
         let built = self
             .built
             .get_or_init(|| async {
-                let building = self.building.locked().take();
-                match building {
-                    Some(building) => building.await.unwrap_or_else(|_| {
-                        Err(format!("{provider}: HTTP client: its build failed"))
-                    }),
-                    None => Err(format!("{provider}: HTTP client: its build failed")),
+                let failed = || Err(format!("{provider}: HTTP client: its build failed"));
+                match self.building.lock().await.as_mut() {
+                    Some(building) => building.await.unwrap_or_else(|_| failed()),
+                    None => failed(),
                 }
             })
             .await;
@@ -605,6 +607,20 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::{refused_setting, says_context_too_long, sent_for};
+
+    /// A first request cancelled while the client is still being built
+    /// (a turn cancelled in its first milliseconds) leaves the build for
+    /// the next request, which gets what the build made.
+    #[tokio::test]
+    async fn a_wait_for_the_client_cancelled_leaves_it_for_the_next() {
+        let (send, receive) = tokio::sync::oneshot::channel();
+        let build = super::ClientBuild::waiting_for(receive);
+        let first = tokio::time::timeout(std::time::Duration::ZERO, build.get("test")).await;
+        assert!(first.is_err(), "still building: the wait is cancelled");
+        send.send(Err("made by the build".to_string())).unwrap();
+        let second = build.get("test").await.map(|_| ()).unwrap_err();
+        assert_eq!(second.to_string(), "made by the build");
+    }
 
     #[test]
     fn a_refused_setting_is_told_from_other_bad_requests() {
