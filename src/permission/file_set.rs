@@ -15,11 +15,14 @@ use std::borrow::Cow;
 
 use globset::{GlobSet, GlobSetBuilder};
 
-/// Paths matching any of some globs, or holding any of some names.
+/// Paths matching any of some globs, holding any of some names, or under
+/// some folders.
 pub struct FileSet {
     globs: GlobSet,
     /// Each name's components, folded: a path holding them in a row matches.
     names: Vec<Vec<String>>,
+    /// Each folder's components, folded: a path starting with them matches.
+    folders: Vec<Vec<String>>,
 }
 
 impl FileSet {
@@ -36,6 +39,7 @@ impl FileSet {
         FileSet {
             globs: set.build().unwrap_or_else(|_| GlobSet::empty()),
             names: Vec::new(),
+            folders: Vec::new(),
         }
     }
 
@@ -48,18 +52,27 @@ impl FileSet {
         self
     }
 
+    /// Also the workspace folder at `relative` and everything in it, its
+    /// name taken literally (no glob).
+    pub fn under(mut self, relative: &str) -> FileSet {
+        self.folders.push(components(&fold(relative)));
+        self
+    }
+
     pub fn is_match(&self, path: &str) -> bool {
         let path = fold(path);
         if self.globs.is_match(path.as_ref()) {
             return true;
         }
         let parts = components(&path);
-        self.names.iter().any(|name| {
+        let holds = |name: &Vec<String>| {
             !name.is_empty()
                 && parts
                     .windows(name.len())
                     .any(|window| window.iter().eq(name.iter()))
-        })
+        };
+        let under = |folder: &Vec<String>| !folder.is_empty() && parts.starts_with(folder);
+        self.names.iter().any(holds) || self.folders.iter().any(under)
     }
 }
 
@@ -165,6 +178,29 @@ mod tests {
                 !old.is_match(path) || expected,
                 "globset matches {path:?}, the set does not"
             );
+        }
+    }
+
+    /// A folder is taken literally, whatever its name holds: a glob's
+    /// escape character, its metacharacters. (folder, path, matches)
+    #[test]
+    fn a_folder_is_matched_by_its_name_literally() {
+        let cases = [
+            ("hooks\\", "hooks\\/pre-commit", true),
+            ("a\\b", "a\\b/x", true),
+            ("a\\b", "ab/x", false),
+            ("[x]", "[x]/pre-push", true),
+            ("[x]", "x/pre-push", false),
+            ("*", "anything/else", false),
+            (".githooks/", ".GitHooks/pre-commit", true),
+            (".githooks", ".githooks", true),
+            (".githooks", ".githooks-old/pre-commit", false),
+            ("tools/hooks", "tools/hooks/post-merge", true),
+            ("tools/hooks", "other/tools/hooks/post-merge", false),
+        ];
+        for (folder, path, expected) in cases {
+            let set = FileSet::new::<&str>([]).under(folder);
+            assert_eq!(set.is_match(path), expected, "{folder:?} {path:?}");
         }
     }
 

@@ -242,21 +242,16 @@ pub const POWER_FILES: [&str; 20] = [
 
 /// The power files. Credentials and what the user's shell runs are power
 /// files too: `.ssh/authorized_keys`, `.bashrc` in a workspace at `$HOME`.
-fn power_files(extra: &[String]) -> FileSet {
-    FileSet::new(
-        POWER_FILES
-            .iter()
-            .copied()
-            .chain(extra.iter().map(String::as_str)),
-    )
-    .anywhere(secret_files::HOME_SECRETS)
-    .anywhere(secret_files::HOME_RUNS)
+fn power_files() -> FileSet {
+    FileSet::new(POWER_FILES)
+        .anywhere(secret_files::HOME_SECRETS)
+        .anywhere(secret_files::HOME_RUNS)
 }
 
 /// Built at the first check, once per process: every gate shares them.
 static SENSITIVE: LazyLock<FileSet> =
     LazyLock::new(|| FileSet::new(SENSITIVE_FILES).anywhere(secret_files::HOME_SECRETS));
-static POWER: LazyLock<FileSet> = LazyLock::new(|| power_files(&[]));
+static POWER: LazyLock<FileSet> = LazyLock::new(power_files);
 
 /// What a file tool that lists or searches many files may show of one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -322,11 +317,9 @@ impl PermissionGate {
     /// holds as power files: the folder git's `core.hooksPath` names, whose
     /// programs the user's next commit runs.
     pub fn with_power_folder(mut self, relative: &str) -> Self {
-        let folder = globset::escape(relative.trim_end_matches('/'));
-        self.power = Some(Arc::new(power_files(&[
-            folder.clone(),
-            format!("{folder}/**"),
-        ])));
+        // A folder, not a glob: its name may hold any character (`\`
+        // escapes in a glob, and would drop or change the pattern).
+        self.power = Some(Arc::new(power_files().under(relative)));
         self
     }
 

@@ -164,6 +164,14 @@ pub const TABLES: &[Table] = &[
     Table {
         category: Gate,
         file: "src/permission/file_set.rs",
+        place: Place::Let("a_folder_is_matched_by_its_name_literally", "cases"),
+        outcomes: None,
+        case: |row| format!("folder {}, path {}", value(row.item(0)), value(row.item(1))),
+        outcome: |row| either(row.item(2), "under it (a power file)", "not under it"),
+    },
+    Table {
+        category: Gate,
+        file: "src/permission/file_set.rs",
         place: Place::Let("matches_what_case_insensitive_globs_match", "cases"),
         outcomes: None,
         case: |row| format!("path {}", value(row.item(0))),
