@@ -34,9 +34,9 @@ const KEY_LEN: usize = 32;
 #[derive(Clone, Debug)]
 pub struct SessionKey(hmac::Key);
 
-/// The user's key, once loaded or made: every session of the process signs
-/// with it. A failure is not kept (the user may mend the file meanwhile).
-static USER_KEY: Mutex<Option<SessionKey>> = Mutex::new(None);
+/// Held while the user's key is read or made: a session started while
+/// [`SessionKey::prepare`] makes it waits for that key, not a second one.
+static MAKING: Mutex<()> = Mutex::new(());
 
 impl SessionKey {
     /// The user's key, made on first use: `<state>/bareagent/session-key`
@@ -44,20 +44,17 @@ impl SessionKey {
     /// private regular file of this user's: a key others could read signs
     /// nothing.
     pub fn load_or_create() -> Result<SessionKey, String> {
-        let mut kept = USER_KEY.locked();
-        if let Some(key) = kept.as_ref() {
-            return Ok(key.clone());
-        }
+        // Read each time (a key moved away is not signed with again), one
+        // caller at a time: a second waits for the first's new key.
+        let _one_at_a_time = MAKING.locked();
         let base = super::vouch::state_dir()
             .ok_or("no state directory (set HOME or XDG_STATE_HOME), so no session key")?;
-        let key = Self::in_state_dir(&base)?;
-        *kept = Some(key.clone());
-        Ok(key)
+        Self::in_state_dir(&base)
     }
 
-    /// Loads the user's key on a thread of its own, so that the first
-    /// session finds it ready. The first time, making it syncs a file to
-    /// disk: a millisecond that came before the first model request.
+    /// Makes the user's key, if there is none yet, on a thread of its own,
+    /// so that the first session finds it made: making it syncs a file to
+    /// disk, a millisecond that came before the first model request.
     pub fn prepare() {
         let _ = std::thread::Builder::new()
             .name("bareagent-key".into())
