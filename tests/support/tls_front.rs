@@ -34,10 +34,12 @@ pub struct TestTls {
 
 impl TestTls {
     /// A CA and a leaf for 127.0.0.1, made now; the roots file (the
-    /// system's and the CA) is written in `dir`.
+    /// system's and the CA) is written in a folder of its own in `dir`.
     pub fn new(dir: &Path) -> TestTls {
         let (config, ca) = test_tls();
-        let roots = dir.join("roots.pem");
+        let folder = dir.join("test-roots");
+        std::fs::create_dir_all(&folder).expect("a folder for the roots");
+        let roots = folder.join("roots.pem");
         let system = std::fs::read_to_string(SYSTEM_ROOTS).unwrap_or_else(|_| {
             println!("no {SYSTEM_ROOTS}: the root store holds the test CA alone");
             String::new()
@@ -48,7 +50,7 @@ impl TestTls {
 
     /// The environment that makes an agent trust the test CA, with the
     /// system's roots as well (on a machine without a folder of them, the
-    /// folder of the roots file, which holds nothing else).
+    /// roots file's own folder, which holds nothing else).
     pub fn env(&self) -> [(String, String); 2] {
         let system = Path::new(SYSTEM_ROOTS_DIR);
         let dir = if system.is_dir() {
