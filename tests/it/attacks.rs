@@ -187,6 +187,37 @@ fn cases() -> Vec<Case> {
             expected: Asked,
             never_shows: None,
         },
+        // Power files in another case: one file on a case-insensitive disk.
+        Case {
+            name: "write a git hook spelled .GIT (macOS, Windows: the same folder)",
+            mode: PermissionMode::AcceptEdits,
+            allow: &["write_file"],
+            deny: &[],
+            tool: "write_file",
+            input: json!({"path": ".GIT/hooks/pre-commit", "content": "rm -rf victim"}),
+            expected: Asked,
+            never_shows: None,
+        },
+        Case {
+            name: "write authorized_keys under a .SSH spelled in capitals",
+            mode: PermissionMode::AcceptEdits,
+            allow: &["write_file"],
+            deny: &[],
+            tool: "write_file",
+            input: json!({"path": "home/.SSH/authorized_keys", "content": "rm -rf victim"}),
+            expected: Asked,
+            never_shows: None,
+        },
+        Case {
+            name: "write a gh token under .Config/GH",
+            mode: PermissionMode::AcceptEdits,
+            allow: &["write_file"],
+            deny: &[],
+            tool: "write_file",
+            input: json!({"path": "home/.Config/GH/hosts.yml", "content": "rm -rf victim"}),
+            expected: Asked,
+            never_shows: None,
+        },
         // Instructions are read into the system prompt of every later turn:
         // writing one steers the agent from then on.
         Case {
