@@ -6,12 +6,21 @@
 //! [`workspace::Workspace`] (files), [`permission::Approver`] (the user's yes or
 //! no) and [`events::EventSink`] (what the user sees).
 
+// Outside tests nothing panics on a value that came from outside: a
+// `Result` or `Option` is handled, or `unwrap_or`-ed with a reason. Each
+// `unsafe` block says why it is sound in a `// SAFETY:` comment.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::undocumented_unsafe_blocks
+)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod config_files;
-pub mod diagnostics;
 pub mod diff;
 pub mod events;
 #[doc(hidden)]

@@ -1,3 +1,9 @@
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::undocumented_unsafe_blocks
+)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -15,6 +15,7 @@
 mod beneath;
 mod encoding;
 mod look;
+pub mod reported;
 mod view;
 
 pub use encoding::Legacy;
@@ -504,7 +505,7 @@ pub trait Workspace: Send + Sync {
 
     /// What the editor's own language servers report about files, where
     /// the editor sends it. None on disk.
-    fn diagnostics(&self) -> Option<Arc<crate::diagnostics::EditorDiagnostics>> {
+    fn diagnostics(&self) -> Option<Arc<reported::EditorDiagnostics>> {
         None
     }
 

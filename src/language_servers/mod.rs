@@ -40,10 +40,10 @@ pub use config::{CodeSettings, Resolved, ServerConfig, Sources};
 pub use served::ServedWorkspace;
 pub use server::Status;
 
-use crate::diagnostics::{Diagnostic, EditorDiagnostics, Severity};
 use crate::sandbox::Sandbox;
 use crate::tools::code::{CodeError, Intelligence};
 use crate::workspace::Workspace;
+use crate::workspace::reported::{Diagnostic, EditorDiagnostics, Severity};
 use server::{Server, Timeouts};
 
 /// The language servers of one session.

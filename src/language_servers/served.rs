@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::LanguageServers;
-use crate::diagnostics::EditorDiagnostics;
+use crate::workspace::reported::EditorDiagnostics;
 use crate::workspace::{
     Buffers, ClientTerminal, CommandViews, FileText, PathResolver, Restore, Workspace,
     WorkspaceError,

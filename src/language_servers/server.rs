@@ -16,10 +16,10 @@ use tower_lsp_server::ls_types::{self, Uri};
 use super::capabilities::{client_capabilities, supports};
 use super::config::ServerSpec;
 use super::connection::{Answers, Connection, Failure, Notified};
-use crate::diagnostics::EditorDiagnostics;
 use crate::sandbox::Sandbox;
 use crate::sync::Locked;
 use crate::tools::code::CodeError;
+use crate::workspace::reported::EditorDiagnostics;
 
 /// Failed starts in a row after which a server is not tried again.
 pub const MAX_STARTS: u32 = 3;
@@ -522,8 +522,8 @@ mod tests {
         let kept = store.of(&path).expect("the report on the version sent");
         assert_eq!(
             kept,
-            [crate::diagnostics::Diagnostic {
-                severity: crate::diagnostics::Severity::Warning,
+            [crate::workspace::reported::Diagnostic {
+                severity: crate::workspace::reported::Severity::Warning,
                 line: 2,
                 column: 5,
                 end_line: 2,

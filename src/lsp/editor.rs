@@ -61,7 +61,7 @@ impl Workspace for EditorWorkspace {
         self.disk.paths()
     }
 
-    fn diagnostics(&self) -> Option<Arc<crate::diagnostics::EditorDiagnostics>> {
+    fn diagnostics(&self) -> Option<Arc<crate::workspace::reported::EditorDiagnostics>> {
         let diagnostics = &self.state.diagnostics;
         diagnostics.any().then(|| diagnostics.clone())
     }

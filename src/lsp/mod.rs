@@ -7,7 +7,7 @@ mod approvals;
 mod chat;
 mod code;
 mod compact;
-mod diagnostics;
+mod diagnostics_from_lsp;
 pub(crate) mod documents;
 mod editor;
 pub mod editor_event;
@@ -56,7 +56,7 @@ pub async fn serve(client_process_id: Option<u32>) -> bool {
     .custom_method(
         "bareagent/diagnostics",
         |backend: &server::Backend, params| {
-            diagnostics::pushed(&backend.state, params);
+            diagnostics_from_lsp::pushed(&backend.state, params);
             std::future::ready(())
         },
     )

@@ -311,7 +311,7 @@ impl LanguageServer for Backend {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        super::diagnostics::from_code_action(&self.state, &params);
+        super::diagnostics_from_lsp::from_code_action(&self.state, &params);
         let mut actions = Vec::new();
         let command = |title: String, name: &str, arguments: Vec<Value>, kind: CodeActionKind| {
             CodeActionOrCommand::CodeAction(CodeAction {
@@ -374,7 +374,7 @@ impl LanguageServer for Backend {
             }
         } else if let Some(path) = &path {
             for diagnostic in &params.context.diagnostics {
-                if diagnostic.source.as_deref() == Some(super::diagnostics::OURS) {
+                if diagnostic.source.as_deref() == Some(super::diagnostics_from_lsp::OURS) {
                     continue;
                 }
                 let shown = self.state.init().paths.display(path);

@@ -239,7 +239,7 @@ pub struct State {
     /// `--clientProcessId`) has ended: the server stops.
     pub parent_gone: Arc<tokio::sync::Notify>,
     /// What the editor's own language servers report.
-    pub diagnostics: Arc<crate::diagnostics::EditorDiagnostics>,
+    pub diagnostics: Arc<crate::workspace::reported::EditorDiagnostics>,
     /// What `bareagent.setModel` chose (see `model.rs`).
     pub model_override: ModelOverride,
 }
@@ -493,6 +493,10 @@ impl State {
 }
 
 impl Init {
+    #[allow(
+        clippy::expect_used,
+        reason = "a process that cannot open `/` has no file system to serve: it stops, saying so"
+    )]
     pub fn fallback(root: PathBuf) -> Init {
         let paths = PathResolver::new(&root).unwrap_or_else(|_| {
             PathResolver::new(Path::new("/")).expect("the file system root exists")

@@ -381,7 +381,7 @@ pub(super) async fn prepare(
     // The editor's diagnostics exist only here.
     let settle = state.editor_settings().diagnostics_settle_ms;
     state.diagnostics.set_settle(settle.map_or(
-        crate::diagnostics::DEFAULT_SETTLE,
+        crate::workspace::reported::DEFAULT_SETTLE,
         std::time::Duration::from_millis,
     ));
     EditorWorkspace::new(state.clone(), save).map_err(|e| format!("cannot open the workspace: {e}"))

@@ -1,7 +1,7 @@
 //! `diagnostics`: the errors and warnings the editor's own language servers
 //! report (a type checker, a linter), for given files, the files the agent
 //! has read or edited, or every file — what the user sees underlined.
-//! Where the editor sends none (see `crate::diagnostics`), it says so, and
+//! Where the editor sends none (see `crate::workspace::reported`), it says so, and
 //! what to do instead.
 
 use async_trait::async_trait;
@@ -10,9 +10,9 @@ use serde::Deserialize;
 
 use super::visibility::HiddenFiles;
 use super::{Tool, ToolContext, ToolError, plain_action};
-use crate::diagnostics::describe;
 use crate::permission::{Action, ActionKind};
 use crate::workspace::PathResolver;
+use crate::workspace::reported::describe;
 
 pub struct Diagnostics;
 

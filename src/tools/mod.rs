@@ -366,7 +366,7 @@ impl<'t> PreparedCall<'t> {
     }
 
     /// Runs the call. An edit's result gains what the editor reports about
-    /// the file once it has settled (see `crate::diagnostics`).
+    /// the file once it has settled (see `crate::workspace::reported`).
     pub async fn run(self, cx: &ToolContext<'_, '_>) -> Result<ToolOutput, ToolError> {
         let watched = match (&self.action.kind, &self.action.target) {
             (ActionKind::Edit, Target::Path(shown)) => cx.workspace().diagnostics().and_then(|d| {
@@ -385,7 +385,7 @@ impl<'t> PreparedCall<'t> {
             () = cx.cancel.cancelled() => None,
         };
         if let Some(line) =
-            now.and_then(|now| crate::diagnostics::after_edit_line(&shown, &before, &now))
+            now.and_then(|now| crate::workspace::reported::after_edit_line(&shown, &before, &now))
         {
             output.text = format!("{}\n{line}", output.text);
         }

@@ -141,8 +141,9 @@ fn try_moving(procs: RawFd) -> std::io::Result<()> {
         }
         pid => {
             let mut status = 0;
-            // SAFETY: waits for the child just forked; EINTR retried.
+            // EINTR retried.
             let waited = loop {
+                // SAFETY: waits for the child just forked, into a local.
                 let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
                 if waited >= 0
                     || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted

@@ -200,6 +200,7 @@ impl PinnedMount {
         let reached = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
         // SAFETY: fstat fills the zeroed buffer for our descriptor.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is ours and open; `stat` is a valid buffer for it.
         if unsafe { libc::fstat(fd, &mut stat) } != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -547,6 +548,7 @@ mod tests {
 
     #[test]
     fn a_user_without_privilege_gets_the_view_through_a_user_namespace() {
+        // SAFETY: geteuid has no preconditions.
         if namespaces_available().is_err() || unsafe { libc::geteuid() } != 0 {
             return skip("needs root to become another user, and namespaces");
         }

@@ -24,12 +24,9 @@ pub(crate) fn python() -> Option<PathBuf> {
     match std::env::var_os("BAREAGENT_ACP_PYTHON") {
         Some(path) => Some(PathBuf::from(path)),
         None => {
-            assert!(
-                std::env::var_os("BAREAGENT_REQUIRE_ACP").is_none(),
-                "BAREAGENT_REQUIRE_ACP is set but BAREAGENT_ACP_PYTHON is not"
-            );
-            eprintln!(
-                "skipped: no ACP SDK (set BAREAGENT_ACP_PYTHON to a python with agent-client-protocol)"
+            crate::support::peers::missing(
+                crate::support::peers::Peer::AcpSdk,
+                "BAREAGENT_ACP_PYTHON is not set (a python with agent-client-protocol)",
             );
             None
         }
@@ -745,11 +742,10 @@ fn a_refused_answer_ends_the_prompt_with_refusal() {
 fn the_clients_mcp_servers_give_the_model_their_tools() {
     let Some(python) = python() else { return };
     let Some(everything) = std::env::var_os("BAREAGENT_MCP_EVERYTHING") else {
-        assert!(
-            std::env::var_os("BAREAGENT_REQUIRE_MCP").is_none(),
-            "BAREAGENT_REQUIRE_MCP is set but BAREAGENT_MCP_EVERYTHING is not"
+        crate::support::peers::missing(
+            crate::support::peers::Peer::McpServers,
+            "BAREAGENT_MCP_EVERYTHING is not set",
         );
-        eprintln!("skipped: set BAREAGENT_MCP_EVERYTHING (.ci/run installs it)");
         return;
     };
     let dir = workspace(&[]);

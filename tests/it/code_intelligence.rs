@@ -25,11 +25,10 @@ pub fn servers_bin() -> Option<PathBuf> {
         .map(PathBuf::from)
         .filter(|dir| dir.join("pyright-langserver").exists());
     if found.is_none() {
-        assert!(
-            std::env::var("BAREAGENT_REQUIRE_LSP").as_deref() != Ok("1"),
-            "BAREAGENT_LSP_BIN does not hold pyright-langserver, and BAREAGENT_REQUIRE_LSP=1"
+        crate::support::peers::missing(
+            crate::support::peers::Peer::LanguageServers,
+            "BAREAGENT_LSP_BIN does not hold pyright-langserver",
         );
-        eprintln!("skipped: set BAREAGENT_LSP_BIN to a directory with pyright-langserver");
     }
     found
 }

@@ -48,14 +48,10 @@ fn fake_server(mode: &str, extension: &str) -> ServerConfig {
 fn lsp_bin() -> Option<PathBuf> {
     match std::env::var("BAREAGENT_LSP_BIN") {
         Ok(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ if std::env::var("BAREAGENT_REQUIRE_LSP").as_deref() == Ok("1") => {
-            panic!(
-                "BAREAGENT_LSP_BIN is not set and BAREAGENT_REQUIRE_LSP=1: run .ci/run, which installs the servers"
-            )
-        }
         _ => {
-            eprintln!(
-                "skipped: set BAREAGENT_LSP_BIN to run this test (.ci/run installs the language servers)"
+            crate::support::peers::missing(
+                crate::support::peers::Peer::LanguageServers,
+                "BAREAGENT_LSP_BIN is not set",
             );
             None
         }

@@ -1,14 +1,17 @@
 //! The module graph follows the layers ARCHITECTURE.md states: read from
 //! the sources, as the compiler would not check it. A module depends on
 //! another when its code names `crate::other` (top level) or `super::other`
-//! (modules of one directory); comments and `#[cfg(test)]` modules do not
-//! count. A top-level module naming one of its own layer or above fails the
+//! (modules of one directory) anywhere in the file, read by syn; comments,
+//! strings and `#[cfg(test)]` items do not count. A top-level module naming one of its own layer or above fails the
 //! test with the file and the name, and a cycle among the modules of one
 //! directory fails it with its path, so layering stays something the code
 //! enforces rather than a convention.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use syn::ext::IdentExt;
+use syn::visit::Visit;
 
 /// Every `.rs` file under `dir`.
 fn sources(dir: &Path) -> Vec<PathBuf> {
@@ -24,39 +27,139 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The code of a file without comments and without its test module.
-fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]") {
-        Some(at) => &text[..at],
-        None => text,
+/// The modules a file's non-test code names after `root::` (`crate` or
+/// `super`): every path, `use` tree and macro body of the whole file, read
+/// by syn, so comments and strings never count and nothing after a test
+/// helper is skipped. Items under `#[cfg(test)]` (a test module, a
+/// test-only function or impl item anywhere in the file) are left out.
+fn named_modules(text: &str, root: &str) -> BTreeSet<String> {
+    let file = syn::parse_file(text).expect("a source file that parses");
+    let mut names = Names {
+        root,
+        found: BTreeSet::new(),
     };
-    text.lines()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    names.visit_file(&file);
+    names.found
 }
 
-/// The names following each `prefix::` in `code`.
-fn names_after<'a>(code: &'a str, prefix: &str) -> BTreeSet<&'a str> {
-    let mut names = BTreeSet::new();
-    let mut rest = code;
-    while let Some(at) = rest.find(prefix) {
-        let after = &rest[at + prefix.len()..];
-        // A raw identifier (`super::r#loop`) names the module `loop`.
-        let after = after.strip_prefix("r#").unwrap_or(after);
-        let end = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(after.len());
-        let before = rest[..at].chars().last();
-        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') && end > 0 {
-            names.insert(&after[..end]);
+struct Names<'r> {
+    root: &'r str,
+    found: BTreeSet<String>,
+}
+
+/// Whether `attrs` make an item test-only: `#[cfg(test)]` exactly (a
+/// `cfg(any(test, …))` item is built outside tests too).
+fn test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Ident>()
+                .is_ok_and(|ident| ident == "test")
+    })
+}
+
+impl Names<'_> {
+    /// The module after `root::` in a token stream (a macro's body).
+    fn scan(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree;
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        for (at, tree) in trees.iter().enumerate() {
+            match tree {
+                TokenTree::Group(group) => self.scan(group.stream()),
+                TokenTree::Ident(ident) if ident == self.root => {
+                    let colons = trees[at + 1..]
+                        .iter()
+                        .take(2)
+                        .all(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ':'));
+                    let before_colon = at > 0
+                        && matches!(&trees[at - 1], TokenTree::Punct(p) if p.as_char() == ':');
+                    if let (true, false, Some(TokenTree::Ident(name))) =
+                        (colons, before_colon, trees.get(at + 3))
+                    {
+                        self.found.insert(name.unraw().to_string());
+                    }
+                }
+                _ => {}
+            }
         }
-        rest = &after[end..];
     }
-    names
+
+    /// Each first name of a `use root::…` tree.
+    fn use_names(&mut self, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                self.found.insert(path.ident.unraw().to_string());
+            }
+            syn::UseTree::Name(name) => {
+                self.found.insert(name.ident.unraw().to_string());
+            }
+            syn::UseTree::Rename(rename) => {
+                self.found.insert(rename.ident.unraw().to_string());
+            }
+            syn::UseTree::Group(group) => group.items.iter().for_each(|t| self.use_names(t)),
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+}
+
+/// Skips a test-only node, else visits it as syn would.
+macro_rules! unless_test_only {
+    ($($method:ident($node:ty) => $walk:path;)*) => {
+        $(fn $method(&mut self, node: &'ast $node) {
+            if !test_only(&node.attrs) {
+                $walk(self, node);
+            }
+        })*
+    };
+}
+
+impl<'ast> syn::visit::Visit<'ast> for Names<'_> {
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let mut segments = path.segments.iter();
+        if path.leading_colon.is_none()
+            && segments.next().is_some_and(|s| s.ident == self.root)
+            && let Some(name) = segments.next()
+        {
+            self.found.insert(name.ident.unraw().to_string());
+        }
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_use_path(&mut self, path: &'ast syn::UsePath) {
+        if path.ident == self.root {
+            self.use_names(&path.tree);
+        } else {
+            syn::visit::visit_use_path(self, path);
+        }
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.scan(mac.tokens.clone());
+        syn::visit::visit_macro(self, mac);
+    }
+
+    unless_test_only! {
+        visit_item_const(syn::ItemConst) => syn::visit::visit_item_const;
+        visit_item_enum(syn::ItemEnum) => syn::visit::visit_item_enum;
+        visit_item_fn(syn::ItemFn) => syn::visit::visit_item_fn;
+        visit_item_impl(syn::ItemImpl) => syn::visit::visit_item_impl;
+        visit_item_macro(syn::ItemMacro) => syn::visit::visit_item_macro;
+        visit_item_mod(syn::ItemMod) => syn::visit::visit_item_mod;
+        visit_item_static(syn::ItemStatic) => syn::visit::visit_item_static;
+        visit_item_struct(syn::ItemStruct) => syn::visit::visit_item_struct;
+        visit_item_trait(syn::ItemTrait) => syn::visit::visit_item_trait;
+        visit_item_type(syn::ItemType) => syn::visit::visit_item_type;
+        visit_item_use(syn::ItemUse) => syn::visit::visit_item_use;
+        visit_impl_item_fn(syn::ImplItemFn) => syn::visit::visit_impl_item_fn;
+        visit_impl_item_const(syn::ImplItemConst) => syn::visit::visit_impl_item_const;
+        visit_impl_item_type(syn::ImplItemType) => syn::visit::visit_impl_item_type;
+        visit_trait_item_fn(syn::TraitItemFn) => syn::visit::visit_trait_item_fn;
+        visit_local(syn::Local) => syn::visit::visit_local;
+        visit_expr_macro(syn::ExprMacro) => syn::visit::visit_expr_macro;
+        visit_stmt_macro(syn::StmtMacro) => syn::visit::visit_stmt_macro;
+        visit_field(syn::Field) => syn::visit::visit_field;
+        visit_variant(syn::Variant) => syn::visit::visit_variant;
+    }
 }
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
@@ -100,28 +203,21 @@ fn cycle(graph: &Graph) -> Option<Vec<String>> {
 /// ARCHITECTURE.md ("Layers") states them: a module names only modules of
 /// the layers below its own. A layer may name a module not yet written.
 const LAYERS: &[&[&str]] = &[
-    // 0. What std would have: locks a panic does not poison.
-    &["sync"],
+    // 0. What std would have: locks a panic does not poison, text cut on
+    // char boundaries. They name nothing in the crate.
+    &["sync", "text"],
     // 1. Leaves: they name nothing in the crate but `sync`.
     &[
         "history",
         "workspace",
         "diff",
-        "text",
         "position",
         "inbox",
         "secrets",
         "secret_files",
         "config_files",
     ],
-    &[
-        "tool_line",
-        "diagnostics",
-        "events",
-        "sandbox",
-        "permission",
-        "sessions",
-    ],
+    &["tool_line", "events", "sandbox", "permission", "sessions"],
     // Side by side: a tool never reaches the model, the provider knows no tool.
     &["tools", "provider"],
     &["agent", "rewind", "mcp", "language_servers"],
@@ -173,19 +269,19 @@ fn references(dir: &Path, prefix: &str) -> Vec<Reference> {
             continue;
         }
         // `super::` in a file of a sub-folder names that folder's siblings.
-        if prefix == "super::" && relative.components().count() > 1 {
+        if prefix == "super" && relative.components().count() > 1 {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();
-        for name in names_after(&code(&text), prefix) {
-            if name != module && modules.contains(name) {
+        for name in named_modules(&text, prefix) {
+            if name != module && modules.contains(&name) {
                 found.push(Reference {
                     file: file
                         .strip_prefix(env!("CARGO_MANIFEST_DIR"))
                         .unwrap_or(&file)
                         .to_path_buf(),
                     from: module.clone(),
-                    to: name.to_string(),
+                    to: name,
                 });
             }
         }
@@ -230,7 +326,7 @@ fn against_layers(references: &[Reference], layers: &[&[&str]]) -> BTreeSet<Stri
 #[test]
 fn each_module_names_only_layers_below_its_own() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let references = references(&src, "crate::");
+    let references = references(&src, "crate");
     assert!(references.len() > 50, "read the crate's references");
     let wrong = against_layers(&references, LAYERS);
     assert!(
@@ -243,7 +339,7 @@ fn each_module_names_only_layers_below_its_own() {
 #[test]
 fn the_module_graph_has_no_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let top = graph_of(&src, "crate::");
+    let top = graph_of(&src, "crate");
     assert!(top.len() > 10, "read the crate's modules: {top:?}");
     if let Some(found) = cycle(&top) {
         panic!(
@@ -256,7 +352,7 @@ fn the_module_graph_has_no_cycle() {
         if !dir.is_dir() {
             continue;
         }
-        let inner = graph_of(&dir, "super::");
+        let inner = graph_of(&dir, "super");
         if let Some(found) = cycle(&inner) {
             panic!(
                 "the modules of {} depend on each other in a cycle: {}",
@@ -289,12 +385,44 @@ fn the_cycle_finder_finds_cycles() {
     for (edges, cyclic) in cases {
         assert_eq!(cycle(&graph(edges)).is_some(), *cyclic, "{edges:?}");
     }
+}
+
+#[test]
+fn the_reader_sees_every_non_test_line_and_only_those() {
+    let text = r#"
+        //! crate::in_a_comment
+        use crate::a::B;
+        use crate::{grouped, nested::{Deep, deeper}};
+        #[cfg(test)]
+        fn helper() { crate::test_helper::x(); }
+        fn after_the_helper() { crate::c_d(1); let s = "crate::in_a_string"; }
+        fn raw() -> crate::r#loop::Loop { tracing::warn!(x = ?crate::in_macro::X); todo!() }
+        impl S {
+            #[cfg(test)]
+            fn only_in_tests() { crate::test_impl::y() }
+            fn kept() { <crate::qualified::T as Tr>::f() }
+        }
+        #[cfg(any(test, fuzzing))]
+        fn also_outside_tests() { crate::either::z() }
+        #[cfg(test)]
+        mod tests { use crate::test_module::*; }
+        fn last() { x::crate::no(); ::crate::neither(); }
+    "#;
     assert_eq!(
-        names_after(
-            "use crate::a::B; x::crate::no; crate::c_d(1) crate::r#loop",
-            "crate::"
-        ),
-        ["a", "c_d", "loop"].into_iter().collect()
+        named_modules(text, "crate"),
+        [
+            "a",
+            "c_d",
+            "either",
+            "grouped",
+            "in_macro",
+            "loop",
+            "nested",
+            "qualified"
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect()
     );
 }
 

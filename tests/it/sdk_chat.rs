@@ -13,15 +13,12 @@ use crate::support::model_server::{ModelServer, Reply};
 /// The Python with the SDKs, or `None` (after saying so) when the test
 /// must skip; `BAREAGENT_REQUIRE_SDK=1` makes a missing one a failure.
 fn sdk_python() -> Option<String> {
-    let required = std::env::var("BAREAGENT_REQUIRE_SDK").as_deref() == Ok("1");
     match std::env::var("BAREAGENT_SDK_PYTHON") {
         Ok(path) if !path.is_empty() => Some(path),
-        _ if required => panic!(
-            "BAREAGENT_SDK_PYTHON is not set and BAREAGENT_REQUIRE_SDK=1: run .ci/run, which installs the SDKs"
-        ),
         _ => {
-            eprintln!(
-                "skipped: set BAREAGENT_SDK_PYTHON to a Python with anthropic and openai (.ci/run installs them)"
+            crate::support::peers::missing(
+                crate::support::peers::Peer::ProviderSdks,
+                "BAREAGENT_SDK_PYTHON is not set",
             );
             None
         }

@@ -241,12 +241,10 @@ impl Driven {
 fn installed_or_skip() -> Option<Installed> {
     let found = installed();
     if found.is_none() {
-        assert!(
-            std::env::var_os("BAREAGENT_REQUIRE_VSCODE").is_none(),
-            "BAREAGENT_REQUIRE_VSCODE is set but code-server, node 24, the .vsix, playwright-core or \
-             /usr/bin/chromium is missing: run `eval \"$(.ci/vscode-setup)\"`"
+        crate::support::peers::missing(
+            crate::support::peers::Peer::VsCode,
+            "code-server, Node 24, the .vsix, playwright-core or /usr/bin/chromium is missing",
         );
-        eprintln!("skipped: no code-server (run `eval \"$(.ci/vscode-setup)\"`)");
     }
     found
 }

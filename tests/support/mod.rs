@@ -4,4 +4,5 @@
 pub mod event_schema;
 pub mod lsp_client;
 pub mod model_server;
+pub mod peers;
 pub mod tls_front;

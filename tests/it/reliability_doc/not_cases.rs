@@ -114,7 +114,7 @@ pub const NOT_CASES: &[(&str, &str, &str)] = &[
         "editing a settings file",
     ),
     (
-        "src/diagnostics.rs",
+        "src/workspace/reported.rs",
         "let cases in fn what_the_model_is_told_after_an_edit",
         "a feature: diagnostics",
     ),

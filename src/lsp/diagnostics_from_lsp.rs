@@ -1,4 +1,4 @@
-//! The editor's diagnostics, from LSP into `crate::diagnostics`: pushed by
+//! The editor's diagnostics, from LSP into `crate::workspace::reported`: pushed by
 //! a client (`bareagent/diagnostics`, a file's complete set) or carried by
 //! any client's code-action request (those under the cursor).
 
@@ -7,7 +7,7 @@ use tower_lsp_server::ls_types::{self as lsp, DiagnosticSeverity, NumberOrString
 
 use super::documents::path_of;
 use super::state::State;
-use crate::diagnostics::{Diagnostic, Severity};
+use crate::workspace::reported::{Diagnostic, Severity};
 
 /// Diagnostics kept per file: a generated file can have thousands.
 const PER_FILE: usize = 500;
