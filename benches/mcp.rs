@@ -1,8 +1,9 @@
 //! What MCP servers cost a session: the added start-up time of `bareagent
 //! run` with two stdio servers (the everything server and mcp-server-git),
-//! measured to the first model request — which goes out once both have
-//! answered `initialize` and listed their tools — against the same run
-//! without servers; and the size of that first request with the everything
+//! measured to the first model request — which goes out beside their
+//! start, without waiting for them — against the same run without servers;
+//! that their tools are in the request after it (the scripted model first
+//! asks for a `glob`); the size of that request with the everything
 //! server's tools sent in full and behind the `mcp_search` budget; and the
 //! look at the workspace taken before and after each call of a tool not
 //! marked read-only (`workspace::Look`), on trees of 1,000 to 100,000
@@ -35,11 +36,27 @@ fn quoted(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()
 }
 
-/// One `bareagent run` in `dir` with `config` as the user's config: the
-/// time to its first model request, and that request's body size.
-fn one_run(dir: &Path, config: &str) -> (Duration, usize) {
-    let (elapsed, first) = first_request(&bareagent(), dir, config, Api::Anthropic);
-    (elapsed, first.raw_body.len())
+/// One `bareagent run` in `dir` with `config` as the user's config, on a
+/// turn of two requests (a `glob`, then the answer): the time to its first
+/// model request, and the second request.
+fn one_run(dir: &Path, config: &str) -> (Duration, model_server::RecordedRequest) {
+    let replies = vec![
+        Reply::tool("glob", serde_json::json!({"pattern": "*"})).into(),
+        Reply::text("ok").into(),
+    ];
+    let (elapsed, mut requests) = requests(&bareagent(), dir, config, Api::Anthropic, replies);
+    assert_eq!(requests.len(), 2, "the turn's two requests");
+    (elapsed, requests.remove(1))
+}
+
+/// The names of the tools a request sends.
+fn tool_names(request: &model_server::RecordedRequest) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str().map(String::from))
+        .collect()
 }
 
 /// Which API a run speaks (OpenAI's wire is chosen by its config).
@@ -50,18 +67,32 @@ enum Api {
     OpenAi,
 }
 
-/// One run of `binary`: the time from its start to its first model
-/// request, and that request.
+/// One run of `binary` answered "ok": the time from its start to its
+/// first model request, and that request.
 fn first_request(
     binary: &Path,
     dir: &Path,
     config: &str,
     api: Api,
 ) -> (Duration, model_server::RecordedRequest) {
+    let (elapsed, mut requests) =
+        requests(binary, dir, config, api, vec![Reply::text("ok").into()]);
+    (elapsed, requests.remove(0))
+}
+
+/// One run of `binary` answered by `replies`: the time from its start to
+/// its first model request, and every request it made.
+fn requests(
+    binary: &Path,
+    dir: &Path,
+    config: &str,
+    api: Api,
+    replies: Vec<model_server::Step>,
+) -> (Duration, Vec<model_server::RecordedRequest>) {
     let home = dir.join("home");
     std::fs::create_dir_all(home.join("bareagent")).expect("config dir");
     std::fs::write(home.join("bareagent/config.toml"), config).expect("config");
-    let server = ModelServer::start(vec![Reply::text("ok").into()]);
+    let server = ModelServer::start(replies);
     let mut command = Command::new(binary);
     match api {
         Api::Anthropic => command
@@ -102,7 +133,7 @@ fn first_request(
     };
     let elapsed = first.received.duration_since(start);
     let _ = child.wait();
-    (elapsed, first)
+    (elapsed, server.requests())
 }
 
 /// A request's settings: the body without the prompt, the history and the
@@ -268,23 +299,29 @@ fn main() {
     let mut with = Vec::new();
     for _ in 0..runs {
         without.push(one_run(dir.path(), "").0);
-        with.push(one_run(dir.path(), &two_servers).0);
+        let (elapsed, second) = one_run(dir.path(), &two_servers);
+        // Both servers' tools by the request after the first.
+        let names = tool_names(&second);
+        assert!(
+            names.iter().any(|n| n.starts_with("mcp__everything__"))
+                && names.iter().any(|n| n.starts_with("mcp__git__")),
+            "the second request lacks the servers' tools: {names:?}"
+        );
+        with.push(elapsed);
     }
     let (without, with) = (median(without), median(with));
     println!(
-        "start to first model request, median of {runs}: no MCP servers {:.1} ms, two stdio servers (everything + git) {:.1} ms: +{:.1} ms",
+        "start to first model request, median of {runs}: no MCP servers {:.1} ms, two stdio servers (everything + git) {:.1} ms ({:.2}x); their tools in the second request in every run",
         without.as_secs_f64() * 1e3,
         with.as_secs_f64() * 1e3,
-        with.saturating_sub(without).as_secs_f64() * 1e3
+        with.as_secs_f64() / without.as_secs_f64()
     );
-    let (_, bare) = one_run(dir.path(), "");
-    let (_, full) = one_run(dir.path(), &everything_server);
-    let (_, searched) = one_run(
-        dir.path(),
-        &format!("[mcp]\nmax_tools = 0\n{everything_server}"),
-    );
+    let size = |config: &str| one_run(dir.path(), config).1.raw_body.len();
+    let bare = size("");
+    let full = size(&everything_server);
+    let searched = size(&format!("[mcp]\nmax_tools = 0\n{everything_server}"));
     println!(
-        "first request: {bare} bytes without MCP; with the everything server's 13 tools {full} bytes (+{}), behind mcp_search/mcp_call {searched} bytes (+{})",
+        "second request: {bare} bytes without MCP; with the everything server's 13 tools {full} bytes (+{}), behind mcp_search/mcp_call {searched} bytes (+{})",
         full - bare,
         searched - bare
     );
@@ -305,9 +342,14 @@ fn main() {
         ms(with.saturating_sub(without)),
         "ms",
     );
-    figure("first request, no MCP servers", bare as f64, "bytes");
     figure(
-        "first request with the everything server's tools",
+        "first request with two servers against none (their tools join at the next)",
+        with.as_secs_f64() / without.as_secs_f64(),
+        "x",
+    );
+    figure("second request, no MCP servers", bare as f64, "bytes");
+    figure(
+        "second request with the everything server's tools",
         full as f64,
         "bytes",
     );

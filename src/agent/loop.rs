@@ -36,6 +36,8 @@ use crate::inbox::{Arrival, Inbox};
 use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
 use crate::sessions::Entry;
+use std::sync::OnceLock;
+
 use crate::tools::{PreparedCall, ToolError, ToolOutput};
 
 pub use super::parts::LoopConfig;
@@ -127,7 +129,22 @@ pub async fn run_loop(
     let mut answer = String::new();
     let mut continuations = 0;
     let mut meter = ContextMeter::new(estimate_fixed(&agent.config.system, agent.tools.specs()));
+    // Tools that join after the first call (MCP servers still starting),
+    // and the registry with them once they have.
+    let mut joining = agent.joining;
+    let joined = OnceLock::new();
     for iteration in 1..=agent.config.max_iterations {
+        if iteration > 1 {
+            join_tools(agent, &mut joining, &joined).await?;
+        }
+        let with_joined;
+        let agent = match joined.get() {
+            Some(tools) => {
+                with_joined = agent.using_tools(tools);
+                &with_joined
+            }
+            None => agent,
+        };
         if let Some(inbox) = agent.inbox {
             deliver(agent, inbox, messages);
         }
@@ -234,6 +251,24 @@ pub async fn run_loop(
         answer.clear();
         continuations = 0;
 
+        // A call of a tool still on its way waits for it, not the next turn.
+        let with_joined;
+        let agent = match calls
+            .iter()
+            .any(|call| agent.tools.get(call.name).is_none())
+        {
+            true if joining.is_some() => {
+                join_tools(agent, &mut joining, &joined).await?;
+                match joined.get() {
+                    Some(tools) => {
+                        with_joined = agent.using_tools(tools);
+                        &with_joined
+                    }
+                    None => agent,
+                }
+            }
+            _ => agent,
+        };
         let results = run_tool_calls(agent, &calls).await;
         let results = Message {
             role: super::Role::User,
@@ -247,6 +282,27 @@ pub async fn run_loop(
     Err(LoopError::IterationCap {
         cap: agent.config.max_iterations,
     })
+}
+
+/// Waits for the tools still on their way, once: afterwards `joined`
+/// holds the registry with them, unless none came.
+async fn join_tools(
+    agent: &Agent<'_>,
+    joining: &mut Option<&dyn super::JoiningTools>,
+    joined: &OnceLock<crate::tools::ToolRegistry>,
+) -> Result<(), LoopError> {
+    let Some(late) = joining.take() else {
+        return Ok(());
+    };
+    let tools = tokio::select! {
+        biased;
+        _ = agent.cancel.cancelled() => return Err(LoopError::Cancelled),
+        tools = late.join() => tools,
+    };
+    if let Some(tools) = tools {
+        let _ = joined.set(tools);
+    }
+    Ok(())
 }
 
 /// The model call for the history as it stands.

@@ -29,5 +29,5 @@ pub use instructions::{
 };
 pub use r#loop::{CANCELLED, LoopConfig, LoopError, TurnOutcome, run_loop};
 pub use parts::MAX_DEPTH;
-pub use parts::{Agent, AgentParts};
+pub use parts::{Agent, AgentParts, JoiningTools};
 pub use prompt::{CODE_TOOL_PROMPT, system_prompt, system_prompt_in_editor};

@@ -50,6 +50,19 @@ pub struct Agent<'a> {
     pub(super) reads: Arc<ReadLedger>,
     /// What confines the commands this agent runs.
     pub(super) sandbox: &'a Sandbox,
+    /// Tools still on their way when the turn began (MCP servers starting).
+    pub(super) joining: Option<&'a dyn JoiningTools>,
+}
+
+/// Tools that join a turn after its first model call: those of the MCP
+/// servers still starting when it began, so that the first request need
+/// not wait for them.
+#[async_trait::async_trait]
+pub trait JoiningTools: Send + Sync {
+    /// Waits for them (each server up to its start timeout), then gives
+    /// the whole registry for the turn's later calls; `None`: nothing
+    /// joined, the turn's tools stay.
+    async fn join(&self) -> Option<ToolRegistry>;
 }
 
 /// The parts an agent cannot do without; there is no sensible default for
@@ -94,7 +107,14 @@ impl<'a> Agent<'a> {
             depth: 0,
             reads: Arc::default(),
             sandbox,
+            joining: None,
         }
+    }
+
+    /// Tools that join after the first model call (see [`JoiningTools`]).
+    pub fn with_joining(mut self, joining: Option<&'a dyn JoiningTools>) -> Self {
+        self.joining = joining;
+        self
     }
 
     /// Where messages that arrive during a turn wait for the model.
@@ -152,6 +172,17 @@ impl<'a> Agent<'a> {
             sink,
             cancel: self.cancel.clone(),
             reads: self.reads.clone(),
+            ..*self
+        }
+    }
+
+    /// The same agent with `tools` (those that joined the turn).
+    pub(super) fn using_tools<'s>(&'s self, tools: &'s ToolRegistry) -> Agent<'s> {
+        Agent {
+            tools,
+            cancel: self.cancel.clone(),
+            reads: self.reads.clone(),
+            joining: None,
             ..*self
         }
     }

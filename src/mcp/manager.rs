@@ -101,6 +101,12 @@ impl McpServers {
     /// `mcp_call` stand for them all.
     pub async fn tools(&self) -> Vec<Box<dyn AnyTool>> {
         self.wait_started().await;
+        self.ready_tools()
+    }
+
+    /// The tools of the servers running now, without waiting for any (as
+    /// [`tools`](Self::tools) gives them).
+    pub fn ready_tools(&self) -> Vec<Box<dyn AnyTool>> {
         let tools = self.mcp_tools();
         if tools.len() <= self.max_tools {
             return tools
@@ -117,10 +123,33 @@ impl McpServers {
         ]
     }
 
+    /// The servers on their first start, started now if they were not
+    /// (`start = "lazy"`), by name. Empty once every server has come up or
+    /// failed.
+    pub fn starting(&self) -> Vec<String> {
+        self.first_starts()
+            .into_iter()
+            .map(|server| {
+                let name = server.name().to_string();
+                // A start already under way is waited for, not repeated.
+                tokio::spawn(async move {
+                    let _ = server.ensure_started().await;
+                });
+                name
+            })
+            .collect()
+    }
+
     /// Waits for servers on their first start (each up to its start
-    /// timeout); a server that failed is tried again in the background
-    /// once its backoff has passed.
+    /// timeout).
     pub async fn wait_started(&self) {
+        let first_starts = self.first_starts();
+        futures_util::future::join_all(first_starts.iter().map(|s| s.ensure_started())).await;
+    }
+
+    /// The servers on their first start; a server that failed is tried
+    /// again in the background once its backoff has passed.
+    fn first_starts(&self) -> Vec<Arc<Server>> {
         let mut first_starts = Vec::new();
         for server in &self.servers {
             match server.status() {
@@ -134,7 +163,7 @@ impl McpServers {
                 Status::Running { .. } | Status::Stopped => {}
             }
         }
-        futures_util::future::join_all(first_starts.iter().map(|s| s.ensure_started())).await;
+        first_starts
     }
 
     /// Adds [`tools`](Self::tools) to `registry`.

@@ -35,8 +35,8 @@ pub use tally::{Counted, FileCount, LineCounts, line_counts};
 
 use crate::agent::{
     Agent, AgentParts, CODE_TOOL_PROMPT, CompactError, CompactRequest, Compacted, Compaction,
-    CompactionSettings, Inbox, InstructionFile, LoopConfig, LoopError, Message, TurnOutcome,
-    load_instructions, paths_in, run_loop, system_prompt, system_prompt_in_editor,
+    CompactionSettings, Inbox, InstructionFile, JoiningTools, LoopConfig, LoopError, Message,
+    TurnOutcome, load_instructions, paths_in, run_loop, system_prompt, system_prompt_in_editor,
     user_instructions_path,
 };
 use crate::events::{AgentEvent, EventSink, Spend};
@@ -48,7 +48,7 @@ use crate::provider::retry::RetryObserver;
 use crate::provider::{Price, Provider, ProviderChoice, Usage, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
 use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
-use crate::tools::{BackgroundTasks, ReadLedger, ToolRegistry};
+use crate::tools::{AnyTool, BackgroundTasks, ReadLedger, ToolRegistry};
 use crate::workspace::Workspace;
 use tally::Tally;
 
@@ -316,7 +316,7 @@ impl Session {
         let system = self
             .system_prompt(&settings, workspace, &gate, near, &tally, code.is_some())
             .await;
-        let tools = self.tools(&settings, code).await;
+        let (tools, joining) = self.tools_now(&settings, code, &tally);
         let config = loop_config(&settings, &model, system);
 
         let mut lease = HistoryLease::take(self);
@@ -337,7 +337,8 @@ impl Session {
             .with_reads(reads)
             .with_compactor(&model.compaction)
             .with_cancel(io.cancel)
-            .with_transcript(transcript);
+            .with_transcript(transcript)
+            .with_joining(joining.as_ref().map(|j| j as &dyn JoiningTools));
             self.telling_retries(&tally, run_loop(&agent, messages))
                 .await
         };
@@ -431,20 +432,52 @@ impl Session {
         settings: &SessionSettings,
         code: Option<Arc<dyn crate::tools::code::Intelligence>>,
     ) -> ToolRegistry {
-        let mut tools = match settings.surface {
-            Surface::Terminal => ToolRegistry::standard(),
-            Surface::Editor => ToolRegistry::in_editor(),
-        };
-        if let Some(code) = code {
-            tools.register(crate::tools::code::Code::new(code.clone()));
-            // Its sub-agents ask the same answerer.
-            tools.register(crate::tools::Task::with_code(code));
-        }
         let mcp = self.mcp.locked().clone();
-        if let Some(mcp) = mcp {
-            mcp.add_to(&mut tools).await;
+        let mcp_tools = match mcp {
+            Some(mcp) => mcp.tools().await,
+            None => Vec::new(),
+        };
+        registry(settings.surface, code, mcp_tools)
+    }
+
+    /// A turn's tools without waiting: ours and those of the MCP servers
+    /// running now. The servers still on their first start come up beside
+    /// the first model call and join the turn at its next one ([`Joining`]),
+    /// which changes the tools the model is sent once; the user is told
+    /// which are still starting.
+    fn tools_now(
+        &self,
+        settings: &SessionSettings,
+        code: Option<Arc<dyn crate::tools::code::Intelligence>>,
+        sink: &dyn EventSink,
+    ) -> (ToolRegistry, Option<Joining>) {
+        let Some(mcp) = self.mcp.locked().clone() else {
+            return (registry(settings.surface, code, Vec::new()), None);
+        };
+        let starting = mcp.starting();
+        let ready = mcp.ready_tools();
+        if starting.is_empty() {
+            return (registry(settings.surface, code, ready), None);
         }
-        tools
+        sink.emit(AgentEvent::Notice {
+            text: format!(
+                "bareagent: MCP {} still starting: {}; {} tools join from the model's next call",
+                if starting.len() == 1 {
+                    "server"
+                } else {
+                    "servers"
+                },
+                starting.join(", "),
+                if starting.len() == 1 { "its" } else { "their" },
+            ),
+        });
+        let joining = Joining {
+            had: ready.iter().map(|tool| tool.spec().name).collect(),
+            mcp,
+            surface: settings.surface,
+            code: code.clone(),
+        };
+        (registry(settings.surface, code, ready), Some(joining))
     }
 
     /// Compacts the history now, between turns (`/compact`, an editor's
@@ -828,6 +861,50 @@ impl Session {
         };
         *code = Some(servers.clone());
         servers
+    }
+}
+
+/// Ours and the given MCP tools: `code` where a language server can
+/// answer it.
+fn registry(
+    surface: Surface,
+    code: Option<Arc<dyn crate::tools::code::Intelligence>>,
+    mcp: Vec<Box<dyn AnyTool>>,
+) -> ToolRegistry {
+    let mut tools = match surface {
+        Surface::Terminal => ToolRegistry::standard(),
+        Surface::Editor => ToolRegistry::in_editor(),
+    };
+    if let Some(code) = code {
+        tools.register(crate::tools::code::Code::new(code.clone()));
+        // Its sub-agents ask the same answerer.
+        tools.register(crate::tools::Task::with_code(code));
+    }
+    for tool in mcp {
+        tools.register_dyn(tool);
+    }
+    tools
+}
+
+/// The MCP servers a turn began without, joining it once they are up.
+struct Joining {
+    /// The MCP tools the turn began with, by name.
+    had: Vec<String>,
+    mcp: Arc<McpServers>,
+    surface: Surface,
+    code: Option<Arc<dyn crate::tools::code::Intelligence>>,
+}
+
+#[async_trait::async_trait]
+impl JoiningTools for Joining {
+    async fn join(&self) -> Option<ToolRegistry> {
+        self.mcp.wait_started().await;
+        let ready = self.mcp.ready_tools();
+        let names: Vec<String> = ready.iter().map(|tool| tool.spec().name).collect();
+        if names == self.had {
+            return None;
+        }
+        Some(registry(self.surface, self.code.clone(), ready))
     }
 }
 

@@ -160,13 +160,15 @@ fn everything_servers_echo_and_sum_over_stdio() {
     ]);
     let out = run(dir.path(), &server, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let first = &server.requests()[0].body;
-    let names = tool_names(first);
+    // The server starts beside the first request: its tools are in every
+    // request after it, whenever it came up.
+    let after = &server.requests()[1].body;
+    let names = tool_names(after);
     assert!(
         names.contains(&"mcp__everything__echo".to_string()),
         "{names:?}"
     );
-    let echo = first["tools"]
+    let echo = after["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -504,7 +506,7 @@ fn past_the_tool_budget_the_model_searches_and_calls_through_the_gate() {
     ]);
     let out = run(dir.path(), &server, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let names = tool_names(&server.requests()[0].body);
+    let names = tool_names(&server.requests()[1].body);
     assert!(names.contains(&"mcp_search".to_string()), "{names:?}");
     assert!(names.contains(&"mcp_call".to_string()), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mcp__")), "{names:?}");
@@ -590,11 +592,16 @@ fn no_mcp_server_outlives_an_agent_killed_with_sigkill() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The model was asked: the server had started and listed its tools.
+    // The model was asked, and the server (which starts beside the first
+    // request) has started its child.
     wait_until("the model is asked", Duration::from_secs(30), || {
         !server.requests().is_empty()
     });
-    assert!(tool_names(&server.requests()[0].body).contains(&"mcp__everything__echo".into()));
+    wait_until("the server has started", Duration::from_secs(30), || {
+        [&pid_file, &child_file]
+            .iter()
+            .all(|file| std::fs::read_to_string(file).is_ok_and(|pid| pid.ends_with('\n')))
+    });
     let (pid, child) = (read_pid(&pid_file), read_pid(&child_file));
     assert!(
         !is_gone(pid) && !is_gone(child),
@@ -822,7 +829,7 @@ fn a_changed_tool_list_reaches_the_next_turn() {
         .as_u64()
         .expect("a turn");
     assert_eq!(turn_end(&client, first)["type"], "turn_finished");
-    let names = tool_names(&server.requests()[0].body);
+    let names = tool_names(&server.requests()[1].body);
     assert!(names.contains(&"mcp__changes__grow".into()), "{names:?}");
     assert!(!names.contains(&"mcp__changes__grown".into()), "{names:?}");
     assert_eq!(results(&server, 1), [("2 tools now".to_string(), false)]);
@@ -954,5 +961,93 @@ fn an_image_from_an_mcp_tool_reaches_anthropic_as_an_image_and_openai_as_a_note(
             );
             assert!(!requests[1].body.to_string().contains(TINY_PNG_START));
         }
+    }
+}
+
+/// A server still starting when a turn begins does not hold up the first
+/// request: that goes out without its tools and the user is told which
+/// server is starting; its tools join from the next request, and a call
+/// of one of them waits for it rather than failing. The server here
+/// answers `initialize` only once the test writes to its FIFO, after the
+/// first request has been seen.
+#[test]
+fn a_server_still_starting_joins_at_the_next_request() {
+    let cases: Vec<(&str, Vec<Reply>, usize)> = vec![
+        (
+            "the model works on meanwhile",
+            vec![
+                Reply::tool("read_file", json!({"path": "a.txt"})),
+                Reply::tool("mcp__held__ping", json!({})),
+                Reply::text("done"),
+            ],
+            2,
+        ),
+        (
+            "the model calls the tool at once",
+            vec![
+                Reply::tool("mcp__held__ping", json!({})),
+                Reply::text("done"),
+            ],
+            1,
+        ),
+    ];
+    for (case, replies, pong_at) in cases {
+        let dir = workspace(&[("a.txt", "a\n")]);
+        let fifo = dir.path().join("start.fifo");
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success(), "mkfifo");
+        user_config(
+            dir.path(),
+            &format!(
+                "[mcp.servers.held]\ncommand = \"python3\"\nargs = [{}, {}]\n",
+                quoted(&fixture("held_start.py").display().to_string()),
+                quoted(&fifo.display().to_string())
+            ),
+        );
+        let count = replies.len();
+        let server = script(replies);
+        let agent = run_against_model(&mut bareagent(dir.path()), &server)
+            .args(["--idle-timeout", "5", "use the MCP tools"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until("the first request", Duration::from_secs(30), || {
+            !server.requests().is_empty()
+        });
+        let first = tool_names(&server.requests()[0].body);
+        assert!(first.contains(&"read_file".into()), "{case}: {first:?}");
+        assert!(
+            !first.contains(&"mcp__held__ping".into()),
+            "{case}: {first:?}"
+        );
+        // The server may come up now (the open waits for it to be reading).
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .and_then(|mut fifo| fifo.write_all(b"go"))
+            .unwrap();
+        let out = agent.wait_with_output().unwrap();
+        assert!(out.status.success(), "{case}: {}", stderr(&out));
+        let requests = server.requests();
+        assert_eq!(requests.len(), count, "{case}");
+        for later in &requests[1..] {
+            let names = tool_names(&later.body);
+            assert!(
+                names.contains(&"mcp__held__ping".into()),
+                "{case}: {names:?}"
+            );
+        }
+        assert_eq!(
+            results(&server, pong_at),
+            [("pong".to_string(), false)],
+            "{case}"
+        );
+        assert!(
+            stderr(&out).contains("MCP server still starting: held"),
+            "{case}: {}",
+            stderr(&out)
+        );
     }
 }

@@ -119,6 +119,11 @@ pub const NOT_CASES: &[(&str, &str, &str)] = &[
         "a feature: diagnostics",
     ),
     (
+        "tests/it/mcp.rs",
+        "let cases in fn a_server_still_starting_joins_at_the_next_request",
+        "a feature: MCP servers starting beside the first request",
+    ),
+    (
         "src/diff.rs",
         "let cases in fn new_binary_empty_and_unchanged_files",
         "diff rendering",
