@@ -1,16 +1,16 @@
 //! The session's reasoning as ACP session config options: `effort` and
 //! `thinking`, two selects of the `thought_level` category, offered in
 //! `session/new` and `session/load` and changed by
-//! `session/set_config_option`. A change is the session layer of the
-//! session's settings (as `/effort` is in `chat`), from the next prompt on.
+//! `session/set_config_option`. A change is the session's own
+//! [`SessionChange`] (as `/effort` is in `chat`), from the next prompt on.
 
 use agent_client_protocol::v1::schema::{
     SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
     SessionConfigSelect, SessionConfigSelectOption,
 };
 
-use crate::provider::{Effort, Reasoning, Thinking};
-use crate::session::Layer;
+use crate::provider::{Effort, Thinking};
+use crate::session::{Current, SessionChange};
 
 pub const EFFORT: &str = "effort";
 pub const THINKING: &str = "thinking";
@@ -18,7 +18,7 @@ pub const THINKING: &str = "thinking";
 const DEFAULT: &str = "default";
 
 /// The options as the session now asks.
-pub fn options(reasoning: Reasoning) -> Vec<SessionConfigOption> {
+pub fn options(current: &Current) -> Vec<SessionConfigOption> {
     let efforts = std::iter::once(
         SessionConfigSelectOption::new(DEFAULT, "Default")
             .description("The settings' effort, else the model's own".to_string()),
@@ -38,7 +38,7 @@ pub fn options(reasoning: Reasoning) -> Vec<SessionConfigOption> {
             EFFORT,
             "Effort",
             SessionConfigKind::Select(SessionConfigSelect::new(
-                reasoning.effort.map_or(DEFAULT, Effort::as_str),
+                current.effort.map_or(DEFAULT, Effort::as_str),
                 efforts,
             )),
         )
@@ -51,7 +51,7 @@ pub fn options(reasoning: Reasoning) -> Vec<SessionConfigOption> {
             THINKING,
             "Thinking",
             SessionConfigKind::Select(SessionConfigSelect::new(
-                reasoning.thinking.as_str(),
+                current.thinking.as_str(),
                 thinking,
             )),
         )
@@ -60,28 +60,29 @@ pub fn options(reasoning: Reasoning) -> Vec<SessionConfigOption> {
     ]
 }
 
-/// Sets option `id` to `value` in the session's layer; an unknown option
-/// or value is an error that names what is known.
-pub fn apply(id: &str, value: &SessionConfigOptionValue, layer: &mut Layer) -> Result<(), String> {
+/// The change option `id` set to `value` asks; an unknown option or
+/// value is an error that names what is known.
+pub fn change(id: &str, value: &SessionConfigOptionValue) -> Result<SessionChange, String> {
     let SessionConfigOptionValue::ValueId { value } = value else {
         return Err(format!("option `{id}` takes a value id, not a boolean"));
     };
     let value: &str = &value.0;
+    let mut change = SessionChange::default();
     match id {
         EFFORT => {
-            layer.effort = match value {
+            change.effort = Some(match value {
                 DEFAULT => None,
                 name => Some(Effort::parse(name)?),
-            }
+            })
         }
-        THINKING => layer.thinking = Some(Thinking::parse(value)?),
+        THINKING => change.thinking = Some(Thinking::parse(value)?),
         other => {
             return Err(format!(
                 "unknown config option `{other}`: the options are {EFFORT}, {THINKING}"
             ));
         }
     }
-    Ok(())
+    Ok(change)
 }
 
 #[cfg(test)]
@@ -90,35 +91,38 @@ mod tests {
 
     #[test]
     fn options_show_the_current_values_and_take_known_ones_only() {
-        let reasoning = Reasoning {
-            thinking: Thinking::Off,
+        let current = Current {
+            model: Err("none".into()),
             effort: Some(Effort::High),
+            thinking: Thinking::Off,
+            wire: None,
+            mode: crate::permission::PermissionMode::Default,
+            sources: Default::default(),
         };
-        let shown = serde_json::to_value(options(reasoning)).unwrap();
+        let shown = serde_json::to_value(options(&current)).unwrap();
         assert_eq!(shown[0]["currentValue"], "high");
         assert_eq!(shown[0]["category"], "thought_level");
         assert_eq!(shown[1]["currentValue"], "off");
-        // (option, value, the layer's effort and thinking after, or an error)
+        // (option, value, the change's effort and thinking, or an error)
         let cases = [
-            (EFFORT, "max", Ok((Some(Effort::Max), None))),
-            (EFFORT, "default", Ok((None, None))),
+            (EFFORT, "max", Ok((Some(Some(Effort::Max)), None))),
+            (EFFORT, "default", Ok((Some(None), None))),
             (THINKING, "off", Ok((None, Some(Thinking::Off)))),
             (EFFORT, "huge", Err(())),
             (THINKING, "on", Err(())),
             ("model", "x", Err(())),
         ];
         for (id, value, want) in cases {
-            let mut layer = Layer::default();
-            let said = apply(id, &SessionConfigOptionValue::value_id(value), &mut layer);
+            let said = change(id, &SessionConfigOptionValue::value_id(value));
             match want {
                 Ok(after) => {
-                    assert_eq!(said, Ok(()), "{id}={value}");
-                    assert_eq!((layer.effort, layer.thinking), after, "{id}={value}");
+                    let said = said.unwrap_or_else(|e| panic!("{id}={value}: {e}"));
+                    assert_eq!((said.effort, said.thinking), after, "{id}={value}");
                 }
                 Err(()) => assert!(said.is_err(), "{id}={value}"),
             }
         }
         let boolean = SessionConfigOptionValue::Boolean { value: true };
-        assert!(apply(EFFORT, &boolean, &mut Layer::default()).is_err());
+        assert!(change(EFFORT, &boolean).is_err());
     }
 }

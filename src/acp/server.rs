@@ -80,7 +80,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
                         _peer: Peer| {
-                match s2.new_session(request) {
+                match s2.new_session(request).await {
                     Ok(response) => responder.respond(response),
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -91,7 +91,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse>,
                         peer: Peer| {
-                match s3.load_session(request, &peer) {
+                match s3.load_session(request, &peer).await {
                     Ok(response) => responder.respond(response),
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -136,7 +136,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: SetSessionConfigOptionRequest,
                         responder: Responder<SetSessionConfigOptionResponse>,
                         _peer: Peer| {
-                match s8.set_config_option(request) {
+                match s8.set_config_option(request).await {
                     Ok(response) => responder.respond(response),
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -170,6 +170,16 @@ pub async fn serve(args: AcpArgs) -> bool {
 }
 
 /// An answer's error with our message: what happened and what to do.
+/// Runs `work` (it reads and writes files) on the runtime's blocking
+/// threads, so the connection's other requests are answered meanwhile.
+async fn off_the_connection<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(Error::internal_error().data(error.to_string())))
+}
+
 fn invalid(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::INVALID_PARAMS, message)
 }
@@ -345,28 +355,38 @@ impl Server {
             .agent_info(Implementation::new("bareagent", env!("CARGO_PKG_VERSION")))
     }
 
-    fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
-        let root = root_of(&request.cwd).map_err(invalid)?;
-        let (servers, notice) = client_servers(&request.mcp_servers);
-        let session = Session::open(&root, None, servers, self.args.layer()).map_err(invalid)?;
-        if let Some(notice) = notice {
-            session.tell(notice);
-        }
+    /// Opens a session: its settings read and its file made (with the
+    /// user's key, which may be made and synced) off the connection's task.
+    async fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+        let layer = self.args.layer();
+        let session = off_the_connection(move || {
+            let root = root_of(&request.cwd).map_err(invalid)?;
+            let (servers, notice) = client_servers(&request.mcp_servers);
+            let session = Session::open(&root, None, servers, layer).map_err(invalid)?;
+            if let Some(notice) = notice {
+                session.tell(notice);
+            }
+            Ok(session)
+        })
+        .await?;
         let response = NewSessionResponse::new(session.id.clone())
             .modes(modes(session.mode()))
-            .config_options(config_options::options(session.core.reasoning()));
+            .config_options(config_options::options(&session.core.current()));
         self.sessions
             .locked()
             .insert(session.id.clone(), Arc::new(session));
         Ok(response)
     }
 
-    fn load_session(
+    /// Loads a session: the file read and its chain checked, its settings
+    /// read, off the connection's task.
+    async fn load_session(
         &self,
         request: LoadSessionRequest,
         peer: &Peer,
     ) -> Result<LoadSessionResponse, Error> {
-        let root = root_of(&request.cwd).map_err(invalid)?;
+        let cwd = request.cwd.clone();
+        let root = off_the_connection(move || root_of(&cwd).map_err(invalid)).await?;
         // Already open here (the client shows it again): replayed from
         // what this agent holds; its file stays ours.
         if let Some(session) = self.session(&request.session_id) {
@@ -381,27 +401,27 @@ impl Server {
             self.replay_to(&session, peer);
             return Ok(LoadSessionResponse::new()
                 .modes(modes(session.mode()))
-                .config_options(config_options::options(session.core.reasoning())));
+                .config_options(config_options::options(&session.core.current())));
         }
-        let paths = crate::workspace::PathResolver::new(&root)
-            .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
-        let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
-            .map_err(|error| Error::new(ErrorCode::INVALID_PARAMS, error.to_string()))?;
-        let (servers, notice) = client_servers(&request.mcp_servers);
-        let session = Session::open(
-            &root,
-            Some((file, loaded.messages)),
-            servers,
-            self.args.layer(),
-        )
-        .map_err(invalid)?;
-        if let Some(notice) = notice {
-            session.tell(notice);
-        }
+        let layer = self.args.layer();
+        let session = off_the_connection(move || {
+            let paths = crate::workspace::PathResolver::new(&root)
+                .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
+            let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
+                .map_err(|error| Error::new(ErrorCode::INVALID_PARAMS, error.to_string()))?;
+            let (servers, notice) = client_servers(&request.mcp_servers);
+            let session = Session::open(&root, Some((file, loaded.messages)), servers, layer)
+                .map_err(invalid)?;
+            if let Some(notice) = notice {
+                session.tell(notice);
+            }
+            Ok(session)
+        })
+        .await?;
         self.replay_to(&session, peer);
         let response = LoadSessionResponse::new()
             .modes(modes(session.mode()))
-            .config_options(config_options::options(session.core.reasoning()));
+            .config_options(config_options::options(&session.core.current()));
         self.sessions
             .locked()
             .insert(session.id.clone(), Arc::new(session));
@@ -442,27 +462,22 @@ impl Server {
 
     /// `session/set_config_option`: the effort or thinking from the next
     /// prompt on; the answer carries every option as it now stands.
-    fn set_config_option(
+    async fn set_config_option(
         &self,
         request: SetSessionConfigOptionRequest,
     ) -> Result<SetSessionConfigOptionResponse, Error> {
         let session = self
             .session(&request.session_id)
             .ok_or_else(|| session_not_found(&request.session_id))?;
-        let mut applied = Ok(());
-        session
-            .core
-            .reconfigure(|layers| {
-                applied = config_options::apply(
-                    &request.config_id.0,
-                    &request.value,
-                    &mut layers.session,
-                );
-            })
+        let change =
+            config_options::change(&request.config_id.0, &request.value).map_err(invalid)?;
+        let now = session
+            .handle
+            .change(change)
+            .await
             .map_err(|error| invalid(error.to_string()))?;
-        applied.map_err(invalid)?;
         Ok(SetSessionConfigOptionResponse::new(
-            config_options::options(session.core.reasoning()),
+            config_options::options(&now),
         ))
     }
 

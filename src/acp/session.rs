@@ -111,7 +111,11 @@ impl Session {
     /// The user's `session/set_mode`: prompts from now on run in `mode`
     /// (a running turn keeps the mode it started in).
     pub async fn set_mode(&self, mode: PermissionMode) -> Result<(), String> {
-        self.handle.set_mode(mode).await.map_err(|e| e.to_string())
+        self.handle
+            .change(crate::session::SessionChange::mode(mode))
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     pub fn take_notices(&self) -> Vec<String> {

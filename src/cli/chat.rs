@@ -34,7 +34,7 @@ use super::{ChatArgs, PermissionModeArg};
 use crate::agent::{LoopError, Message};
 use crate::permission::PermissionMode;
 use crate::provider::{Effort, Thinking};
-use crate::session::Layer;
+use crate::session::{SessionChange, api_name};
 use crate::sessions::SessionFile;
 use crate::sync::Locked;
 use crate::workspace::Workspace;
@@ -250,15 +250,20 @@ impl Chat {
                     eprint!("{}", model_choices(&listing, self.agent.session.model()));
                 }
             }
-            Slash::Model(Some(name)) => match self.agent.set_model(&name) {
-                Ok(Some(provider)) => eprintln!(
-                    "from the next turn on, {} (provider {}, the history goes with it)",
-                    self.model_line(),
-                    super::terminal_agent::api_name(provider)
-                ),
-                Ok(None) => eprintln!("from the next turn on, {}", self.model_line()),
-                Err(error) => eprintln!("bareagent: the model is unchanged: {error:#}"),
-            },
+            Slash::Model(Some(name)) => {
+                let before = self.agent.session.current().model;
+                match self.agent.change(&SessionChange::model(&name)) {
+                    Ok(now) => match (before, now.model) {
+                        (Ok((was, _)), Ok((provider, _))) if was != provider => eprintln!(
+                            "from the next turn on, {} (provider {}, the history goes with it)",
+                            self.model_line(),
+                            api_name(provider)
+                        ),
+                        _ => eprintln!("from the next turn on, {}", self.model_line()),
+                    },
+                    Err(error) => eprintln!("bareagent: the model is unchanged: {error:#}"),
+                }
+            }
             Slash::Mode(None) => eprintln!(
                 "permission mode {} (the modes: {})",
                 mode_name(self.agent.session.mode()),
@@ -267,14 +272,23 @@ impl Chat {
             Slash::Mode(Some(name)) => self.set_mode(&name),
             Slash::Effort(None) | Slash::Thinking(None) => eprintln!("{}", self.reasoning_line()),
             Slash::Effort(Some(name)) => match name.as_str() {
-                "default" => self.change_reasoning(|layer| layer.effort = None),
+                "default" => self.change_reasoning(SessionChange {
+                    effort: Some(None),
+                    ..SessionChange::default()
+                }),
                 name => match Effort::parse(name) {
-                    Ok(effort) => self.change_reasoning(|layer| layer.effort = Some(effort)),
+                    Ok(effort) => self.change_reasoning(SessionChange {
+                        effort: Some(Some(effort)),
+                        ..SessionChange::default()
+                    }),
                     Err(error) => eprintln!("bareagent: unchanged: {error}"),
                 },
             },
             Slash::Thinking(Some(name)) => match Thinking::parse(&name) {
-                Ok(thinking) => self.change_reasoning(|layer| layer.thinking = Some(thinking)),
+                Ok(thinking) => self.change_reasoning(SessionChange {
+                    thinking: Some(thinking),
+                    ..SessionChange::default()
+                }),
                 Err(error) => eprintln!("bareagent: unchanged: {error}"),
             },
             Slash::Rewind => {
@@ -319,14 +333,10 @@ impl Chat {
         )
     }
 
-    /// Changes the session's layer as `change` says, from the next turn on.
-    fn change_reasoning(&mut self, change: impl FnOnce(&mut Layer)) {
-        match self
-            .agent
-            .session
-            .reconfigure(|layers| change(&mut layers.session))
-        {
-            Ok(()) => eprintln!("from the next turn on, {}", self.reasoning_line()),
+    /// Changes the effort or thinking as `change` says, from the next turn on.
+    fn change_reasoning(&mut self, change: SessionChange) {
+        match self.agent.change(&change) {
+            Ok(_) => eprintln!("from the next turn on, {}", self.reasoning_line()),
             Err(error) => eprintln!("bareagent: unchanged: {error:#}"),
         }
     }
@@ -339,8 +349,11 @@ impl Chat {
             );
             return;
         };
-        match self.agent.set_mode(PermissionMode::from(mode)) {
-            Ok(()) => eprintln!(
+        match self
+            .agent
+            .change(&SessionChange::mode(PermissionMode::from(mode)))
+        {
+            Ok(_) => eprintln!(
                 "permission mode {} from now on",
                 mode_name(self.agent.session.mode())
             ),

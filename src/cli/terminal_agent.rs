@@ -19,9 +19,9 @@ use super::turn_keys::TurnKeys;
 use crate::agent::Message;
 use crate::config::Config;
 use crate::events::EventSink;
-use crate::permission::PermissionMode;
-use crate::provider::{ProviderChoice, ProviderKind};
-use crate::session::{Layer, Layers, Session, Surface, TurnEnd, TurnIo};
+use crate::session::{
+    ChangeError, Current, Layer, Layers, Session, SessionChange, Surface, TurnEnd, TurnIo,
+};
 use crate::sync::Locked;
 use crate::workspace::{DiskWorkspace, Workspace};
 
@@ -129,88 +129,11 @@ impl TerminalAgent {
         std::mem::take(&mut *self.typed_ahead.locked())
     }
 
-    /// Asks `name` from the next turn on: its provider, price, context
-    /// window and compaction threshold. A model of the other API (by the
-    /// model table, else its name) switches the provider with it, where
-    /// its key is in the environment; a name never goes to the API of the
-    /// other. Returns the provider switched to. On an error nothing changes.
-    pub fn set_model(&self, name: &str) -> anyhow::Result<Option<ProviderKind>> {
-        let settings = self.session.settings();
-        let wanted = &settings.provider;
-        let current = ProviderChoice {
-            kind: wanted.kind,
-            replay: wanted.replay.clone(),
-            ..ProviderChoice::default()
-        }
-        .resolved_kind()?;
-        let switch = match api_of(name) {
-            Some(kind) if kind != current && current != ProviderKind::Replay => Some(kind),
-            _ => None,
-        };
-        if let (Some(kind), Some(url)) = (switch, &wanted.base_url) {
-            anyhow::bail!(
-                "{name} is a model of the {} API, and the chat's --base-url {url} is the {} API's; start a chat with --provider {} to use it",
-                api_name(kind),
-                api_name(current),
-                api_name(kind)
-            );
-        }
-        let model = name.to_string();
-        self.session
-            .reconfigure(|layers| {
-                layers.session.model = Some(model);
-                if switch.is_some() {
-                    layers.session.provider = switch;
-                }
-            })
-            .map_err(|error| match switch {
-                Some(kind) => {
-                    anyhow::anyhow!("{name} is a model of the {} API: {error}", api_name(kind))
-                }
-                None => error.into(),
-            })?;
-        Ok(switch)
-    }
-
-    /// Decides with `mode` from the next tool call on: the gate is rebuilt
-    /// from the settings, so what was allowed "for this session" is asked
-    /// again. On an error nothing changes.
-    pub fn set_mode(&self, mode: PermissionMode) -> anyhow::Result<()> {
-        Ok(self
-            .session
-            .reconfigure(|layers| layers.session.mode = Some(mode))?)
-    }
-}
-
-/// The API a model name belongs to: the model table's, else its family's
-/// prefix (`claude-…`; `gpt-…`, `o1`, `o3`, `o4…`); `None`: any (a local
-/// server's model).
-fn api_of(name: &str) -> Option<ProviderKind> {
-    use crate::provider::models::{ModelReasoning, info};
-    if let Some(known) = info(name) {
-        return Some(match known.reasoning {
-            ModelReasoning::Anthropic { .. } => ProviderKind::Anthropic,
-            _ => ProviderKind::Openai,
-        });
-    }
-    let openai = name.starts_with("gpt-")
-        || name.starts_with("chatgpt-")
-        || ["o1", "o3", "o4"]
-            .iter()
-            .any(|family| name == *family || name.starts_with(&format!("{family}-")));
-    match () {
-        _ if name.starts_with("claude-") => Some(ProviderKind::Anthropic),
-        _ if openai => Some(ProviderKind::Openai),
-        _ => None,
-    }
-}
-
-/// A provider as `--provider` names it.
-pub(super) fn api_name(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Anthropic => "anthropic",
-        ProviderKind::Openai => "openai",
-        ProviderKind::Replay => "replay",
+    /// Changes what the next turns use (the model, effort, thinking or
+    /// mode): the session decides, as for every front end. On an error
+    /// nothing changes.
+    pub fn change(&self, change: &SessionChange) -> Result<Current, ChangeError> {
+        self.session.change(change)
     }
 }
 

@@ -32,7 +32,7 @@ pub async fn at_start(state: &Arc<State>) {
     let core = state
         .lock_sessions()
         .entry(super::state::MAIN_SESSION.to_string())
-        .or_insert_with(|| super::session::Session::new(&state.init().root))
+        .or_insert_with(|| state.new_session())
         .core
         .clone();
     if core.mcp().is_none() {

@@ -1,13 +1,10 @@
 //! Which provider and model the language server's turns use, and the
-//! command that changes it, `bareagent.setModel`.
-//!
-//! The first that names one wins: `bareagent.setModel` (for the rest of
-//! the server's life), the editor's settings (`initializationOptions`,
-//! `workspace/configuration`), the environment (`BAREAGENT_PROVIDER`,
-//! `BAREAGENT_MODEL`, read by the same code as `bareagent run`), the
-//! settings files, and last the provider's default (the provider itself
-//! guessed from which keys are set). Each turn resolves it anew, so a
-//! change takes effect at the next turn, never in the middle of one.
+//! command that changes it, `bareagent.setModel`. A choice is a
+//! [`SessionChange`] sent to every session through its handle — the
+//! same change a chat's `/model` makes — and kept for the sessions made
+//! later; it takes effect at the next turn, never in the middle of one.
+//! What the next turn uses, and which layer each value came from, is the
+//! one resolver's ([`Current`]), from the settings as they are now.
 
 use std::sync::Arc;
 
@@ -15,82 +12,67 @@ use serde_json::{Value, json};
 
 use super::state::{MAIN_SESSION, State};
 use crate::provider::model_list::Listing;
-use crate::provider::{
-    FromEnvironment, ProviderChoice, ProviderKind, default_model, is_configured, parse_kind,
-    suggested_models,
-};
+use crate::provider::{ProviderKind, is_configured, parse_kind, suggested_models};
+use crate::session::{Current, SessionChange, SessionHandle, SessionSettings, Surface};
+use crate::sync::Locked;
 
-/// The provider and model for the next turn, and where each came from.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Selected {
-    pub kind: Option<ProviderKind>,
-    pub model: Option<String>,
-    pub kind_from: &'static str,
-    pub model_from: &'static str,
+/// What the main session's next turn uses, from the settings read now
+/// (off the runtime's thread), and those settings.
+pub async fn current(state: &Arc<State>) -> Result<(Current, SessionSettings), String> {
+    let mut layers = state.layers().await?;
+    let main = state
+        .lock_sessions()
+        .get(MAIN_SESSION)
+        .map(|session| session.handle.clone());
+    if let Some(main) = main {
+        layers.session = main.session().layers().session;
+    }
+    let settings = SessionSettings::resolve(state.init().root.clone(), Surface::Editor, layers);
+    Ok((Current::of(&settings), settings))
 }
 
-/// The first of the sources that names a provider, and a model.
-pub fn select(state: &State) -> Result<Selected, String> {
-    let chosen = state.model_override.get();
-    let editor = state.editor_settings();
-    let environment = FromEnvironment::read().map_err(|e| e.to_string())?;
-    let files = state.settings()?;
-    let pick = |sources: [(Option<ProviderKind>, &'static str); 4]| {
-        sources
-            .into_iter()
-            .find_map(|(value, from)| value.map(|v| (Some(v), from)))
-            .unwrap_or((None, "the keys that are set"))
-    };
-    let (kind, kind_from) = pick([
-        (chosen.kind, "bareagent.setModel"),
-        (editor.provider, "the editor's settings"),
-        (environment.kind, crate::provider::PROVIDER_ENV),
-        // The files' value: the merged settings hold the editor's only
-        // where it is set, and that case was taken above.
-        (files.provider, "the settings file"),
-    ]);
-    let models = [
-        (chosen.model, "bareagent.setModel"),
-        (editor.model, "the editor's settings"),
-        (environment.model, crate::provider::MODEL_ENV),
-        (files.model, "the settings file"),
-    ];
-    let (model, model_from) = models
-        .into_iter()
-        .find_map(|(value, from)| value.map(|v| (Some(v), from)))
-        .unwrap_or((None, "the provider's default"));
-    Ok(Selected {
-        kind,
-        model,
-        kind_from,
-        model_from,
-    })
-}
-
-/// The `model` entry of `bareagent.status`: what the next turn will use.
-pub fn status(state: &State) -> Value {
-    let selected = match select(state) {
-        Ok(selected) => selected,
-        Err(error) => return json!({"error": error}),
-    };
-    let choice = ProviderChoice {
-        kind: selected.kind,
-        model: selected.model.clone(),
-        replay: state.editor_settings().replay,
-        ..ProviderChoice::default()
-    };
-    match choice
-        .resolved_kind()
-        .and_then(|kind| Ok((kind, choice.resolved_model()?)))
-    {
+/// The `model` entry of `bareagent.status` and `setModel`'s answers.
+pub fn model_entry(current: &Current) -> Value {
+    match &current.model {
         Ok((kind, model)) => json!({
             "provider": kind,
             "model": model,
-            "providerFrom": selected.kind_from,
-            "modelFrom": selected.model_from,
+            "providerFrom": current.sources.provider.describe("provider"),
+            "modelFrom": current.sources.model.describe("model"),
         }),
-        Err(error) => json!({"error": error.to_string()}),
+        Err(error) => json!({"error": error}),
     }
+}
+
+/// `change` for every session of the server, through its handle, and
+/// for those made later. The main session (made if there is none yet,
+/// brought up to the settings first) decides what the change means — a
+/// model of the other API switches the provider — and its answer is what
+/// the next turn uses; the others follow it.
+pub async fn change_everywhere(
+    state: &Arc<State>,
+    change: SessionChange,
+) -> Result<Current, String> {
+    let layers = state.layers().await?;
+    let main = state.handle_of(MAIN_SESSION);
+    main.set_layers(layers).await.map_err(|e| e.to_string())?;
+    let now = main
+        .change(change.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    *state.chosen.locked() = main.session().layers().session;
+    let others: Vec<SessionHandle> = state
+        .lock_sessions()
+        .iter()
+        .filter(|(name, _)| name.as_str() != MAIN_SESSION)
+        .map(|(_, session)| session.handle.clone())
+        .collect();
+    for other in others {
+        if let Err(error) = other.change(change.clone()).await {
+            tracing::warn!(%error, "a session keeps its model and effort");
+        }
+    }
+    Ok(now)
 }
 
 /// `bareagent.setModel`: with no argument, the choices to offer; with
@@ -105,71 +87,57 @@ pub async fn set_model(state: &Arc<State>, argument: &Value) -> Result<Value, St
         .filter(|m| !m.is_empty());
     if argument.get("reset").and_then(Value::as_bool) == Some(true) {
         // The model's choice only: an effort chosen stays.
-        let mut chosen = state.model_override.get();
-        (chosen.kind, chosen.model) = (None, None);
-        state.model_override.set(chosen);
-        return Ok(json!({"reset": true, "current": status(state)}));
+        let change = SessionChange {
+            settings_model: true,
+            ..SessionChange::default()
+        };
+        let now = change_everywhere(state, change).await?;
+        return Ok(json!({"reset": true, "current": model_entry(&now)}));
     }
     if provider.is_none() && model.is_none() {
         if argument.get("model").is_some() {
             return Err("model: give a model's name".into());
         }
         let listed = listed(state).await;
-        return Ok(choices(state, listed));
+        let (current, _) = current(state).await?;
+        return Ok(choices(&current, listed));
     }
     let kind = provider
         .map(|name| parse_kind(name).map_err(|e| format!("provider `{name}`: {e}")))
         .transpose()?;
-    if kind == Some(ProviderKind::Replay) {
-        return Err("provider `replay`: a replay is set in the editor's settings, not here".into());
-    }
-    let mut chosen = state.model_override.get();
-    if let Some(kind) = kind {
-        chosen.kind = Some(kind);
-        chosen.model = default_model(kind).map(str::to_string);
-    }
-    if let Some(model) = model {
-        chosen.model = Some(model.to_string());
-    }
-    state.model_override.set(chosen);
+    let change = SessionChange {
+        provider: kind,
+        model: model.map(str::to_string),
+        ..SessionChange::default()
+    };
+    let now = change_everywhere(state, change).await?;
     Ok(json!({
-        "current": status(state),
+        "current": model_entry(&now),
         "message": "the next turn uses it",
     }))
 }
 
 /// What the main session's provider lists for its key (asked once per
-/// session, through its own client): the session is made, under the
-/// editor's settings, if no turn made it yet.
+/// session, through its own client): the session is made, and brought up
+/// to the settings, if no turn made it yet.
 async fn listed(state: &Arc<State>) -> Listing {
-    let (core, new) = {
-        let mut sessions = state.lock_sessions();
-        let new = !sessions.contains_key(MAIN_SESSION);
-        let session = sessions
-            .entry(MAIN_SESSION.to_string())
-            .or_insert_with(|| super::session::Session::new(&state.init().root));
-        (session.core.clone(), new)
-    };
-    if new {
-        // A running turn's settings are never changed from here: only a
-        // session no turn has used yet is brought up to the settings.
-        match state.layers().await {
-            Ok(layers) => {
-                if let Err(error) = core.reconfigure(|current| *current = layers) {
-                    tracing::warn!(%error, "the model list uses the session's settings as they are");
-                }
+    let main = state.handle_of(MAIN_SESSION);
+    match state.layers().await {
+        Ok(layers) => {
+            if let Err(error) = main.set_layers(layers).await {
+                tracing::warn!(%error, "the model list uses the session's settings as they are");
             }
-            Err(error) => tracing::warn!(%error, "cannot read the settings for the model list"),
         }
+        Err(error) => tracing::warn!(%error, "cannot read the settings for the model list"),
     }
-    core.list_models().await
+    main.session().list_models().await
 }
 
 /// What a client offers the user to pick from: for the provider in use,
 /// the models its API lists (else the built-in ones, and `note` says
 /// why); for the other, the built-in suggestions.
-fn choices(state: &State, listed: Listing) -> Value {
-    let current = status(state);
+fn choices(current: &Current, listed: Listing) -> Value {
+    let current = model_entry(current);
     let note = listed.note.clone();
     let choices: Vec<Value> = [ProviderKind::Anthropic, ProviderKind::Openai]
         .into_iter()

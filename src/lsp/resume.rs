@@ -10,7 +10,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::chat;
-use super::session::Session;
 use super::state::{MAIN_SESSION, ResumeSetting, State};
 use crate::sessions::{self, Loaded, SessionFile};
 
@@ -50,7 +49,7 @@ pub fn at_start(state: &Arc<State>) {
             let mut sessions = state.lock_sessions();
             sessions
                 .entry(MAIN_SESSION.to_string())
-                .or_insert_with(|| Session::new(&state.init().root))
+                .or_insert_with(|| state.new_session())
                 .chat_notice = Some(notice);
             return;
         }
@@ -118,7 +117,7 @@ fn install(state: &State, loaded: Loaded, file: SessionFile) -> Result<String, S
         loaded.messages.len(),
         loaded.header.created
     );
-    let session = Session::new(&state.init().root);
+    let session = state.new_session();
     session
         .core
         .start_conversation(Some(Arc::new(file)), loaded.messages);

@@ -285,7 +285,7 @@ impl LanguageServer for Backend {
                     .await
                     .map_err(invalid)?
             }
-            "bareagent.status" => status(&self.state),
+            "bareagent.status" => status(&self.state).await,
             "bareagent.openChat" => self.open_chat().await?,
             "bareagent.trustWorkspace" => self.trust_workspace(&arguments).await?,
             "bareagent.setModel" => {
@@ -295,6 +295,7 @@ impl LanguageServer for Backend {
             }
             "bareagent.setEffort" => {
                 super::effort::set_effort(&self.state, arguments.first().unwrap_or(&Value::Null))
+                    .await
                     .map_err(invalid)?
             }
             "bareagent.showDiff" => self.show_diff(&arguments).await?,
@@ -667,9 +668,9 @@ pub async fn cancel_progress(state: Arc<State>, params: WorkDoneProgressCancelPa
 }
 
 /// `bareagent.status`: sessions, pending approvals, sandbox and model.
-pub fn status(state: &State) -> Value {
-    let sessions = state.lock_sessions();
-    let sessions: Vec<Value> = sessions
+pub async fn status(state: &Arc<State>) -> Value {
+    let sessions: Vec<Value> = state
+        .lock_sessions()
         .iter()
         .map(|(name, session)| {
             let core = &session.core;
@@ -690,15 +691,24 @@ pub fn status(state: &State) -> Value {
         .iter()
         .map(|v| json!({"id": v.id, "turn": v.turn, "tool": v.tool, "summary": v.summary}))
         .collect();
-    let sandbox = match state.settings() {
-        Ok(settings) => {
-            let policy = crate::sandbox::SandboxPolicy::new(&settings.sandbox, &state.init().root);
-            crate::sandbox::SandboxStatus::of(&policy).to_string()
+    // What the next turn uses, from the settings read now (off the
+    // runtime's thread) by the one resolver.
+    let (model, reasoning, sandbox) = match super::model::current(state).await {
+        Ok((current, settings)) => {
+            let policy =
+                crate::sandbox::SandboxPolicy::new(&settings.files.sandbox, &state.init().root);
+            (
+                super::model::model_entry(&current),
+                super::effort::reasoning_entry(&current),
+                crate::sandbox::SandboxStatus::of(&policy).to_string(),
+            )
         }
-        Err(error) => format!("unknown: {error}"),
+        Err(error) => (
+            json!({"error": error}),
+            json!({"error": error}),
+            format!("unknown: {error}"),
+        ),
     };
-    let model = super::model::status(state);
-    let reasoning = super::effort::status(state);
     json!({
         "sessions": sessions, "pendingApprovals": approvals, "sandbox": sandbox, "model": model,
         "reasoning": reasoning,

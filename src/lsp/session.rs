@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::session::{Given, Layers, SessionHandle, Surface};
+use crate::session::{Given, Layer, Layers, SessionHandle, Surface};
 
 pub struct Session {
     pub core: Arc<crate::session::Session>,
@@ -18,13 +18,18 @@ pub struct Session {
 }
 
 impl Session {
-    /// A new conversation in `root`; its parts are built from the
-    /// settings at its first turn.
-    pub fn new(root: &std::path::Path) -> Session {
+    /// A new conversation in `root`, starting from what the editor's
+    /// commands chose (`bareagent.setModel`, `setEffort`); its
+    /// parts are built from the settings at its first turn.
+    pub fn new(root: &std::path::Path, chosen: Layer) -> Session {
+        let layers = Layers {
+            session: chosen,
+            ..Layers::default()
+        };
         let core = crate::session::Session::unprepared(
             root.to_path_buf(),
             Surface::Editor,
-            Layers::default(),
+            layers,
             Given::default(),
         );
         let core = Arc::new(core);

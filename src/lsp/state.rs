@@ -177,15 +177,13 @@ impl EditorSettings {
         }
     }
 
-    /// The editor's settings over the files' settings.
+    /// The files' settings with what the editor adds to them: its rules,
+    /// its MCP servers and how edits are saved. What it chooses (provider,
+    /// model, mode, context, reasoning) is its own layer, [`Self::layer`],
+    /// never merged in here: one layer, one place in the resolver.
     pub fn over(&self, files: &Config) -> Config {
         let mut merged = files.clone();
-        merged.provider = self.provider.or(files.provider);
-        merged.model = self.model.clone().or_else(|| files.model.clone());
-        merged.permissions.mode = self.permission_mode.or(files.permissions.mode);
         merged.edits.save = self.edits.save.or(files.edits.save);
-        merged.context.window = self.context_window.or(files.context.window);
-        merged.context.compact_at = self.compact_at.or(files.context.compact_at);
         merged.mcp = files
             .mcp
             .clone()
@@ -240,8 +238,9 @@ pub struct State {
     pub parent_gone: Arc<tokio::sync::Notify>,
     /// What the editor's own language servers report.
     pub diagnostics: Arc<crate::workspace::reported::EditorDiagnostics>,
-    /// What `bareagent.setModel` chose (see `model.rs`).
-    pub model_override: ModelOverride,
+    /// The session layer `bareagent.setModel` and `setEffort` left the
+    /// main session with, for the sessions made after (see `model.rs`).
+    pub chosen: Mutex<crate::session::Layer>,
 }
 
 /// The main session: the one the chat file shows.
@@ -265,7 +264,7 @@ impl State {
             shutdown_requested: std::sync::atomic::AtomicBool::new(false),
             parent_gone: Arc::default(),
             diagnostics: Arc::default(),
-            model_override: Default::default(),
+            chosen: Default::default(),
         }
     }
 
@@ -354,26 +353,34 @@ impl State {
         self.layers_over(files)
     }
 
-    /// [`State::layers`], reading the files on this thread.
-    pub fn layers_now(&self) -> Result<crate::session::Layers, String> {
-        self.layers_over(self.settings()?)
-    }
-
     fn layers_over(&self, files: Config) -> Result<crate::session::Layers, String> {
-        let chosen = self.model_override.get();
         Ok(crate::session::Layers {
-            session: crate::session::Layer {
-                provider: chosen.kind,
-                model: chosen.model,
-                effort: chosen.effort,
-                thinking: chosen.thinking,
-                ..crate::session::Layer::default()
-            },
+            session: self.chosen(),
             command_line: crate::session::Layer::default(),
             editor: self.editor_settings().layer(&self.init().root),
             environment: crate::session::Layer::from_environment().map_err(|e| e.to_string())?,
             files,
         })
+    }
+
+    /// A new session in the editor's root, from what its commands chose.
+    pub fn new_session(&self) -> Session {
+        Session::new(&self.init().root, self.chosen())
+    }
+
+    /// The handle of the session `name`, made if there is none yet.
+    pub fn handle_of(&self, name: &str) -> crate::session::SessionHandle {
+        self.lock_sessions()
+            .entry(name.to_string())
+            .or_insert_with(|| self.new_session())
+            .handle
+            .clone()
+    }
+
+    /// The session layer a new session starts from: what the editor's
+    /// commands chose.
+    pub fn chosen(&self) -> crate::session::Layer {
+        self.chosen.locked().clone()
     }
 
     pub fn editor_settings(&self) -> EditorSettings {
@@ -517,29 +524,6 @@ impl Init {
             can_answer_code: false,
             options: Value::Null,
         }
-    }
-}
-
-/// What `bareagent.setModel` and `bareagent.setEffort` chose; empty until
-/// they are used.
-#[derive(Debug, Default)]
-pub struct ModelOverride(Mutex<Chosen>);
-
-#[derive(Clone, Debug, Default)]
-pub struct Chosen {
-    pub kind: Option<ProviderKind>,
-    pub model: Option<String>,
-    pub effort: Option<crate::provider::Effort>,
-    pub thinking: Option<crate::provider::Thinking>,
-}
-
-impl ModelOverride {
-    pub fn get(&self) -> Chosen {
-        self.0.locked().clone()
-    }
-
-    pub fn set(&self, chosen: Chosen) {
-        *self.0.locked() = chosen;
     }
 }
 

@@ -34,17 +34,22 @@ pub struct Ask {
 /// running turn (it reaches the model at its next step, or right after the
 /// answer it is writing). Answers once the session's task has taken it.
 pub async fn start(state: &Arc<State>, ask: Ask) -> Value {
-    let handle = {
-        let mut sessions = state.lock_sessions();
-        let session = sessions
-            .entry(ask.session.clone())
-            .or_insert_with(|| super::session::Session::new(&state.init().root));
-        if ask.session == MAIN_SESSION && session.core.file().is_none() {
-            let file = SessionFile::create(&state.init().paths);
-            session.core.set_file(Arc::new(file));
+    let handle = state.handle_of(&ask.session);
+    if ask.session == MAIN_SESSION && handle.session().file().is_none() {
+        // Making the file loads (or makes and syncs) the user's key: off
+        // the runtime's thread, and outside the sessions' lock, which
+        // every other request takes.
+        let paths = state.init().paths.clone();
+        match tokio::task::spawn_blocking(move || SessionFile::create(&paths)).await {
+            // A file made by a second ask meanwhile is kept (this one's was
+            // never written: a file is written at its first record).
+            Ok(file) if handle.session().file().is_none() => {
+                handle.session().set_file(Arc::new(file))
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "cannot make the session file"),
         }
-        session.handle.clone()
-    };
+    }
     let queued = queued_turns(state, &ask.session);
     let run = runner(state, ask.session.clone(), ask.prompt_in_chat);
     match handle
@@ -375,8 +380,7 @@ pub(super) async fn prepare(
     }
     let save = layers.files.edits.save.unwrap_or_default();
     let mcp = layers.files.mcp.clone();
-    core.reconfigure(|current| *current = layers)
-        .map_err(|e| e.to_string())?;
+    core.set_layers(layers).map_err(|e| e.to_string())?;
     super::mcp::for_session(state, core, &mcp);
     // The editor's diagnostics exist only here.
     let settle = state.editor_settings().diagnostics_settle_ms;

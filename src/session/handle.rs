@@ -24,9 +24,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Layers, Session, SessionError};
+use super::{ChangeError, Current, Layers, Session, SessionChange, SessionError};
 use crate::agent::{ContentBlock, Message, Role};
-use crate::permission::PermissionMode;
 
 /// A job's work, run on a task of its own.
 pub type Job<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -98,6 +97,8 @@ pub enum HandleError {
     Closed,
     #[error(transparent)]
     Session(#[from] SessionError),
+    #[error(transparent)]
+    Change(#[from] ChangeError),
 }
 
 enum Op {
@@ -115,9 +116,14 @@ enum Op {
     Compact {
         reply: oneshot::Sender<Compacting>,
     },
-    /// A new mode or model: the session's own layer changed.
-    Reconfigure {
-        change: Box<dyn FnOnce(&mut Layers) + Send>,
+    /// A new model, effort, thinking or mode: the session's own layer.
+    Change {
+        change: SessionChange,
+        reply: oneshot::Sender<Result<Current, HandleError>>,
+    },
+    /// The front end's layers read again (the session's own stays).
+    Layers {
+        layers: Box<Layers>,
         reply: oneshot::Sender<Result<(), HandleError>>,
     },
     Rewind {
@@ -228,28 +234,24 @@ impl SessionHandle {
         self.ask(move |reply| Op::Compact { reply })
     }
 
-    /// Turns from now on run in `mode` (a running turn keeps its own).
-    pub fn set_mode(
+    /// Turns from now on use what `change` says (a running turn keeps
+    /// its own): every front end's model, effort, thinking and mode
+    /// changes. Answers what the next turn uses.
+    pub fn change(
         &self,
-        mode: PermissionMode,
-    ) -> impl Future<Output = Result<(), HandleError>> + Send + 'static {
-        self.reconfigure(move |layers| layers.session.mode = Some(mode))
+        change: SessionChange,
+    ) -> impl Future<Output = Result<Current, HandleError>> + Send + 'static {
+        self.request(move |reply| Op::Change { change, reply })
     }
 
-    /// Turns from now on ask `model`.
-    pub fn set_model(
+    /// Turns from now on use the front end's `layers` (its settings read
+    /// again); what was chosen in the session stays.
+    pub fn set_layers(
         &self,
-        model: String,
+        layers: Layers,
     ) -> impl Future<Output = Result<(), HandleError>> + Send + 'static {
-        self.reconfigure(move |layers| layers.session.model = Some(model))
-    }
-
-    fn reconfigure(
-        &self,
-        change: impl FnOnce(&mut Layers) + Send + 'static,
-    ) -> impl Future<Output = Result<(), HandleError>> + Send + 'static {
-        let change = Box::new(change);
-        self.request(move |reply| Op::Reconfigure { change, reply })
+        let layers = Box::new(layers);
+        self.request(move |reply| Op::Layers { layers, reply })
     }
 
     /// Runs `undo` as the session's job, unless one runs: prompts queue
@@ -281,7 +283,7 @@ pub struct Rewound {
 }
 
 /// What runs now.
-struct Current {
+struct Running {
     id: u64,
     cancel: CancellationToken,
     kind: Kind,
@@ -304,7 +306,7 @@ struct Task {
     session: Arc<Session>,
     /// Runs the turn queued prompts start (the last queuer's).
     queued: Option<RunQueued>,
-    current: Option<Current>,
+    current: Option<Running>,
     running: watch::Sender<Option<u64>>,
 }
 
@@ -383,8 +385,12 @@ impl Task {
                 };
                 let _ = reply.send(answer);
             }
-            Op::Reconfigure { change, reply } => {
-                let changed = self.session.reconfigure(change);
+            Op::Change { change, reply } => {
+                let changed = self.session.change(&change);
+                let _ = reply.send(changed.map_err(HandleError::from));
+            }
+            Op::Layers { layers, reply } => {
+                let changed = self.session.set_layers(*layers);
                 let _ = reply.send(changed.map_err(HandleError::from));
             }
             Op::Rewind { undo, reply } => {
@@ -430,7 +436,7 @@ impl Task {
     /// Runs `job` on a task of its own: a panic in it ends the job, never
     /// the session's task.
     fn begin(&mut self, id: u64, cancel: CancellationToken, kind: Kind, job: Job<Rewound>) {
-        self.current = Some(Current {
+        self.current = Some(Running {
             id,
             cancel,
             kind,
@@ -466,7 +472,7 @@ impl Task {
 
     /// The prompts queued while `ended` ran: a turn of their own, or, after
     /// a cancelled turn, the history's end.
-    fn start_queued(&mut self, ended: &Current) {
+    fn start_queued(&mut self, ended: &Running) {
         // Nobody queued here: what the inbox holds is not ours to take.
         let Some(run) = self.queued.clone() else {
             return;

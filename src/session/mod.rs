@@ -12,6 +12,7 @@
 //! the MCP servers', the system prompt and instructions — is built here,
 //! once, from the [`SessionSettings`].
 
+mod change;
 mod handle;
 mod settings;
 mod tally;
@@ -23,13 +24,14 @@ use crate::sync::Locked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use change::{ChangeError, Current, SessionChange, api_name, api_of};
 pub use handle::{
     Afterwards, Busy, Compacting, HandleError, Job, Rewound, RunQueued, RunTurn, SessionHandle,
     Started, Turn,
 };
 pub use settings::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ITERATIONS, Layer, Layers, ProviderSettings, ReasoningArgs,
-    SessionSettings, Surface,
+    SessionSettings, Source, Sources, Surface,
 };
 pub use tally::{Counted, FileCount, LineCounts, line_counts};
 
@@ -604,6 +606,40 @@ impl Session {
         Ok(())
     }
 
+    /// Changes what the next turns use (the session's own layer): every
+    /// front end's `/model`, `/effort`, `/mode` and their like. On an
+    /// error nothing changes.
+    pub fn change(&self, change: &SessionChange) -> Result<Current, ChangeError> {
+        let settings = self.settings();
+        let (layer, switched) = change.onto(self.layers().session, &settings)?;
+        self.reconfigure(|layers| layers.session = layer)
+            .map_err(|error| match (switched, &change.model) {
+                (Some(kind), Some(model)) => ChangeError::Switched {
+                    model: model.clone(),
+                    api: api_name(kind),
+                    error: Box::new(error),
+                },
+                _ => ChangeError::Session(Box::new(error)),
+            })?;
+        Ok(self.current())
+    }
+
+    /// The front end's layers anew (the editor's settings, the files read
+    /// again); the session's own layer stays.
+    pub fn set_layers(&self, layers: Layers) -> Result<(), SessionError> {
+        self.reconfigure(|current| {
+            *current = Layers {
+                session: std::mem::take(&mut current.session),
+                ..layers
+            }
+        })
+    }
+
+    /// What the next turn uses, and where each choice came from.
+    pub fn current(&self) -> Current {
+        Current::of(&self.settings())
+    }
+
     pub fn settings(&self) -> Arc<SessionSettings> {
         self.settings.locked().clone()
     }
@@ -651,26 +687,21 @@ impl Session {
         if let Some(model) = &*self.model.locked() {
             return model.name.clone();
         }
-        let wanted = &self.settings().provider;
-        let choice = ProviderChoice {
-            kind: wanted.kind,
-            model: wanted.model.clone(),
-            replay: wanted.replay.clone(),
-            ..ProviderChoice::default()
-        };
-        choice.resolved_model().ok().flatten()
+        self.settings()
+            .provider
+            .choice()
+            .resolved_model()
+            .ok()
+            .flatten()
     }
 
     /// The models to offer: what the session's provider lists for its
     /// credentials (asked once), else the built-in suggestions with a note.
     pub async fn list_models(&self) -> crate::provider::model_list::Listing {
-        let wanted = &self.settings().provider;
-        let choice = ProviderChoice {
-            kind: wanted.kind,
-            replay: wanted.replay.clone(),
-            ..ProviderChoice::default()
-        };
-        let kind = choice
+        let kind = self
+            .settings()
+            .provider
+            .choice()
             .resolved_kind()
             .unwrap_or(crate::provider::ProviderKind::Replay);
         let model = self.connect().map_err(|error| error.to_string());
@@ -986,15 +1017,9 @@ impl Builder<'_> {
         });
         let wanted = &settings.provider;
         let choice = ProviderChoice {
-            kind: wanted.kind,
-            model: wanted.model.clone(),
-            base_url: wanted.base_url.clone(),
-            replay: wanted.replay.clone(),
-            record: wanted.record.clone(),
             http: wanted.http(Some(on_retry)),
             cache_key: Some(session_cache_key(&settings.root, self.started)),
-            send_cache_key: wanted.send_cache_key,
-            wire: wanted.wire,
+            ..wanted.choice()
         };
         let (provider, name) = match &self.given.provider {
             Some(provider) => (provider.clone(), wanted.model.clone()),

@@ -13,7 +13,8 @@
 //! | context window, compact at | | | ✓        |             | ✓     |
 //!
 //! The first layer from the left that says a value wins; none: the
-//! default. Rules, MCP servers and the sandbox are not chosen but merged
+//! default; the resolved settings say which layer gave each chosen value
+//! ([`Sources`]), so a status shows it without deciding again. Rules, MCP servers and the sandbox are not chosen but merged
 //! (the settings files' `Config`, the editor's lists added to it; an ACP
 //! client's MCP servers added too): a layer can add a rule, never take one
 //! away. The environment's provider keys and base URLs are read by the
@@ -120,6 +121,61 @@ pub enum Surface {
     Editor,
 }
 
+/// Which layer gave a setting its value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Chosen during the session (`/model`, `bareagent.setModel`, ACP's
+    /// `session/set_mode` and config options).
+    Session,
+    CommandLine,
+    Editor,
+    Environment,
+    Files,
+    /// No layer said it.
+    #[default]
+    Default,
+}
+
+impl Source {
+    /// The layers in their order, highest first, as [`Layers`] holds them.
+    pub const ORDER: [Source; 5] = [
+        Source::Session,
+        Source::CommandLine,
+        Source::Editor,
+        Source::Environment,
+        Source::Files,
+    ];
+
+    /// Where `setting` came from, as a status says it.
+    pub fn describe(self, setting: &str) -> &'static str {
+        match (self, setting) {
+            (Source::Session, _) => "chosen in this session",
+            (Source::CommandLine, _) => "the command line",
+            (Source::Editor, _) => "the editor's settings",
+            (Source::Environment, "provider") => crate::provider::PROVIDER_ENV,
+            (Source::Environment, "model") => crate::provider::MODEL_ENV,
+            (Source::Environment, _) => "the environment",
+            (Source::Files, _) => "the settings file",
+            (Source::Default, "provider") => "the keys that are set",
+            (Source::Default, "model") => "the provider's default",
+            (Source::Default, _) => "the default",
+        }
+    }
+}
+
+/// Which layer gave each chosen setting (those a user picks during a
+/// session and a status shows).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Sources {
+    pub provider: Source,
+    pub model: Source,
+    pub mode: Source,
+    pub effort: Source,
+    pub thinking: Source,
+    pub wire: Source,
+}
+
 /// Every layer a session's settings come from, highest first.
 #[derive(Clone, Debug, Default)]
 pub struct Layers {
@@ -154,6 +210,22 @@ pub struct ProviderSettings {
 }
 
 impl ProviderSettings {
+    /// What builds the provider, as far as these settings say (the HTTP
+    /// settings and the cache key are the session's to add): the one place
+    /// a `ProviderChoice` is made from a session's settings.
+    pub fn choice(&self) -> crate::provider::ProviderChoice {
+        crate::provider::ProviderChoice {
+            kind: self.kind,
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            replay: self.replay.clone(),
+            record: self.record.clone(),
+            send_cache_key: self.send_cache_key,
+            wire: self.wire,
+            ..crate::provider::ProviderChoice::default()
+        }
+    }
+
     /// The provider's HTTP settings; retries go to `on_retry`.
     pub fn http(&self, on_retry: Option<crate::provider::retry::RetryObserver>) -> HttpSettings {
         HttpSettings {
@@ -184,6 +256,8 @@ pub struct SessionSettings {
     pub reasoning: Reasoning,
     /// The merged rules, sandbox, MCP servers, prices and edits.
     pub files: Config,
+    /// Which layer decided each chosen setting.
+    pub sources: Sources,
 }
 
 /// The defaults, where no layer says.
@@ -206,6 +280,23 @@ impl SessionSettings {
                 order.iter().find_map(|layer| layer.$field.clone())
             };
         }
+        macro_rules! source {
+            ($field:ident) => {
+                order
+                    .iter()
+                    .zip(Source::ORDER)
+                    .find_map(|(layer, source)| layer.$field.is_some().then_some(source))
+                    .unwrap_or_default()
+            };
+        }
+        let sources = Sources {
+            provider: source!(provider),
+            model: source!(model),
+            mode: source!(mode),
+            effort: source!(effort),
+            thinking: source!(thinking),
+            wire: source!(wire),
+        };
         SessionSettings {
             provider: ProviderSettings {
                 kind: first!(provider),
@@ -234,6 +325,7 @@ impl SessionSettings {
             files: layers.files,
             root,
             surface,
+            sources,
         }
     }
 }
@@ -250,6 +342,9 @@ mod tests {
         /// How the settings files say it, where they can.
         in_files: Option<fn(&mut Config, u32)>,
         resolved: fn(&SessionSettings) -> String,
+        /// Where the resolved settings say it came from, for the settings
+        /// a status shows.
+        source: Option<fn(&Sources) -> Source>,
     }
 
     const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::Openai];
@@ -267,66 +362,77 @@ mod tests {
                 say: |l, n| l.provider = Some(KINDS[n as usize % 2]),
                 in_files: Some(|c, n| c.provider = Some(KINDS[n as usize % 2])),
                 resolved: |s| format!("{:?}", s.provider.kind),
+                source: Some(|s| s.provider),
             },
             Setting {
                 name: "model",
                 say: |l, n| l.model = Some(format!("m{n}")),
                 in_files: Some(|c, n| c.model = Some(format!("m{n}"))),
                 resolved: |s| format!("{:?}", s.provider.model),
+                source: Some(|s| s.model),
             },
             Setting {
                 name: "base URL",
                 say: |l, n| l.base_url = Some(format!("http://h{n}")),
                 in_files: None,
                 resolved: |s| format!("{:?}", s.provider.base_url),
+                source: None,
             },
             Setting {
                 name: "replay",
                 say: |l, n| l.replay = Some(format!("r{n}").into()),
                 in_files: None,
                 resolved: |s| format!("{:?}", s.provider.replay),
+                source: None,
             },
             Setting {
                 name: "record",
                 say: |l, n| l.record = Some(format!("w{n}").into()),
                 in_files: None,
                 resolved: |s| format!("{:?}", s.provider.record),
+                source: None,
             },
             Setting {
                 name: "mode",
                 say: |l, n| l.mode = Some(MODES[n as usize % 4]),
                 in_files: Some(|c, n| c.permissions.mode = Some(MODES[n as usize % 4])),
                 resolved: |s| format!("{:?}", s.mode),
+                source: Some(|s| s.mode),
             },
             Setting {
                 name: "iterations",
                 say: |l, n| l.max_iterations = Some(10 + n as usize),
                 in_files: None,
                 resolved: |s| s.max_iterations.to_string(),
+                source: None,
             },
             Setting {
                 name: "idle timeout",
                 say: |l, n| l.idle_timeout = Some(Duration::from_secs(10 + u64::from(n))),
                 in_files: None,
                 resolved: |s| format!("{:?}", s.provider.idle_timeout),
+                source: None,
             },
             Setting {
                 name: "attempts",
                 say: |l, n| l.max_attempts = Some(10 + n),
                 in_files: None,
                 resolved: |s| s.provider.max_attempts.to_string(),
+                source: None,
             },
             Setting {
                 name: "stream",
                 say: |l, n| l.stream = Some(n % 2 == 0),
                 in_files: None,
                 resolved: |s| s.stream.to_string(),
+                source: None,
             },
             Setting {
                 name: "effort",
                 say: |l, n| l.effort = Some(Effort::ALL[n as usize]),
                 in_files: Some(|c, n| c.effort = Some(Effort::ALL[n as usize])),
                 resolved: |s| format!("{:?}", s.reasoning.effort),
+                source: Some(|s| s.effort),
             },
             Setting {
                 name: "thinking",
@@ -339,6 +445,7 @@ mod tests {
                     c.thinking = Some([Thinking::Auto, Thinking::Off, Thinking::Auto][n as usize])
                 }),
                 resolved: |s| format!("{:?}", s.reasoning.thinking),
+                source: Some(|s| s.thinking),
             },
             Setting {
                 name: "wire",
@@ -353,18 +460,21 @@ mod tests {
                     )
                 }),
                 resolved: |s| format!("{:?}", s.provider.wire),
+                source: Some(|s| s.wire),
             },
             Setting {
                 name: "context window",
                 say: |l, n| l.context_window = Some(1000 + u64::from(n)),
                 in_files: Some(|c, n| c.context.window = Some(1000 + u64::from(n))),
                 resolved: |s| format!("{:?}", s.context_window),
+                source: None,
             },
             Setting {
                 name: "compact at",
                 say: |l, n| l.compact_at = Some(0.1 * f64::from(n + 1)),
                 in_files: Some(|c, n| c.context.compact_at = Some(0.1 * f64::from(n + 1))),
                 resolved: |s| format!("{:?}", s.compact_at),
+                source: None,
             },
         ]
     }
@@ -414,12 +524,27 @@ mod tests {
                     "{}: the {layer} layer's value is not the default",
                     setting.name
                 );
+                let resolved = resolve(all_below);
                 assert_eq!(
-                    (setting.resolved)(&resolve(all_below)),
+                    (setting.resolved)(&resolved),
                     alone,
                     "{}: the {layer} layer decides over those below it",
                     setting.name
                 );
+                if let Some(source) = setting.source {
+                    assert_eq!(
+                        source(&resolved.sources),
+                        Source::ORDER[at],
+                        "{}: the source is the {layer} layer",
+                        setting.name
+                    );
+                    assert_eq!(
+                        source(&default.sources),
+                        Source::Default,
+                        "{}",
+                        setting.name
+                    );
+                }
                 decided += 1;
             }
             let expected = if setting.in_files.is_some() { 5 } else { 4 };

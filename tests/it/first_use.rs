@@ -489,7 +489,7 @@ fn the_environment_and_set_model_choose_the_model() {
     )
     .unwrap();
     assert_eq!(set["current"]["model"], "claude-picked", "{set}");
-    assert_eq!(set["current"]["providerFrom"], "bareagent.setModel");
+    assert_eq!(set["current"]["providerFrom"], "chosen in this session");
     turn(&client);
     // A provider alone brings its default model.
     command(

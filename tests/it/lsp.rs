@@ -1283,3 +1283,52 @@ fn pid_written(dir: &std::path::Path) -> bool {
     std::fs::read_to_string(dir.join("pid"))
         .is_ok_and(|text| text.ends_with('\n') && text.trim().parse::<i32>().is_ok())
 }
+
+/// A handler whose disk work is stalled never stalls the others: with the
+/// user's session key a FIFO (its open waits for a writer, as a slow or
+/// hung file system would), `bareagent.ask` waits on making the session
+/// file, and `bareagent.status` is answered meanwhile — the key is loaded
+/// off the runtime's thread and outside the sessions' lock. Once the FIFO
+/// is written, the ask goes on.
+#[test]
+fn the_server_answers_while_a_handlers_disk_work_is_stalled() {
+    let dir = workspace(&[]);
+    let state = dir.path().join("state");
+    let key = state.join("bareagent/session-key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let server = ModelServer::start(vec![Reply::text("hello").into()]);
+    let mut options = options(dir.path(), &server, "default");
+    options
+        .env
+        .push(("XDG_STATE_HOME".into(), state.display().to_string()));
+    let client = start(dir.path(), options);
+    let asked = client.request_async(
+        "workspace/executeCommand",
+        json!({"command": "bareagent.ask", "arguments": ["hi"]}),
+    );
+    // The ask is stalled on the key: no model request, no answer, yet
+    // status answers (the client's request panics after its timeout).
+    let status = client.execute("bareagent.status", json!([])).unwrap();
+    assert!(status["sessions"].is_array(), "{status}");
+    assert!(client.response(asked, Duration::ZERO).is_none());
+    assert!(server.requests().is_empty());
+    // The key's reader is let go (32 bytes, but no regular file: the
+    // session is saved with a key of its own, and the ask goes on).
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&key)
+        .and_then(|mut fifo| fifo.write_all(&[7; 32]))
+        .unwrap();
+    let answer = client
+        .response(asked, LONG)
+        .expect("the ask answers")
+        .unwrap();
+    let turn = answer["turn"].as_u64().expect("a turn");
+    assert_eq!(turn_end(&client, turn)["type"], "turn_finished");
+}

@@ -124,6 +124,11 @@ pub const NOT_CASES: &[(&str, &str, &str)] = &[
         "a feature: MCP servers starting beside the first request",
     ),
     (
+        "src/session/change.rs",
+        "let cases in fn a_change_is_the_sessions_layer_and_a_models_name_picks_its_api",
+        "a feature: changing a session's model",
+    ),
+    (
         "src/diff.rs",
         "let cases in fn new_binary_empty_and_unchanged_files",
         "diff rendering",
