@@ -14,7 +14,7 @@ mod figures;
 use std::time::{Duration, Instant};
 
 use bareagent::agent::{ContentBlock, Message, Role};
-use bareagent::sessions::{Entry, SessionFile, Transcript};
+use bareagent::session_files::{Entry, SessionFile, Transcript};
 use bareagent::workspace::PathResolver;
 
 /// A tool result of about 10 KB, as a command's output would be.

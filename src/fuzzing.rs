@@ -6,8 +6,8 @@
 use futures_util::StreamExt;
 
 use crate::history::Message;
-use crate::sessions::chain::{Chain, Checkpoint, SessionKey};
-use crate::sessions::load;
+use crate::session_files::chain::{Chain, Checkpoint, SessionKey};
+use crate::session_files::load;
 
 pub use crate::lsp::documents::{Change, Document};
 pub use crate::lsp::pump::forward_input as forward_editor_frames;
@@ -72,7 +72,7 @@ pub fn replay_session(
         role: crate::history::Role::User,
         content: load::interrupted_results(&repaired),
     };
-    crate::sessions::append(&mut repaired, message, &crate::sessions::NoTranscript);
+    crate::session_files::append(&mut repaired, message, &crate::session_files::NoTranscript);
     Ok(Replayed {
         before_last_turn: loaded.last_turn().map(|turn| turn.history_before),
         resumable: crate::history::check_history(&repaired),

@@ -38,7 +38,7 @@ pub mod sandbox;
 pub mod secret_files;
 pub mod secrets;
 pub mod session;
-pub mod sessions;
+pub mod session_files;
 pub mod sync;
 pub mod text;
 pub mod tool_line;

@@ -20,8 +20,8 @@ use std::collections::btree_map::Entry;
 
 use crate::history::{ContentBlock, Message, push_user_blocks};
 use crate::permission::PermissionGate;
-use crate::sessions::{
-    EditRecord, Entry as Said, Refused, RewindRecord, SessionError, SessionFile, Transcript,
+use crate::session_files::{
+    EditRecord, Entry as Said, Refused, RewindRecord, SessionFile, SessionFileError, Transcript,
     read_own,
 };
 use crate::tools::edit_action;
@@ -73,15 +73,17 @@ pub async fn rewind(
     workspace: &dyn Workspace,
     file: &SessionFile,
     gate: &PermissionGate,
-) -> Result<Rewound, SessionError> {
+) -> Result<Rewound, SessionFileError> {
     let paths = workspace.paths();
     // Its edit records say what to write into files: only the user's own.
     let loaded = match read_own(paths, file.id()) {
         // Its file is made at its first record: nothing was said yet.
-        Err(SessionError::NotFound(_)) => return Err(SessionError::NothingToRewind),
+        Err(SessionFileError::NotFound(_)) => return Err(SessionFileError::NothingToRewind),
         other => other?,
     };
-    let turn = loaded.last_turn().ok_or(SessionError::NothingToRewind)?;
+    let turn = loaded
+        .last_turn()
+        .ok_or(SessionFileError::NothingToRewind)?;
 
     let mut restores = Vec::new();
     let mut shown = Vec::new();
@@ -113,7 +115,7 @@ pub async fn rewind(
     // Nothing could be put back (an editor refuses a stale edit whole):
     // the turn stays, so the rewind can be tried again.
     if restored.is_empty() && !failed.is_empty() {
-        return Err(SessionError::RewindFailed(
+        return Err(SessionFileError::RewindFailed(
             failed
                 .iter()
                 .map(|f| format!("{}: {}", f.path, f.reason))

@@ -57,7 +57,7 @@ impl Approver for ClientApprover {
         let shown = self.calls.find(&action.tool, path);
         let call = shown
             .clone()
-            .unwrap_or_else(|| format!("question-{}", crate::sessions::new_id()));
+            .unwrap_or_else(|| format!("question-{}", crate::session_files::new_id()));
         let mut why = format!("{}\n\n{}", action.summary, question.reason);
         if action.kind == ActionKind::Execute && self.terminal {
             why.push_str(

@@ -15,7 +15,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
 use agent_client_protocol::{Error, ErrorCode};
 
-use crate::sessions::{self, Place, SessionSummary};
+use crate::session_files::{self, Place, SessionSummary};
 use crate::workspace::PathResolver;
 
 /// Sessions a page holds.
@@ -53,8 +53,8 @@ pub fn list(request: &ListSessionsRequest) -> Result<ListSessionsResponse, Error
     }
     let paths = PathResolver::new(&root)
         .map_err(|e| invalid(format!("cannot open the workspace {}: {e}", root.display())))?;
-    let (page, more) =
-        sessions::list_after(&paths, after.as_ref(), PAGE).map_err(|e| invalid(e.to_string()))?;
+    let (page, more) = session_files::list_after(&paths, after.as_ref(), PAGE)
+        .map_err(|e| invalid(e.to_string()))?;
     let next = more.then(|| page.last().map(|s| cursor(&(s.updated, s.id.clone()))));
     let infos = page
         .into_iter()
@@ -72,7 +72,7 @@ fn info(root: &Path, summary: SessionSummary) -> SessionInfo {
         .filter(|line| !line.is_empty());
     let mut info = SessionInfo::new(summary.id, PathBuf::from(root));
     info.title = title;
-    info.updated_at = summary.updated.map(sessions::rfc3339);
+    info.updated_at = summary.updated.map(session_files::rfc3339);
     info
 }
 

@@ -27,7 +27,7 @@ use agent_client_protocol::{Agent, Error, ErrorCode};
 use super::calls::Calls;
 use super::config_options;
 use super::replay::replay;
-use super::session::{Session, root_of};
+use super::session::{AcpSession, root_of};
 use super::sink::ClientSink;
 use super::workspace::ClientFiles;
 use super::{AcpArgs, Peer};
@@ -40,7 +40,7 @@ use crate::sync::Locked;
 struct Server {
     args: AcpArgs,
     can: Mutex<ClientFiles>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin. `false`: the
@@ -155,7 +155,7 @@ pub async fn serve(args: AcpArgs) -> bool {
         .connect_to(super::transport::stdio())
         .await;
     // Background commands end with the agent.
-    let sessions: Vec<Arc<Session>> = s7.sessions.locked().values().cloned().collect();
+    let sessions: Vec<Arc<AcpSession>> = s7.sessions.locked().values().cloned().collect();
     for session in sessions {
         session.core.background().kill_all();
         session.handle.close().await;
@@ -332,7 +332,7 @@ fn client_servers(servers: &[McpServer]) -> (Vec<(String, ServerConfig)>, Option
 }
 
 impl Server {
-    fn session(&self, id: &SessionId) -> Option<Arc<Session>> {
+    fn session(&self, id: &SessionId) -> Option<Arc<AcpSession>> {
         self.sessions.locked().get(&*id.0).cloned()
     }
 
@@ -362,7 +362,7 @@ impl Server {
         let session = off_the_connection(move || {
             let root = root_of(&request.cwd).map_err(invalid)?;
             let (servers, notice) = client_servers(&request.mcp_servers);
-            let session = Session::open(&root, None, servers, layer).map_err(invalid)?;
+            let session = AcpSession::open(&root, None, servers, layer).map_err(invalid)?;
             if let Some(notice) = notice {
                 session.tell(notice);
             }
@@ -407,10 +407,10 @@ impl Server {
         let session = off_the_connection(move || {
             let paths = crate::workspace::PathResolver::new(&root)
                 .map_err(|e| invalid(format!("cannot open the workspace: {e}")))?;
-            let (loaded, file) = crate::sessions::load(&paths, &request.session_id.0)
+            let (loaded, file) = crate::session_files::load(&paths, &request.session_id.0)
                 .map_err(|error| Error::new(ErrorCode::INVALID_PARAMS, error.to_string()))?;
             let (servers, notice) = client_servers(&request.mcp_servers);
-            let session = Session::open(&root, Some((file, loaded.messages)), servers, layer)
+            let session = AcpSession::open(&root, Some((file, loaded.messages)), servers, layer)
                 .map_err(invalid)?;
             if let Some(notice) = notice {
                 session.tell(notice);
@@ -429,7 +429,7 @@ impl Server {
     }
 
     /// Sends the session's history as `session/update` notifications.
-    fn replay_to(&self, session: &Session, peer: &Peer) {
+    fn replay_to(&self, session: &AcpSession, peer: &Peer) {
         let sink = ClientSink {
             peer: peer.clone(),
             session: SessionId::new(session.id.as_str()),

@@ -10,11 +10,11 @@ use crate::agent::Message;
 use crate::config::Config;
 use crate::permission::PermissionMode;
 use crate::session::{Layer, Layers, SessionHandle, Surface};
-use crate::sessions::SessionFile;
+use crate::session_files::SessionFile;
 use crate::sync::Locked;
 use crate::workspace::PathResolver;
 
-pub struct Session {
+pub struct AcpSession {
     pub id: String,
     pub paths: PathResolver,
     /// The conversation: its history, file, gate, provider, sandbox, tools.
@@ -43,7 +43,7 @@ pub fn root_of(cwd: &Path) -> Result<PathBuf, String> {
     }
 }
 
-impl Session {
+impl AcpSession {
     /// A session in `root`: settings read as for `bareagent run` (the
     /// project's only as far as it is trusted), history `messages`.
     /// `client_servers`: the MCP servers the client passed, with those of
@@ -53,7 +53,7 @@ impl Session {
         file: Option<(SessionFile, Vec<Message>)>,
         client_servers: Vec<(String, crate::mcp::ServerConfig)>,
         command_line: Layer,
-    ) -> Result<Session, String> {
+    ) -> Result<AcpSession, String> {
         let paths = PathResolver::new(root)
             .map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
         let mut settings = Config::load(paths.root()).map_err(|e| e.to_string())?;
@@ -77,7 +77,7 @@ impl Session {
         };
         let core = crate::session::Session::open(
             paths.root().to_path_buf(),
-            Surface::Terminal,
+            Surface::AgentPanel,
             layers,
             mcp,
         )
@@ -89,7 +89,7 @@ impl Session {
         let id = file.id().to_string();
         core.start_conversation(Some(Arc::new(file)), messages);
         let core = Arc::new(core);
-        Ok(Session {
+        Ok(AcpSession {
             id,
             paths,
             handle: SessionHandle::spawn(core.clone()),

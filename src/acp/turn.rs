@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{SessionId, StopReason};
 use super::Peer;
 use super::approver::ClientApprover;
 use super::calls::Calls;
-use super::session::Session;
+use super::session::AcpSession;
 use super::sink::ClientSink;
 use super::terminal::ClientTerminals;
 use super::workspace::{ClientFiles, ClientWorkspace};
@@ -21,7 +21,7 @@ use crate::workspace::{ClientTerminal, DiskWorkspace};
 
 /// Everything a prompt needs from the server.
 pub struct Prompt {
-    pub session: Arc<Session>,
+    pub session: Arc<AcpSession>,
     pub peer: Peer,
     pub can: ClientFiles,
     /// The prompt as a user message (text, and images).

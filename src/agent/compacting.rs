@@ -9,7 +9,7 @@ use super::context::ContextMeter;
 use super::parts::Agent;
 use crate::events::AgentEvent;
 use crate::history::Message;
-use crate::sessions::Entry;
+use crate::session_files::Entry;
 
 /// The loop's compaction point. Returns whether the history changed.
 pub(super) async fn compact_now(

@@ -35,7 +35,7 @@ use crate::history::{ContentBlock, Message, ToolCall, make_tool_use_ids_unique};
 use crate::inbox::{Arrival, Inbox};
 use crate::provider::{ProviderError, Request, Response, StreamEvent, Usage};
 use crate::secrets::Secrets;
-use crate::sessions::Entry;
+use crate::session_files::Entry;
 use std::sync::OnceLock;
 
 use crate::tools::{PreparedCall, ToolError, ToolOutput};
@@ -348,7 +348,7 @@ fn deliver(agent: &Agent<'_>, inbox: &Inbox, messages: &mut Vec<Message>) {
 /// The one way the loop adds to the history: the transcript (the session
 /// file) is told each message as it joins.
 fn append(agent: &Agent<'_>, messages: &mut Vec<Message>, message: Message) {
-    crate::sessions::append(messages, message, agent.transcript);
+    crate::session_files::append(messages, message, agent.transcript);
 }
 
 /// One model call. Streams when configured; falls back to `create` when the

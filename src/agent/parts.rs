@@ -13,7 +13,7 @@ use crate::inbox::Inbox;
 use crate::permission::PermissionGate;
 use crate::provider::Provider;
 use crate::sandbox::Sandbox;
-use crate::sessions::{NoTranscript, Transcript};
+use crate::session_files::{NoTranscript, Transcript};
 use crate::tools::{Approved, BackgroundTasks, ReadLedger, SubAgents, ToolContext, ToolRegistry};
 use crate::workspace::Workspace;
 

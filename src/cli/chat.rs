@@ -35,7 +35,7 @@ use crate::agent::{LoopError, Message};
 use crate::permission::PermissionMode;
 use crate::provider::{Effort, Thinking};
 use crate::session::{SessionChange, api_name};
-use crate::sessions::SessionFile;
+use crate::session_files::SessionFile;
 use crate::sync::Locked;
 use crate::workspace::Workspace;
 
@@ -146,7 +146,7 @@ impl Chat {
     /// names; one it cannot be sent with is said, and put back at the
     /// prompt to be changed.
     async fn prompt(&mut self, typed: String) {
-        let message = match self.agent.session.undo_gate() {
+        let message = match self.agent.session.deny_rules_gate() {
             Ok(gate) => prompt_message(&typed, &self.agent.workspace, &gate).await,
             Err(error) => Err(error.to_string()),
         };
@@ -368,7 +368,7 @@ impl Chat {
         let which = match id {
             Some(id) => Which::Id(id),
             None => {
-                let other = crate::sessions::list(paths)
+                let other = crate::session_files::list(paths)
                     .map(|list| list.into_iter().map(|s| s.id).find(|id| *id != current));
                 match other {
                     Ok(Some(id)) => Which::Id(id),
@@ -457,7 +457,7 @@ impl Chat {
 /// `/rewind`: undoes the last turn's edits and drops the turn from the
 /// history (see `crate::rewind`). Returns what to tell the user.
 async fn rewind_last_turn(chat: &mut Chat) -> String {
-    let gate = match chat.agent.session.undo_gate() {
+    let gate = match chat.agent.session.deny_rules_gate() {
         Ok(gate) => gate,
         Err(error) => return format!("bareagent: cannot rewind: {error:#}"),
     };

@@ -8,7 +8,7 @@ use anyhow::Context;
 use super::{AgentArgs, RunArgs, SessionsAction};
 use crate::agent::Message;
 use crate::history::Usage;
-use crate::sessions::{self, SessionError, SessionFile};
+use crate::session_files::{self, SessionFile, SessionFileError};
 use crate::workspace::{DiskWorkspace, PathResolver, Workspace};
 
 /// `bareagent sessions [rm ID]`, in the current directory.
@@ -17,7 +17,7 @@ pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
     let paths = PathResolver::new(&root).context("cannot open the workspace")?;
     match action {
         Some(SessionsAction::Rm { id }) => {
-            sessions::remove(&paths, &id)?;
+            session_files::remove(&paths, &id)?;
             println!("Removed session {id}.");
         }
         None => print_list(&paths)?,
@@ -27,7 +27,7 @@ pub fn sessions(action: Option<SessionsAction>) -> anyhow::Result<()> {
 
 /// The list `bareagent sessions` and `/sessions` print, the last used first.
 pub fn print_list(paths: &PathResolver) -> anyhow::Result<()> {
-    let list = sessions::list(paths)?;
+    let list = session_files::list(paths)?;
     if list.is_empty() {
         println!("No sessions in this workspace yet.");
     }
@@ -106,12 +106,12 @@ pub async fn rewind(
     let paths = workspace.paths();
     let id = match &args.agent.resume {
         Some(id) => id.clone(),
-        None => sessions::latest(paths)?.ok_or(SessionError::NoSession)?,
+        None => session_files::latest(paths)?.ok_or(SessionFileError::NoSession)?,
     };
-    let (_, file) = sessions::load(paths, &id)?;
+    let (_, file) = session_files::load(paths, &id)?;
     // Only its deny rules count: nobody is asked about an undo.
     let settings = crate::config::Config::load(paths.root()).map_err(anyhow::Error::msg)?;
-    let gate = settings.deny_rules_only(paths.root())?;
+    let gate = crate::session::deny_rules_gate(&settings, paths.root())?;
     let rewound = crate::rewind::rewind(workspace, &file, &gate).await?;
     if args.json {
         let event = serde_json::json!({
@@ -140,7 +140,7 @@ pub fn open(paths: &PathResolver, args: &AgentArgs) -> anyhow::Result<(SessionFi
 pub fn open_which(paths: &PathResolver, which: &Which) -> anyhow::Result<Opened> {
     let id = match which {
         Which::Id(id) => id.clone(),
-        Which::Latest => match sessions::latest(paths)? {
+        Which::Latest => match session_files::latest(paths)? {
             Some(id) => id,
             None => anyhow::bail!("there is no session in this workspace yet to go on with"),
         },
@@ -153,7 +153,7 @@ pub fn open_which(paths: &PathResolver, which: &Which) -> anyhow::Result<Opened>
             });
         }
     };
-    let (loaded, file) = sessions::load(paths, &id)?;
+    let (loaded, file) = session_files::load(paths, &id)?;
     let repaired = match loaded.repaired {
         0 => String::new(),
         n => format!("; {n} tool call(s) cut by the end of the last run marked interrupted"),

@@ -39,7 +39,7 @@ impl TerminalAgent {
     /// Opens the session for the current directory.
     pub async fn assemble(args: &AgentArgs, json: bool) -> anyhow::Result<Self> {
         // Its session signs with the user's key: loaded meanwhile.
-        crate::sessions::chain::SessionKey::prepare();
+        crate::session_files::chain::SessionKey::prepare();
         let root = std::env::current_dir().context("cannot read the current directory")?;
         let workspace = DiskWorkspace::new(&root).context("cannot open the workspace")?;
         let mut settings = Config::load(workspace.paths().root()).map_err(anyhow::Error::msg)?;

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::events::AgentEvent;
 use crate::history::Usage;
-use crate::sessions::Refused;
+use crate::session_files::Refused;
 
 /// Where the schema is checked in, from the repository's root.
 pub const SCHEMA_PATH: &str = "editors/protocol/bareagent-event.schema.json";

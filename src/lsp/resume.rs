@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::chat;
 use super::state::{MAIN_SESSION, ResumeSetting, State};
-use crate::sessions::{self, Loaded, SessionFile};
+use crate::session_files::{self, Loaded, SessionFile};
 
 /// At `initialize`, before any command can run: the main session resumes
 /// the last session, as the settings say. The chat is told in a task.
@@ -22,8 +22,8 @@ pub fn at_start(state: &Arc<State>) {
         ResumeSetting::Never => {
             Some("A new conversation starts (the `resume` setting is `never`): the agent does not remember what is above.".to_string())
         }
-        ResumeSetting::Last => match sessions::latest(&paths).and_then(|id| match id {
-            Some(id) => sessions::load(&paths, &id).map(Some),
+        ResumeSetting::Last => match session_files::latest(&paths).and_then(|id| match id {
+            Some(id) => session_files::load(&paths, &id).map(Some),
             None => Ok(None),
         }) {
             Ok(Some((loaded, file))) => install(state, loaded, file).ok(),
@@ -66,7 +66,7 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
         .and_then(Value::as_str)
         .map(str::to_string)
     else {
-        let list = tokio::task::spawn_blocking(move || sessions::list(&paths))
+        let list = tokio::task::spawn_blocking(move || session_files::list(&paths))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
@@ -94,7 +94,7 @@ pub async fn command(state: &Arc<State>, argument: &Value) -> Result<Value, Stri
         return Ok(json!({"resumed": id, "message": "already the current conversation"}));
     }
     let loading = id.clone();
-    let (loaded, file) = tokio::task::spawn_blocking(move || sessions::load(&paths, &loading))
+    let (loaded, file) = tokio::task::spawn_blocking(move || session_files::load(&paths, &loading))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;

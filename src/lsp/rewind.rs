@@ -16,7 +16,7 @@ use tower_lsp_server::ls_types::MessageType;
 use super::editor::EditorWorkspace;
 use super::editor_event::EditorEvent;
 use super::state::{MAIN_SESSION, State};
-use crate::session::{Afterwards, HandleError, Job, Rewound};
+use crate::session::{Afterwards, HandleError, Job, JobEnd};
 
 pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
     let (handle, file) = {
@@ -31,10 +31,11 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
     // (and the prompts queued meanwhile have started their turn).
     let (answer, answered) = oneshot::channel();
     let undoing = state.clone();
-    let job: Job<Rewound> = Box::pin(async move {
-        let outcome = undo(&undoing, &file).await;
+    let core = handle.session().clone();
+    let job: Job<JobEnd> = Box::pin(async move {
+        let outcome = undo(&undoing, &core, &file).await;
         let history = outcome.as_ref().ok().map(|r| r.messages.clone());
-        Rewound {
+        JobEnd {
             history,
             afterwards: Afterwards::new(async move {
                 let _ = answer.send(outcome);
@@ -74,15 +75,15 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
 
 async fn undo(
     state: &Arc<State>,
-    file: &crate::sessions::SessionFile,
+    core: &crate::session::Session,
+    file: &crate::session_files::SessionFile,
 ) -> Result<crate::rewind::Rewound, String> {
-    let settings = state.load_settings().await?;
-    let workspace = EditorWorkspace::new(state.clone(), settings.edits.save.unwrap_or_default())
-        .map_err(|e| format!("cannot open the workspace: {e}"))?;
+    let settings = core.settings();
+    let workspace =
+        EditorWorkspace::new(state.clone(), settings.files.edits.save.unwrap_or_default())
+            .map_err(|e| format!("cannot open the workspace: {e}"))?;
     // Only its deny rules count: nobody is asked about an undo.
-    let gate = settings
-        .deny_rules_only(&state.init().root)
-        .map_err(|e| e.to_string())?;
+    let gate = core.deny_rules_gate().map_err(|e| e.to_string())?;
     crate::rewind::rewind(&workspace, file, &gate)
         .await
         .map_err(|e| e.to_string())

@@ -694,15 +694,11 @@ pub async fn status(state: &Arc<State>) -> Value {
     // What the next turn uses, from the settings read now (off the
     // runtime's thread) by the one resolver.
     let (model, reasoning, sandbox) = match super::model::current(state).await {
-        Ok((current, settings)) => {
-            let policy =
-                crate::sandbox::SandboxPolicy::new(&settings.files.sandbox, &state.init().root);
-            (
-                super::model::model_entry(&current),
-                super::effort::reasoning_entry(&current),
-                crate::sandbox::SandboxStatus::of(&policy).to_string(),
-            )
-        }
+        Ok((current, settings)) => (
+            super::model::model_entry(&current),
+            super::effort::reasoning_entry(&current),
+            settings.sandbox_status().to_string(),
+        ),
         Err(error) => (
             json!({"error": error}),
             json!({"error": error}),

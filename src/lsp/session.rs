@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::session::{Given, Layer, Layers, SessionHandle, Surface};
 
-pub struct Session {
+pub struct EditorSession {
     pub core: Arc<crate::session::Session>,
     /// Runs its turns one at a time, queues prompts, cancels.
     pub handle: SessionHandle,
@@ -17,11 +17,11 @@ pub struct Session {
     pub chat_notice: Option<String>,
 }
 
-impl Session {
+impl EditorSession {
     /// A new conversation in `root`, starting from what the editor's
     /// commands chose (`bareagent.setModel`, `setEffort`); its
     /// parts are built from the settings at its first turn.
-    pub fn new(root: &std::path::Path, chosen: Layer) -> Session {
+    pub fn new(root: &std::path::Path, chosen: Layer) -> EditorSession {
         let layers = Layers {
             session: chosen,
             ..Layers::default()
@@ -33,7 +33,7 @@ impl Session {
             Given::default(),
         );
         let core = Arc::new(core);
-        Session {
+        EditorSession {
             handle: SessionHandle::spawn(core.clone()),
             core,
             chat_notice: None,

@@ -16,7 +16,7 @@ use tower_lsp_server::ls_types::{
 use super::documents::{Documents, Encoding};
 use super::editor_event::EditorEvent;
 use super::pending::{Approvals, describe};
-use super::session::Session;
+use super::session::EditorSession;
 use crate::config::Config;
 use crate::permission::{PermissionMode, RuleLists};
 use crate::provider::ProviderKind;
@@ -223,7 +223,7 @@ pub struct State {
     pub agent_edits: Mutex<HashMap<PathBuf, bool>>,
     pub init: OnceLock<Init>,
     pub editor_settings: Mutex<EditorSettings>,
-    pub sessions: Mutex<HashMap<String, Session>>,
+    pub sessions: Mutex<HashMap<String, EditorSession>>,
     pub approvals: Approvals,
     /// True once the editor's configuration was asked for (or cannot be):
     /// turns wait for it, so the first one uses the editor's settings.
@@ -281,7 +281,7 @@ impl State {
         self.documents.locked()
     }
 
-    pub fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+    pub fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, EditorSession>> {
         self.sessions.locked()
     }
 
@@ -364,8 +364,8 @@ impl State {
     }
 
     /// A new session in the editor's root, from what its commands chose.
-    pub fn new_session(&self) -> Session {
-        Session::new(&self.init().root, self.chosen())
+    pub fn new_session(&self) -> EditorSession {
+        EditorSession::new(&self.init().root, self.chosen())
     }
 
     /// The handle of the session `name`, made if there is none yet.

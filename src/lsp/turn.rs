@@ -21,7 +21,7 @@ use crate::agent::{LoopError, Message, TurnOutcome};
 use crate::events::{AgentEvent, EventSink, Spend, usage_line};
 use crate::provider::Usage;
 use crate::session::{Afterwards, Busy, Counted, RunQueued, RunTurn, Started, Turn, TurnIo};
-use crate::sessions::SessionFile;
+use crate::session_files::SessionFile;
 
 pub struct Ask {
     pub session: String,

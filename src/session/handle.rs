@@ -127,7 +127,7 @@ enum Op {
         reply: oneshot::Sender<Result<(), HandleError>>,
     },
     Rewind {
-        undo: Job<Rewound>,
+        undo: Job<JobEnd>,
         reply: oneshot::Sender<Result<u64, HandleError>>,
     },
     Close {
@@ -259,7 +259,7 @@ impl SessionHandle {
     /// rewind's id once it has started.
     pub fn rewind(
         &self,
-        undo: Job<Rewound>,
+        undo: Job<JobEnd>,
     ) -> impl Future<Output = Result<u64, HandleError>> + Send + 'static {
         self.request(move |reply| Op::Rewind { undo, reply })
     }
@@ -276,7 +276,7 @@ impl SessionHandle {
 }
 
 /// How a rewind ended.
-pub struct Rewound {
+pub struct JobEnd {
     /// The history to keep, or `None` to keep it as it is.
     pub history: Option<Vec<Message>>,
     pub afterwards: Afterwards,
@@ -287,7 +287,7 @@ struct Running {
     id: u64,
     cancel: CancellationToken,
     kind: Kind,
-    task: JoinHandle<Rewound>,
+    task: JoinHandle<JobEnd>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -299,7 +299,7 @@ enum Kind {
 /// What the task woke up for.
 enum Next {
     Op(Option<Op>),
-    Ended(Result<Rewound, tokio::task::JoinError>),
+    Ended(Result<JobEnd, tokio::task::JoinError>),
 }
 
 struct Task {
@@ -424,7 +424,7 @@ impl Task {
             cancel,
             Kind::Turn,
             Box::pin(async move {
-                Rewound {
+                JobEnd {
                     history: None,
                     afterwards: job.await,
                 }
@@ -435,7 +435,7 @@ impl Task {
 
     /// Runs `job` on a task of its own: a panic in it ends the job, never
     /// the session's task.
-    fn begin(&mut self, id: u64, cancel: CancellationToken, kind: Kind, job: Job<Rewound>) {
+    fn begin(&mut self, id: u64, cancel: CancellationToken, kind: Kind, job: Job<JobEnd>) {
         self.current = Some(Running {
             id,
             cancel,
@@ -447,7 +447,7 @@ impl Task {
 
     /// The running job has ended: the session is free (a rewind's history
     /// kept), the queued prompts go on, then the job says its end.
-    fn ended(&mut self, ended: Result<Rewound, tokio::task::JoinError>) {
+    fn ended(&mut self, ended: Result<JobEnd, tokio::task::JoinError>) {
         let Some(current) = self.current.take() else {
             return;
         };
@@ -504,7 +504,7 @@ impl Task {
     async fn finish(&mut self) {
         if let Some(current) = self.current.take() {
             match current.task.await {
-                Ok(Rewound {
+                Ok(JobEnd {
                     afterwards: Afterwards(say),
                     ..
                 }) => say.await,

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use change::{ChangeError, Current, SessionChange, api_name, api_of};
 pub use handle::{
-    Afterwards, Busy, Compacting, HandleError, Job, Rewound, RunQueued, RunTurn, SessionHandle,
+    Afterwards, Busy, Compacting, HandleError, Job, JobEnd, RunQueued, RunTurn, SessionHandle,
     Started, Turn,
 };
 pub use settings::{
@@ -49,7 +49,7 @@ use crate::provider::openai::session_cache_key;
 use crate::provider::retry::RetryObserver;
 use crate::provider::{Price, Provider, ProviderChoice, Usage, context_window};
 use crate::sandbox::{Sandbox, SandboxStatus};
-use crate::sessions::{Entry, NoTranscript, SessionFile, Transcript};
+use crate::session_files::{Entry, NoTranscript, SessionFile, Transcript};
 use crate::tools::{AnyTool, BackgroundTasks, ReadLedger, ToolRegistry};
 use crate::workspace::Workspace;
 use tally::Tally;
@@ -323,7 +323,7 @@ impl Session {
 
         let mut lease = HistoryLease::take(self);
         let messages = &mut lease.messages;
-        crate::sessions::append(messages, prompt, transcript);
+        crate::session_files::append(messages, prompt, transcript);
         let result = {
             let agent = Agent::new(AgentParts {
                 provider: model.provider.as_ref(),
@@ -416,7 +416,7 @@ impl Session {
         }
         *self.instructions.locked() = instructions.files;
         let mut base = match settings.surface {
-            Surface::Terminal => system_prompt(&settings.root),
+            Surface::Terminal | Surface::AgentPanel => system_prompt(&settings.root),
             Surface::Editor => system_prompt_in_editor(&settings.root),
         };
         if code {
@@ -754,7 +754,7 @@ impl Session {
             Some(file) => file.as_ref(),
             None => &NoTranscript,
         };
-        crate::sessions::append(&mut self.history.locked(), message, transcript);
+        crate::session_files::append(&mut self.history.locked(), message, transcript);
     }
 
     /// Where the conversation is kept from now on, and the history it
@@ -847,11 +847,11 @@ impl Session {
         self.instructions.locked().clone()
     }
 
-    /// The gate a rewind goes through: the deny rules alone (the user
-    /// asked for it, so nobody is asked).
-    pub fn undo_gate(&self) -> Result<PermissionGate, SessionError> {
+    /// The gate a rewind and the files a prompt mentions go through: the
+    /// deny rules alone (the user asked for it, so nobody is asked).
+    pub fn deny_rules_gate(&self) -> Result<PermissionGate, SessionError> {
         let settings = self.settings();
-        Ok(settings.files.deny_rules_only(&settings.root)?)
+        deny_rules_gate(&settings.files, &settings.root)
     }
 
     /// Stops what the session runs: background commands, MCP servers,
@@ -903,7 +903,7 @@ fn registry(
     mcp: Vec<Box<dyn AnyTool>>,
 ) -> ToolRegistry {
     let mut tools = match surface {
-        Surface::Terminal => ToolRegistry::standard(),
+        Surface::Terminal | Surface::AgentPanel => ToolRegistry::standard(),
         Surface::Editor => ToolRegistry::in_editor(),
     };
     if let Some(code) = code {
@@ -1056,6 +1056,15 @@ impl Builder<'_> {
             gate.denied_read_prefixes(),
         )?))
     }
+}
+
+/// [`Session::deny_rules_gate`] for settings read without a session
+/// (`bareagent run --rewind`).
+pub fn deny_rules_gate(
+    files: &crate::config::Config,
+    root: &std::path::Path,
+) -> Result<PermissionGate, SessionError> {
+    Ok(files.deny_rules_only(root)?)
 }
 
 /// The gate of the settings' rules and mode; nobody is asked until a turn

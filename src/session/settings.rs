@@ -119,6 +119,9 @@ impl ReasoningArgs {
 pub enum Surface {
     Terminal,
     Editor,
+    /// An ACP client's agent panel: the terminal's tools and prompt (the
+    /// client shows the diff and runs its own terminal).
+    AgentPanel,
 }
 
 /// Which layer gave a setting its value.
@@ -265,6 +268,12 @@ pub const DEFAULT_MAX_ITERATIONS: usize = 200;
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl SessionSettings {
+    /// What the sandbox these settings describe would enforce here.
+    pub fn sandbox_status(&self) -> crate::sandbox::SandboxStatus {
+        let policy = crate::sandbox::SandboxPolicy::new(&self.files.sandbox, &self.root);
+        crate::sandbox::SandboxStatus::of(&policy)
+    }
+
     /// Decides each setting: the first layer that says it, else its default.
     pub fn resolve(root: PathBuf, surface: Surface, layers: Layers) -> SessionSettings {
         let files = Layer::from_files(&layers.files);

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use super::{ReadFirst, SinceRead, ToolContext, ToolError};
 use crate::diff::{self, Before};
 use crate::events::AgentEvent;
-use crate::sessions::Entry;
+use crate::session_files::Entry;
 use crate::workspace::{Restore, WorkspaceError};
 
 /// What a file held before a change.

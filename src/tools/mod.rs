@@ -82,7 +82,7 @@ pub struct ToolContext<'a, 'b> {
     pub approved: Approved<'a>,
     /// Where each change to a file is recorded with its text before, for a
     /// rewind (the session file; a sub-agent's are its parent's).
-    pub edits: &'b dyn crate::sessions::Transcript,
+    pub edits: &'b dyn crate::session_files::Transcript,
 }
 
 impl ToolContext<'_, '_> {

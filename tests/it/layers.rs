@@ -217,7 +217,13 @@ const LAYERS: &[&[&str]] = &[
         "secret_files",
         "config_files",
     ],
-    &["tool_line", "events", "sandbox", "permission", "sessions"],
+    &[
+        "tool_line",
+        "events",
+        "sandbox",
+        "permission",
+        "session_files",
+    ],
     // Side by side: a tool never reaches the model, the provider knows no tool.
     &["tools", "provider"],
     &["agent", "rewind", "mcp", "language_servers"],
@@ -452,5 +458,108 @@ fn the_layer_judge_refuses_names_of_its_own_layer_and_above() {
     assert_eq!(
         judged("new", "low"),
         ["module `new` is in no layer (new.rs)"]
+    );
+}
+
+/// What only the session core builds: a front end (`src/cli`, `src/lsp`,
+/// `src/acp`) that names one of these builds its own part of a session,
+/// which the core then cannot keep in step with the others.
+const BUILT_BY_THE_CORE: &[&str] = &[
+    // A provider and its HTTP client.
+    "ProviderChoice",
+    // A gate.
+    "PermissionGate::new",
+    "deny_rules_only",
+    // A sandbox.
+    "SandboxPolicy",
+    "Sandbox::for_commands",
+    // A compaction.
+    "Compaction::new",
+    "CompactionSettings",
+    // A turn's loop.
+    "AgentParts",
+    "run_loop",
+    // The session's settings, changed past the handle's operations.
+    "reconfigure",
+];
+
+/// The names of `BUILT_BY_THE_CORE` that `text`'s non-test code names (as
+/// a path, or a method it calls).
+fn core_parts_named(text: &str) -> BTreeSet<String> {
+    struct Parts(BTreeSet<String>);
+    impl<'ast> Visit<'ast> for Parts {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            for part in BUILT_BY_THE_CORE {
+                let wanted: Vec<&str> = part.split("::").collect();
+                if segments
+                    .windows(wanted.len())
+                    .any(|w| w == wanted.as_slice())
+                {
+                    self.0.insert(part.to_string());
+                }
+            }
+            syn::visit::visit_path(self, path);
+        }
+        fn visit_use_name(&mut self, name: &'ast syn::UseName) {
+            let name = name.ident.to_string();
+            if BUILT_BY_THE_CORE.contains(&name.as_str()) {
+                self.0.insert(name);
+            }
+        }
+        fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+            let method = call.method.to_string();
+            if BUILT_BY_THE_CORE.contains(&method.as_str()) {
+                self.0.insert(method);
+            }
+            syn::visit::visit_expr_method_call(self, call);
+        }
+        fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
+            if !test_only(&module.attrs) {
+                syn::visit::visit_item_mod(self, module);
+            }
+        }
+        fn visit_item_fn(&mut self, function: &'ast syn::ItemFn) {
+            if !test_only(&function.attrs) {
+                syn::visit::visit_item_fn(self, function);
+            }
+        }
+    }
+    let file = syn::parse_file(text).expect("a source file that parses");
+    let mut parts = Parts(BTreeSet::new());
+    parts.visit_file(&file);
+    parts.0
+}
+
+#[test]
+fn no_front_end_builds_what_the_session_core_builds() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    let mut read = 0;
+    for front_end in ["cli", "lsp", "acp"] {
+        for file in sources(&src.join(front_end)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            read += 1;
+            for part in core_parts_named(&text) {
+                found.push(format!("{}: {part}", file.display()));
+            }
+        }
+    }
+    assert!(read > 30, "read the front ends' files");
+    assert!(
+        found.is_empty(),
+        "a front end builds a part of a session (ask the session core for it):\n{}",
+        found.join("\n")
+    );
+    // The check itself finds each kind of naming.
+    let sample = "use crate::provider::ProviderChoice;
+        fn f(s: &S) { s.reconfigure(|l| ()); let p = SandboxPolicy::new(); crate::agent::run_loop(); }
+        #[cfg(test)] mod tests { fn t() { Compaction::new(); } }";
+    assert_eq!(
+        core_parts_named(sample),
+        ["ProviderChoice", "SandboxPolicy", "reconfigure", "run_loop"]
+            .into_iter()
+            .map(String::from)
+            .collect()
     );
 }

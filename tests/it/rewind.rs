@@ -168,7 +168,7 @@ fn session_file(dir: &Path, records: &[Value], mode: u32, vouched: Vouched) {
     lines.extend(records.iter().map(Value::to_string));
     // Signed with the user's key, as bareagent writes them: what is tested
     // is the rewind's own checks, past the file's integrity.
-    let text = bareagent::sessions::sign_records(&dir.join(".no-user-state"), &lines).unwrap();
+    let text = bareagent::session_files::sign_records(&dir.join(".no-user-state"), &lines).unwrap();
     let file = sessions.join(format!("{ID}.jsonl"));
     std::fs::write(&file, text).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();

@@ -793,7 +793,7 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         category: Integrity,
-        file: "src/sessions/load.rs",
+        file: "src/session_files/load.rs",
         place: Place::Let("a_bad_line_fails_the_load_but_a_torn_last_one", "cases"),
         outcomes: None,
         case: first_as_code,
@@ -801,7 +801,7 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         category: Integrity,
-        file: "src/sessions/load.rs",
+        file: "src/session_files/load.rs",
         place: Place::Let("a_line_the_agent_did_not_write_fails_the_load", "cases"),
         outcomes: None,
         case: first_as_code,

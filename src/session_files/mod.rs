@@ -21,7 +21,7 @@ mod vouch;
 pub use chain::sign_records;
 pub use file::SessionFile;
 pub use load::{
-    LastTurn, Loaded, Place, SessionError, SessionSummary, interrupted_results, latest, list,
+    LastTurn, Loaded, Place, SessionFileError, SessionSummary, interrupted_results, latest, list,
     list_after, load, read_own, remove, sessions_dir,
 };
 pub use record::{

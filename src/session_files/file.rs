@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use super::chain::{Chain, SessionKey};
 use super::record::{CompactionRecord, EditRecord, Header, Record, VERSION};
-use super::{Entry, SessionError, Transcript, sessions_dir};
+use super::{Entry, SessionFileError, Transcript, sessions_dir};
 use crate::diff::Before;
 use crate::sync::Locked;
 use crate::workspace::{PathResolver, WorkspaceError};
@@ -75,11 +75,11 @@ impl SessionFile {
         id: &str,
         valid_len: u64,
         chain: Chain,
-    ) -> Result<SessionFile, SessionError> {
+    ) -> Result<SessionFile, SessionFileError> {
         let path = sessions_dir(paths).join(format!("{id}.jsonl"));
         let file = paths.open_append(&path, false)?;
         if lock(&file).is_err() {
-            return Err(SessionError::InUse(id.to_string()));
+            return Err(SessionFileError::InUse(id.to_string()));
         }
         let size = file.metadata().map(|m| m.len()).unwrap_or(valid_len);
         if size > valid_len {

@@ -26,7 +26,7 @@ use crate::workspace::{PathResolver, WorkspaceError};
 pub const INTERRUPTED: &str = "Interrupted: bareagent stopped before this tool call finished (it may have run in part); check its effects before relying on them";
 
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub enum SessionFileError {
     #[error("no session `{0}` in this workspace (see `bareagent sessions`)")]
     NotFound(String),
     #[error("`{0}` is not a session id (they look like 20261201T143000123-ab12)")]
@@ -199,7 +199,7 @@ pub struct SessionSummary {
     pub updated: Option<std::time::SystemTime>,
 }
 
-fn check_id(id: &str) -> Result<(), SessionError> {
+fn check_id(id: &str) -> Result<(), SessionFileError> {
     let plain = !id.is_empty()
         && id.len() <= 64
         && id
@@ -208,7 +208,7 @@ fn check_id(id: &str) -> Result<(), SessionError> {
     if plain {
         Ok(())
     } else {
-        Err(SessionError::BadId(id.to_string()))
+        Err(SessionFileError::BadId(id.to_string()))
     }
 }
 
@@ -222,7 +222,7 @@ fn file_of(paths: &PathResolver, id: &str) -> PathBuf {
 /// user and readable by nobody else (it creates them 0600). A session file
 /// that came with a repository (git checks files out 0644) would put its
 /// history in front of the model as if it were the user's own.
-pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), SessionError> {
+pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), SessionFileError> {
     let loaded = read(paths, id, true)?;
     let file = SessionFile::reopen(paths, id, loaded.valid_len, loaded.chain.clone())?;
     let mut loaded = loaded;
@@ -248,7 +248,7 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
         }
         loaded.turns += 1;
     }
-    check_history(&loaded.messages).map_err(|reason| SessionError::InvalidHistory {
+    check_history(&loaded.messages).map_err(|reason| SessionFileError::InvalidHistory {
         path: paths.display(&file_of(paths, id)),
         reason,
     })?;
@@ -257,7 +257,7 @@ pub fn load(paths: &PathResolver, id: &str) -> Result<(Loaded, SessionFile), Ses
 
 /// Reads session `id` as it is, if bareagent wrote it for this user here
 /// (see [`load`]), without opening it to append: what a rewind acts on.
-pub fn read_own(paths: &PathResolver, id: &str) -> Result<Loaded, SessionError> {
+pub fn read_own(paths: &PathResolver, id: &str) -> Result<Loaded, SessionFileError> {
     read(paths, id, true)
 }
 
@@ -277,13 +277,13 @@ pub fn interrupted_results(messages: &[Message]) -> Vec<ContentBlock> {
 /// Reads and replays a session file, without repairing it. Whose file it
 /// is comes first (`own`: only the user's own is read at all), then
 /// whether every line is one the user's bareagent wrote.
-fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionError> {
+fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionFileError> {
     check_id(id)?;
     let path = file_of(paths, id);
     let shown = paths.display(&path);
     let mut bytes = Vec::new();
     let mut file = paths.open_file(&path).map_err(|error| match error {
-        WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
+        WorkspaceError::NotFound(_) => SessionFileError::NotFound(id.to_string()),
         other => other.into(),
     })?;
     let io = |e: std::io::Error| WorkspaceError::Io {
@@ -308,19 +308,19 @@ fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionErro
         // Only a file the user's own record vouches for is told how to
         // make it theirs again: a planted one is not theirs to chmod.
         return Err(match open_to_others {
-            Some(mode) => SessionError::OpenToOthers { path: shown, mode },
-            None => SessionError::NotOurs { path: shown },
+            Some(mode) => SessionFileError::OpenToOthers { path: shown, mode },
+            None => SessionFileError::NotOurs { path: shown },
         });
     }
     // The list shows what a file says (escaped where shown); what is
     // resumed or rewound is checked line by line.
     let check = if own {
-        let key = SessionKey::load_or_create().map_err(SessionError::Key)?;
+        let key = SessionKey::load_or_create().map_err(SessionFileError::Key)?;
         let end = super::vouch::recorded_end(id)
-            .map_err(SessionError::Key)?
+            .map_err(SessionFileError::Key)?
             .map(|(text, path)| {
                 Checkpoint::from_text(&text).ok_or_else(|| {
-                    SessionError::Key(format!(
+                    SessionFileError::Key(format!(
                         "{}: not a record of where the session ended",
                         path.display()
                     ))
@@ -332,14 +332,14 @@ fn read(paths: &PathResolver, id: &str, own: bool) -> Result<Loaded, SessionErro
         None
     };
     let loaded = replay(&shown, &bytes, check).map_err(|error| match error {
-        SessionError::Unchained { path, .. } => SessionError::Unchained {
+        SessionFileError::Unchained { path, .. } => SessionFileError::Unchained {
             path,
             id: id.to_string(),
         },
         other => other,
     })?;
     if loaded.header.id != id {
-        return Err(SessionError::Tampered {
+        return Err(SessionFileError::Tampered {
             path: shown,
             line: 1,
             reason: format!("its header is session `{}`'s", loaded.header.id),
@@ -363,8 +363,8 @@ pub(crate) fn replay(
     shown: &str,
     bytes: &[u8],
     check: Option<(SessionKey, Option<Checkpoint>)>,
-) -> Result<Loaded, SessionError> {
-    let tampered = |line: usize, reason: String| SessionError::Tampered {
+) -> Result<Loaded, SessionFileError> {
+    let tampered = |line: usize, reason: String| SessionFileError::Tampered {
         path: shown.to_string(),
         line,
         reason,
@@ -372,7 +372,7 @@ pub(crate) fn replay(
     let verifying = check.is_some();
     let (key, end) = check.unwrap_or_else(|| (SessionKey::ephemeral(), None));
     let mut chain = Chain::new(key);
-    let corrupt = |line: usize, reason: String| SessionError::Corrupt {
+    let corrupt = |line: usize, reason: String| SessionFileError::Corrupt {
         path: shown.to_string(),
         line,
         reason,
@@ -426,13 +426,13 @@ pub(crate) fn replay(
                 return Err(corrupt(number, "the first record is not a header".into()));
             }
             if let Some(version) = version.filter(|v| *v > u64::from(VERSION)) {
-                return Err(SessionError::NewerVersion {
+                return Err(SessionFileError::NewerVersion {
                     path: shown.to_string(),
                     version: u32::try_from(version).unwrap_or(u32::MAX),
                 });
             }
             if verifying && version.is_none_or(|v| v < u64::from(VERSION)) {
-                return Err(SessionError::Unchained {
+                return Err(SessionFileError::Unchained {
                     path: shown.to_string(),
                     id: String::new(),
                 });
@@ -538,7 +538,7 @@ pub type Place = (Option<std::time::SystemTime>, String);
 /// The ids of this workspace's session files with when each was last
 /// written, the last written first (then the newest id): `--continue` goes
 /// on with the conversation last used, even one started before another.
-fn ids(paths: &PathResolver) -> Result<Vec<Place>, SessionError> {
+fn ids(paths: &PathResolver) -> Result<Vec<Place>, SessionFileError> {
     let mut ids: Vec<Place> = paths
         .file_names(&sessions_dir(paths))?
         .into_iter()
@@ -552,7 +552,7 @@ fn ids(paths: &PathResolver) -> Result<Vec<Place>, SessionError> {
 
 /// The sessions of this workspace, last used first. A file that cannot be
 /// read is left out of the list, and logged.
-pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionError> {
+pub fn list(paths: &PathResolver) -> Result<Vec<SessionSummary>, SessionFileError> {
     Ok(list_after(paths, None, usize::MAX)?.0)
 }
 
@@ -563,7 +563,7 @@ pub fn list_after(
     paths: &PathResolver,
     after: Option<&Place>,
     count: usize,
-) -> Result<(Vec<SessionSummary>, bool), SessionError> {
+) -> Result<(Vec<SessionSummary>, bool), SessionFileError> {
     let mut places = ids(paths)?
         .into_iter()
         .filter(|place| after.is_none_or(|after| place < after));
@@ -596,17 +596,17 @@ pub fn list_after(
 /// The session of this workspace last written — readable or not: a
 /// damaged last session is an error when loaded, never silently passed
 /// over for an older one.
-pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionError> {
+pub fn latest(paths: &PathResolver) -> Result<Option<String>, SessionFileError> {
     Ok(ids(paths)?.into_iter().next().map(|(_, id)| id))
 }
 
 /// Deletes session `id`, and the user's record of it.
-pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionError> {
+pub fn remove(paths: &PathResolver, id: &str) -> Result<(), SessionFileError> {
     check_id(id)?;
     paths
         .remove_file(&file_of(paths, id))
         .map_err(|error| match error {
-            WorkspaceError::NotFound(_) => SessionError::NotFound(id.to_string()),
+            WorkspaceError::NotFound(_) => SessionFileError::NotFound(id.to_string()),
             other => other.into(),
         })?;
     super::vouch::forget(id);
@@ -633,7 +633,7 @@ mod tests {
         bytes
     }
 
-    fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionError> {
+    fn replay(shown: &str, bytes: &[u8]) -> Result<Loaded, SessionFileError> {
         super::replay(shown, bytes, Some((key(), None)))
     }
 
