@@ -297,7 +297,7 @@ impl Session {
         // action, as Helix does, is not one that reports.)
         // Without servers of our own, the editor's partial reports (those
         // code actions carry) are all there is: kept.
-        let servers = self.language_servers();
+        let servers = self.language_servers_off_the_runtime().await;
         let workspace: &dyn Workspace = match io.workspace.diagnostics() {
             Some(editor) if editor.pushes() => io.workspace,
             _ if servers.is_empty() => io.workspace,
@@ -865,6 +865,28 @@ impl Session {
         let code = self.code.locked().clone();
         if let Some(code) = code {
             code.stop().await;
+        }
+    }
+
+    /// [`Session::language_servers`], built on a blocking thread the first
+    /// time: finding them reads Helix's files and walks `PATH`, which would
+    /// stall every other request of an editor on the runtime's one thread.
+    async fn language_servers_off_the_runtime(&self) -> Arc<LanguageServers> {
+        if let Some(servers) = self.code.locked().clone() {
+            return servers;
+        }
+        let settings = self.settings();
+        let sandbox = match self.prepare() {
+            Ok(policy) => policy.sandbox,
+            Err(_) => return self.language_servers(),
+        };
+        let built = tokio::task::spawn_blocking(move || {
+            LanguageServers::new(&settings.files.code, &settings.root, sandbox)
+        })
+        .await;
+        match built {
+            Ok(built) => self.code.locked().get_or_insert(Arc::new(built)).clone(),
+            Err(_) => self.language_servers(),
         }
     }
 
