@@ -98,6 +98,10 @@ pub enum LoopError {
     /// The model call failed after the provider's retries.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The session could not be made ready for the turn (its gate or its
+    /// sandbox, from the settings): no model was asked.
+    #[error("the session cannot run a turn: {0}")]
+    Setup(String),
 }
 
 /// The result every unanswered tool call gets when the turn is cancelled.

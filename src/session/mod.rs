@@ -282,9 +282,8 @@ impl Session {
         let Policy { gate, sandbox } = match self.prepare() {
             Ok(policy) => policy,
             Err(error) => {
-                let error = crate::provider::ProviderError::Config(error.to_string());
                 return TurnEnd {
-                    result: Err(LoopError::Provider(error)),
+                    result: Err(LoopError::Setup(error.to_string())),
                     counted: tally.counted(),
                 };
             }
