@@ -48,10 +48,10 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let agent = TerminalAgent::assemble(&args.agent, false).await?;
     let opened = open_which(agent.workspace.paths(), &Which::of(&args.agent))?;
     let recap = super::recap::for_stderr(&opened.messages);
-    let spend = SessionSpend::new(agent.sink.clone());
+    let spend = Arc::new(SessionSpend::new(agent.sink.clone()));
     spend.start(opened.usage, opened.cost_usd);
     agent
-        .session
+        .session()
         .start_conversation(Some(Arc::new(opened.file)), opened.messages);
     let mut chat = Chat {
         agent,
@@ -64,10 +64,10 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "bareagent chat · model {} · permission mode {} · session {} · /help for the commands, Ctrl-D to quit",
         chat.agent
-            .session
+            .session()
             .model()
             .unwrap_or_else(|| "from the recording (--replay)".into()),
-        mode_name(chat.agent.session.mode()),
+        mode_name(chat.agent.session().mode()),
         chat.session_id(),
     );
     eprint!("{recap}");
@@ -113,7 +113,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
             Err(error) => eprintln!("bareagent: {error}"),
         }
     }
-    chat.agent.session.close().await;
+    chat.agent.close().await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -121,7 +121,7 @@ pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
 struct Chat {
     agent: TerminalAgent,
     /// What the session has spent; every turn's events pass it.
-    spend: SessionSpend,
+    spend: Arc<SessionSpend>,
     interrupts: Interrupts,
 }
 
@@ -129,14 +129,14 @@ impl Chat {
     /// Ctrl-C twice: the chat ends with 130.
     fn quit_interrupted(&self) -> ExitCode {
         self.agent.sink.failed("interrupted");
-        self.agent.session.background().kill_all();
+        self.agent.session().background().kill_all();
         ExitCode::from(130)
     }
 
     /// The session file's id: a chat always has one.
     fn session_id(&self) -> String {
         self.agent
-            .session
+            .session()
             .file()
             .map(|file| file.id().to_string())
             .unwrap_or_default()
@@ -146,8 +146,8 @@ impl Chat {
     /// names; one it cannot be sent with is said, and put back at the
     /// prompt to be changed.
     async fn prompt(&mut self, typed: String) {
-        let message = match self.agent.session.deny_rules_gate() {
-            Ok(gate) => prompt_message(&typed, &self.agent.workspace, &gate).await,
+        let message = match self.agent.session().deny_rules_gate() {
+            Ok(gate) => prompt_message(&typed, self.agent.workspace.as_ref(), &gate).await,
             Err(error) => Err(error.to_string()),
         };
         match message {
@@ -164,7 +164,7 @@ impl Chat {
     /// reads with the next prompt. Ctrl-C, Esc or the timeout kills it.
     async fn shell(&mut self, command: &str) {
         use crate::tools::GroupProcess;
-        let sandbox = match self.agent.session.sandbox() {
+        let sandbox = match self.agent.session().sandbox() {
             Ok(sandbox) => sandbox,
             Err(error) => {
                 eprintln!("bareagent: cannot run it: {error}");
@@ -209,7 +209,7 @@ impl Chat {
             eprintln!();
         }
         eprintln!("({ending})");
-        self.agent.session.append(Message::user_text(format!(
+        self.agent.session().append(Message::user_text(format!(
             "I ran `{command}` myself ({ending}). Its output:\n{output}"
         )));
     }
@@ -219,7 +219,7 @@ impl Chat {
         let cancel = CancellationToken::new();
         let sink = self.agent.sink.clone();
         sink.started();
-        let turn = self.agent.turn(prompt, &self.spend, cancel.clone());
+        let turn = self.agent.turn(prompt, self.spend.clone(), cancel.clone());
         let end = self.interrupts.during(turn, &cancel, sink.as_ref()).await;
         self.spend.end_turn();
         match end.result {
@@ -245,14 +245,14 @@ impl Chat {
             Slash::Model(None) => {
                 eprintln!("{}", self.model_line());
                 // A replay answers from its file: there is nothing to pick.
-                if self.agent.session.model().is_some() {
-                    let listing = self.agent.session.list_models().await;
-                    eprint!("{}", model_choices(&listing, self.agent.session.model()));
+                if self.agent.session().model().is_some() {
+                    let listing = self.agent.session().list_models().await;
+                    eprint!("{}", model_choices(&listing, self.agent.session().model()));
                 }
             }
             Slash::Model(Some(name)) => {
-                let before = self.agent.session.current().model;
-                match self.agent.change(&SessionChange::model(&name)) {
+                let before = self.agent.session().current().model;
+                match self.agent.change(SessionChange::model(&name)).await {
                     Ok(now) => match (before, now.model) {
                         (Ok((was, _)), Ok((provider, _))) if was != provider => eprintln!(
                             "from the next turn on, {} (provider {}, the history goes with it)",
@@ -266,29 +266,38 @@ impl Chat {
             }
             Slash::Mode(None) => eprintln!(
                 "permission mode {} (the modes: {})",
-                mode_name(self.agent.session.mode()),
+                mode_name(self.agent.session().mode()),
                 mode_names()
             ),
-            Slash::Mode(Some(name)) => self.set_mode(&name),
+            Slash::Mode(Some(name)) => self.set_mode(&name).await,
             Slash::Effort(None) | Slash::Thinking(None) => eprintln!("{}", self.reasoning_line()),
             Slash::Effort(Some(name)) => match name.as_str() {
-                "default" => self.change_reasoning(SessionChange {
-                    effort: Some(None),
-                    ..SessionChange::default()
-                }),
-                name => match Effort::parse(name) {
-                    Ok(effort) => self.change_reasoning(SessionChange {
-                        effort: Some(Some(effort)),
+                "default" => {
+                    self.change_reasoning(SessionChange {
+                        effort: Some(None),
                         ..SessionChange::default()
-                    }),
+                    })
+                    .await
+                }
+                name => match Effort::parse(name) {
+                    Ok(effort) => {
+                        self.change_reasoning(SessionChange {
+                            effort: Some(Some(effort)),
+                            ..SessionChange::default()
+                        })
+                        .await
+                    }
                     Err(error) => eprintln!("bareagent: unchanged: {error}"),
                 },
             },
             Slash::Thinking(Some(name)) => match Thinking::parse(&name) {
-                Ok(thinking) => self.change_reasoning(SessionChange {
-                    thinking: Some(thinking),
-                    ..SessionChange::default()
-                }),
+                Ok(thinking) => {
+                    self.change_reasoning(SessionChange {
+                        thinking: Some(thinking),
+                        ..SessionChange::default()
+                    })
+                    .await
+                }
                 Err(error) => eprintln!("bareagent: unchanged: {error}"),
             },
             Slash::Rewind => {
@@ -302,10 +311,10 @@ impl Chat {
 
     /// `model NAME · $3 / $15 per million tokens in / out · context window 200k`.
     fn model_line(&self) -> String {
-        let Some(name) = self.agent.session.model() else {
+        let Some(name) = self.agent.session().model() else {
             return "no model: the answers come from the recording (--replay)".to_string();
         };
-        let price = match self.agent.session.price() {
+        let price = match self.agent.session().price() {
             Some(price) => format!(
                 "${} / ${} per million tokens in / out",
                 price.input, price.output
@@ -314,7 +323,7 @@ impl Chat {
                 "no price known (costs show as unknown; add [prices.\"{name}\"] to config.toml)"
             ),
         };
-        let window = match self.agent.session.context_window() {
+        let window = match self.agent.session().context_window() {
             Some(window) => format!("context window {}k", window / 1000),
             None => "context window unknown".to_string(),
         };
@@ -323,7 +332,7 @@ impl Chat {
 
     /// `effort high · thinking auto`, as the next call asks.
     fn reasoning_line(&self) -> String {
-        let reasoning = self.agent.session.reasoning();
+        let reasoning = self.agent.session().reasoning();
         format!(
             "effort {} · thinking {}",
             reasoning
@@ -334,14 +343,14 @@ impl Chat {
     }
 
     /// Changes the effort or thinking as `change` says, from the next turn on.
-    fn change_reasoning(&mut self, change: SessionChange) {
-        match self.agent.change(&change) {
+    async fn change_reasoning(&mut self, change: SessionChange) {
+        match self.agent.change(change).await {
             Ok(_) => eprintln!("from the next turn on, {}", self.reasoning_line()),
             Err(error) => eprintln!("bareagent: unchanged: {error:#}"),
         }
     }
 
-    fn set_mode(&mut self, name: &str) {
+    async fn set_mode(&mut self, name: &str) {
         let Ok(mode) = PermissionModeArg::from_str(name, false) else {
             eprintln!(
                 "bareagent: unknown permission mode {name:?}; the modes: {}",
@@ -351,11 +360,12 @@ impl Chat {
         };
         match self
             .agent
-            .change(&SessionChange::mode(PermissionMode::from(mode)))
+            .change(SessionChange::mode(PermissionMode::from(mode)))
+            .await
         {
             Ok(_) => eprintln!(
                 "permission mode {} from now on",
-                mode_name(self.agent.session.mode())
+                mode_name(self.agent.session().mode())
             ),
             Err(error) => eprintln!("bareagent: the mode is unchanged: {error:#}"),
         }
@@ -389,7 +399,7 @@ impl Chat {
             Ok(opened) => {
                 eprint!("{}", super::recap::for_stderr(&opened.messages));
                 self.agent
-                    .session
+                    .session()
                     .start_conversation(Some(Arc::new(opened.file)), opened.messages);
                 self.spend.start(opened.usage, opened.cost_usd);
             }
@@ -400,10 +410,10 @@ impl Chat {
     /// `/clear`: a new session, an empty history.
     fn clear(&mut self) {
         let old = self.session_id();
-        let had_history = !self.agent.session.history().is_empty();
+        let had_history = !self.agent.session().history().is_empty();
         let file = SessionFile::create(self.agent.workspace.paths());
         self.agent
-            .session
+            .session()
             .start_conversation(Some(Arc::new(file)), Vec::new());
         self.spend.start(Default::default(), Some(0.0));
         let new = self.session_id();
@@ -416,7 +426,7 @@ impl Chat {
 
     /// `/compact`: now, between turns; Ctrl-C gives up on it.
     async fn compact(&mut self) {
-        if self.agent.session.history().is_empty() {
+        if self.agent.session().history().is_empty() {
             eprintln!("Nothing to compact yet.");
             return;
         }
@@ -428,13 +438,13 @@ impl Chat {
         let cancel = CancellationToken::new();
         let usage = CallsOutsideTurns {
             spend,
-            price: agent.session.price(),
+            price: agent.session().price(),
         };
         let work = async {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
-                done = agent.session.compact_now(&agent.workspace, &usage) => Some(done),
+                done = agent.session().compact_now(agent.workspace.as_ref(), &usage) => Some(done),
             }
         };
         let outcome = interrupts.during(work, &cancel, agent.sink.as_ref()).await;
@@ -457,16 +467,16 @@ impl Chat {
 /// `/rewind`: undoes the last turn's edits and drops the turn from the
 /// history (see `crate::rewind`). Returns what to tell the user.
 async fn rewind_last_turn(chat: &mut Chat) -> String {
-    let gate = match chat.agent.session.deny_rules_gate() {
+    let gate = match chat.agent.session().deny_rules_gate() {
         Ok(gate) => gate,
         Err(error) => return format!("bareagent: cannot rewind: {error:#}"),
     };
-    let Some(file) = chat.agent.session.file() else {
+    let Some(file) = chat.agent.session().file() else {
         return "bareagent: cannot rewind: the chat has no session file".to_string();
     };
-    match crate::rewind::rewind(&chat.agent.workspace, &file, &gate).await {
+    match crate::rewind::rewind(chat.agent.workspace.as_ref(), &file, &gate).await {
         Ok(rewound) => {
-            chat.agent.session.set_history(rewound.messages.clone());
+            chat.agent.session().set_history(rewound.messages.clone());
             format!("bareagent: {}.", rewound.describe())
         }
         Err(error) => format!("bareagent: {error}"),

@@ -36,7 +36,6 @@ pub trait TurnSink: EventSink {
     fn notice(&self, line: &str);
     fn finished(&self, outcome: &TurnOutcome);
     fn failed(&self, reason: &str);
-    fn as_event_sink(&self) -> &dyn EventSink;
 }
 
 /// After a command, this many of its last output lines are shown.
@@ -491,10 +490,6 @@ impl TurnSink for TerminalSink {
         Self::end_line(&mut state);
         eprintln!("bareagent: {reason}");
     }
-
-    fn as_event_sink(&self) -> &dyn EventSink {
-        self
-    }
 }
 
 /// What the terminal shows of a tool result, line by line. A command shows
@@ -599,10 +594,6 @@ impl TurnSink for JsonSink {
     fn failed(&self, reason: &str) {
         print_json_line(&json!({"type": "error", "message": reason}));
         eprintln!("bareagent: {reason}");
-    }
-
-    fn as_event_sink(&self) -> &dyn EventSink {
-        self
     }
 }
 

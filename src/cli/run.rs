@@ -32,12 +32,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         print_json_line(&json!({"type": "session", "id": file.id()}));
     }
     agent
-        .session
+        .session()
         .start_conversation(Some(Arc::new(file)), messages);
     sink.started();
     let prompt = crate::agent::Message::user_text(prompt);
-    let end = agent.turn(prompt, sink.as_event_sink(), cancel).await;
-    agent.session.close().await;
+    let end = agent.turn(prompt, sink.clone(), cancel).await;
+    agent.close().await;
     match end.result {
         Ok(outcome) => {
             sink.finished(&outcome);

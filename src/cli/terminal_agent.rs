@@ -16,11 +16,13 @@ use super::AgentArgs;
 use super::approve::TerminalApprover;
 use super::output::{JsonSink, TerminalSink, TurnSink};
 use super::turn_keys::TurnKeys;
+use crate::agent::LoopError;
 use crate::agent::Message;
 use crate::config::Config;
 use crate::events::EventSink;
 use crate::session::{
-    ChangeError, Current, Layer, Layers, Session, SessionChange, Surface, TurnEnd, TurnIo,
+    Afterwards, Busy, Current, HandleError, Layer, Layers, RunTurn, Session, SessionChange,
+    SessionHandle, Surface, Turn, TurnEnd, TurnIo,
 };
 use crate::sync::Locked;
 use crate::workspace::{DiskWorkspace, Workspace};
@@ -28,11 +30,12 @@ use crate::workspace::{DiskWorkspace, Workspace};
 pub struct TerminalAgent {
     /// `--json`: answers and approvals as JSON lines.
     json: bool,
-    pub workspace: DiskWorkspace,
+    pub workspace: Arc<DiskWorkspace>,
     pub sink: Arc<dyn TurnSink>,
-    pub session: Session,
+    /// The session's task: every turn goes through it, as in every front end.
+    handle: SessionHandle,
     /// Typed while the last turn ran (see `turn_keys`).
-    typed_ahead: std::sync::Mutex<String>,
+    typed_ahead: Arc<std::sync::Mutex<String>>,
 }
 
 impl TerminalAgent {
@@ -81,41 +84,80 @@ impl TerminalAgent {
         }
         Ok(TerminalAgent {
             json,
-            workspace,
+            workspace: Arc::new(workspace),
             sink,
-            session,
+            handle: SessionHandle::spawn(Arc::new(session)),
             typed_ahead: Default::default(),
         })
     }
 
-    /// One turn on `prompt`, its events to `sink`, cancelled by `cancel`.
+    /// The session, for what it holds (its history, totals, settings).
+    pub fn session(&self) -> &Arc<Session> {
+        self.handle.session()
+    }
+
+    /// Ends the session: background commands, MCP and language servers.
+    pub async fn close(&self) {
+        self.handle.close().await;
+    }
+
+    /// One turn on `prompt`, its events to `sink`, cancelled by `cancel`
+    /// (or by the session's close), run by the session's handle.
     pub async fn turn(
         &self,
         prompt: Message,
-        sink: &dyn EventSink,
+        sink: Arc<dyn EventSink>,
         cancel: CancellationToken,
     ) -> TurnEnd {
-        let terminal = std::io::stdin().is_terminal();
-        // The keyboard is the turn's: Esc cancels it, approvals take keys.
-        let keys = match (self.json, terminal) {
-            (false, true) => TurnKeys::start(cancel.clone(), self.sink.clone()),
-            _ => None,
+        let (ended, end) = tokio::sync::oneshot::channel();
+        let (json, workspace) = (self.json, self.workspace.clone());
+        let (shown, typed_ahead) = (self.sink.clone(), self.typed_ahead.clone());
+        let run: RunTurn = Box::new(move |turn: Turn| {
+            Box::pin(async move {
+                // Ctrl-C and Esc cancel the caller's token; the turn runs on
+                // the handle's, which a close cancels too.
+                let turn_cancel = turn.cancel.clone();
+                let caller = cancel.clone();
+                let link = tokio::spawn(async move {
+                    caller.cancelled().await;
+                    turn_cancel.cancel();
+                });
+                let terminal = std::io::stdin().is_terminal();
+                // The keyboard is the turn's: Esc cancels it, approvals take keys.
+                let keys = match (json, terminal) {
+                    (false, true) => TurnKeys::start(cancel, shown),
+                    _ => None,
+                };
+                let approver =
+                    TerminalApprover::for_run(json, terminal, keys.as_ref().map(TurnKeys::keys));
+                let io = TurnIo {
+                    workspace: workspace.as_ref(),
+                    approver: Box::new(approver),
+                    sink: sink.as_ref(),
+                    cancel: turn.cancel,
+                    near: Vec::new(),
+                    code: None,
+                };
+                let end = turn.session.run_turn(turn.prompt, io).await;
+                link.abort();
+                if let Some(keys) = keys {
+                    *typed_ahead.locked() = keys.finish();
+                }
+                let _ = ended.send(end);
+                Afterwards::new(async {})
+            })
+        });
+        let refused = match self.handle.prompt(prompt, Busy::Refuse, run).await {
+            Ok(_) => match end.await {
+                Ok(end) => return end,
+                Err(_) => "the session ended before the turn did".to_string(),
+            },
+            Err(error) => error.to_string(),
         };
-        let approver =
-            TerminalApprover::for_run(self.json, terminal, keys.as_ref().map(TurnKeys::keys));
-        let io = TurnIo {
-            workspace: &self.workspace,
-            approver: Box::new(approver),
-            sink,
-            cancel,
-            near: Vec::new(),
-            code: None,
-        };
-        let end = self.session.run_turn(prompt, io).await;
-        if let Some(keys) = keys {
-            *self.typed_ahead.locked() = keys.finish();
+        TurnEnd {
+            result: Err(LoopError::Setup(refused)),
+            counted: Default::default(),
         }
-        end
     }
 
     /// Puts `text` at the next prompt, before what was typed meanwhile.
@@ -132,8 +174,8 @@ impl TerminalAgent {
     /// Changes what the next turns use (the model, effort, thinking or
     /// mode): the session decides, as for every front end. On an error
     /// nothing changes.
-    pub fn change(&self, change: &SessionChange) -> Result<Current, ChangeError> {
-        self.session.change(change)
+    pub async fn change(&self, change: SessionChange) -> Result<Current, HandleError> {
+        self.handle.change(change).await
     }
 }
 
