@@ -80,10 +80,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
                         _peer: Peer| {
-                match s2.new_session(request).await {
-                    Ok(response) => responder.respond(response),
-                    Err(error) => responder.respond_with_error(error),
-                }
+                responder.respond_with_result(s2.new_session(request).await)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -91,10 +88,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse>,
                         peer: Peer| {
-                match s3.load_session(request, &peer).await {
-                    Ok(response) => responder.respond(response),
-                    Err(error) => responder.respond_with_error(error),
-                }
+                responder.respond_with_result(s3.load_session(request, &peer).await)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -125,10 +119,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: SetSessionModeRequest,
                         responder: Responder<SetSessionModeResponse>,
                         _peer: Peer| {
-                match s5.set_mode(request).await {
-                    Ok(response) => responder.respond(response),
-                    Err(error) => responder.respond_with_error(error),
-                }
+                responder.respond_with_result(s5.set_mode(request).await)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -136,10 +127,7 @@ pub async fn serve(args: AcpArgs) -> bool {
             async move |request: SetSessionConfigOptionRequest,
                         responder: Responder<SetSessionConfigOptionResponse>,
                         _peer: Peer| {
-                match s8.set_config_option(request).await {
-                    Ok(response) => responder.respond(response),
-                    Err(error) => responder.respond_with_error(error),
-                }
+                responder.respond_with_result(s8.set_config_option(request).await)
             },
             agent_client_protocol::on_receive_request!(),
         )
