@@ -298,8 +298,18 @@ impl Server {
                 env,
                 cwd,
             } => {
-                let (process, stdout, stdin) =
-                    ServerProcess::spawn(self, command, args, env, cwd.as_deref(), &stderr)?;
+                // Forking (and, before the session's first process, the
+                // check of the commands' cgroup, a grace period of 10-20 ms)
+                // blocks: on a thread of its own, so the first model
+                // request goes out meanwhile.
+                let (name, root) = (self.name().to_string(), self.root.clone());
+                let (command, args, env) = (command.clone(), args.clone(), env.clone());
+                let (cwd, tail) = (cwd.clone(), stderr.clone());
+                let (process, stdout, stdin) = tokio::task::spawn_blocking(move || {
+                    ServerProcess::spawn(&name, &root, &command, &args, &env, cwd.as_deref(), &tail)
+                })
+                .await
+                .map_err(|error| format!("cannot start it: {error}"))??;
                 let service = rmcp::serve_client(handler, (stdout, stdin))
                     .await
                     .map_err(|error| self.start_error(&error.to_string(), &stderr))?;
@@ -487,7 +497,8 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn spawn(
-        server: &Server,
+        name: &str,
+        root: &Path,
         command: &str,
         args: &[String],
         env: &BTreeMap<String, String>,
@@ -517,8 +528,8 @@ impl ServerProcess {
             cmd.env(name, expand_env(value).map_err(missing)?);
         }
         let cwd = match cwd {
-            Some(cwd) => server.root.join(expand_env(cwd).map_err(missing)?),
-            None => server.root.clone(),
+            Some(cwd) => root.join(expand_env(cwd).map_err(missing)?),
+            None => root.to_path_buf(),
         };
         cmd.current_dir(cwd)
             .stdin(Stdio::piped())
@@ -541,12 +552,7 @@ impl ServerProcess {
         else {
             return Err("its pipes could not be opened".into());
         };
-        crate::tools::keep_stderr_tail(
-            server.name().to_string(),
-            stderr,
-            stderr_tail.clone(),
-            STDERR_TAIL,
-        );
+        crate::tools::keep_stderr_tail(name.to_string(), stderr, stderr_tail.clone(), STDERR_TAIL);
         Ok((ServerProcess { child, pgid }, stdout, stdin))
     }
 }
