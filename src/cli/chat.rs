@@ -467,18 +467,11 @@ impl Chat {
 /// `/rewind`: undoes the last turn's edits and drops the turn from the
 /// history (see `crate::rewind`). Returns what to tell the user.
 async fn rewind_last_turn(chat: &mut Chat) -> String {
-    let gate = match chat.agent.session().deny_rules_gate() {
-        Ok(gate) => gate,
-        Err(error) => return format!("bareagent: cannot rewind: {error:#}"),
-    };
-    let Some(file) = chat.agent.session().file() else {
+    if chat.agent.session().file().is_none() {
         return "bareagent: cannot rewind: the chat has no session file".to_string();
-    };
-    match crate::rewind::rewind(chat.agent.workspace.as_ref(), &file, &gate).await {
-        Ok(rewound) => {
-            chat.agent.session().set_history(rewound.messages.clone());
-            format!("bareagent: {}.", rewound.describe())
-        }
+    }
+    match chat.agent.rewind_last_turn().await {
+        Ok(rewound) => format!("bareagent: {}.", rewound.describe()),
         Err(error) => format!("bareagent: {error}"),
     }
 }

@@ -96,6 +96,12 @@ impl TerminalAgent {
         self.handle.session()
     }
 
+    /// Undoes the last turn on disk, as the session's job.
+    pub async fn rewind_last_turn(&self) -> Result<crate::rewind::Rewound, HandleError> {
+        let workspace: Arc<dyn Workspace> = self.workspace.clone();
+        self.handle.rewind_last_turn(workspace).await
+    }
+
     /// Ends the session: background commands, MCP and language servers.
     pub async fn close(&self) {
         self.handle.close().await;

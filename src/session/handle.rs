@@ -26,6 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ChangeError, Current, Layers, Session, SessionChange, SessionError};
 use crate::agent::{ContentBlock, Message, Role};
+use crate::rewind::Rewound;
+use crate::session_files::SessionFileError;
+use crate::workspace::Workspace;
 
 /// A job's work, run on a task of its own.
 pub type Job<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -99,6 +102,8 @@ pub enum HandleError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Change(#[from] ChangeError),
+    #[error(transparent)]
+    Rewind(#[from] SessionFileError),
 }
 
 enum Op {
@@ -254,14 +259,32 @@ impl SessionHandle {
         self.request(move |reply| Op::Layers { layers, reply })
     }
 
-    /// Runs `undo` as the session's job, unless one runs: prompts queue
-    /// behind it, and start a turn on the history it leaves. Answers the
-    /// rewind's id once it has started.
-    pub fn rewind(
+    /// Undoes the session's last turn, through `workspace` (the editor's
+    /// buffers, or the disk), as the session's job unless one runs: its
+    /// edits put back where each file still holds the agent's text (the
+    /// deny rules alone decide: the user asked), and the turn dropped from
+    /// the history and the session file. Prompts sent meanwhile queue
+    /// behind it and start a turn on the history it leaves. Answers once
+    /// the session is free again.
+    pub async fn rewind_last_turn(
         &self,
-        undo: Job<JobEnd>,
-    ) -> impl Future<Output = Result<u64, HandleError>> + Send + 'static {
+        workspace: Arc<dyn Workspace>,
+    ) -> Result<Rewound, HandleError> {
+        let session = self.session.clone();
+        let (answer, answered) = oneshot::channel();
+        let undo: Job<JobEnd> = Box::pin(async move {
+            let outcome = undo_last_turn(&session, workspace.as_ref()).await;
+            let history = outcome.as_ref().ok().map(|r| r.messages.clone());
+            JobEnd {
+                history,
+                afterwards: Afterwards::new(async move {
+                    let _ = answer.send(outcome);
+                }),
+            }
+        });
         self.request(move |reply| Op::Rewind { undo, reply })
+            .await?;
+        answered.await.unwrap_or(Err(HandleError::Closed))
     }
 
     /// Cancels the running turn, kills the background commands, stops the
@@ -273,6 +296,16 @@ impl SessionHandle {
             answer.await;
         }
     }
+}
+
+/// The last turn undone through `workspace`.
+async fn undo_last_turn(
+    session: &Session,
+    workspace: &dyn Workspace,
+) -> Result<Rewound, HandleError> {
+    let gate = session.deny_rules_gate()?;
+    let file = session.file().ok_or(SessionFileError::NothingToRewind)?;
+    Ok(crate::rewind::rewind(workspace, &file, &gate).await?)
 }
 
 /// How a rewind ended.
