@@ -262,7 +262,9 @@ pub async fn run_loop(
             .any(|call| agent.tools.get(call.name).is_none())
         {
             true if joining.is_some() => {
-                join_tools(agent, &mut joining, &joined).await?;
+                // Cancelled while waiting: the calls are answered below
+                // (every one gets CANCELLED), so the history stays valid.
+                let _ = join_tools(agent, &mut joining, &joined).await;
                 match joined.get() {
                     Some(tools) => {
                         with_joined = agent.using_tools(tools);

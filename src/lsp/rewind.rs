@@ -26,6 +26,10 @@ pub async fn rewind(state: &Arc<State>) -> Result<Value, String> {
             None => return Err("nothing to rewind: the conversation has no turn yet".into()),
         }
     };
+    // The settings as they are now (a resumed session has had no turn to
+    // bring it up to them): its deny rules decide the rewind.
+    let layers = state.layers().await?;
+    handle.set_layers(layers).await.map_err(|e| e.to_string())?;
     let save = handle.session().settings().files.edits.save;
     let workspace = EditorWorkspace::new(state.clone(), save.unwrap_or_default())
         .map_err(|e| format!("cannot open the workspace: {e}"))?;
