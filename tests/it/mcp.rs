@@ -1051,3 +1051,56 @@ fn a_server_still_starting_joins_at_the_next_request() {
         );
     }
 }
+
+/// A turn cancelled while a call waits for its server's first start still
+/// answers the call (`Cancelled by user`), so the history the session file
+/// keeps has a `tool_result` for every `tool_use` and can be continued.
+#[test]
+fn a_call_cancelled_while_its_server_starts_is_answered() {
+    let dir = workspace(&[]);
+    let fifo = dir.path().join("start.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    user_config(
+        dir.path(),
+        &format!(
+            "[mcp.servers.held]\ncommand = \"python3\"\nargs = [{}, {}]\n",
+            quoted(&fixture("held_start.py").display().to_string()),
+            quoted(&fifo.display().to_string())
+        ),
+    );
+    let server = script(vec![Reply::tool("mcp__held__ping", json!({}))]);
+    let agent = run_against_model(&mut bareagent(dir.path()), &server)
+        .args(["--idle-timeout", "5", "use the MCP tools"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the first request", Duration::from_secs(30), || {
+        !server.requests().is_empty()
+    });
+    // The call waits for the held server: Ctrl-C now.
+    let sessions = dir.path().join(".bareagent/sessions");
+    wait_until("the call is recorded", Duration::from_secs(30), || {
+        std::fs::read_dir(&sessions).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                std::fs::read_to_string(entry.path())
+                    .is_ok_and(|text| text.contains("mcp__held__ping"))
+            })
+        })
+    });
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGINT) };
+    let out = agent.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let recorded: String = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.path().extension().is_some_and(|e| e == "jsonl"))
+        .map(|entry| std::fs::read_to_string(entry.path()).unwrap())
+        .collect();
+    assert!(
+        recorded.contains("tool_result") && recorded.contains(bareagent::agent::CANCELLED),
+        "{recorded}"
+    );
+}
