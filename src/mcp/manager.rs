@@ -166,13 +166,6 @@ impl McpServers {
         first_starts
     }
 
-    /// Adds [`tools`](Self::tools) to `registry`.
-    pub async fn add_to(&self, registry: &mut crate::tools::ToolRegistry) {
-        for tool in self.tools().await {
-            registry.register_dyn(tool);
-        }
-    }
-
     /// Every running server's tools. Two tools that would reach the model
     /// under one name (`a.b` and `a_b` of one server) are both left out:
     /// a rule about one must never cover the other.

@@ -964,6 +964,23 @@ fn an_image_from_an_mcp_tool_reaches_anthropic_as_an_image_and_openai_as_a_note(
     }
 }
 
+/// The user's config in `dir` names one server, `held`, which answers
+/// `initialize` only once its FIFO (returned) is written.
+fn held_server(dir: &Path) -> PathBuf {
+    let fifo = dir.join("start.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    user_config(
+        dir,
+        &format!(
+            "[mcp.servers.held]\ncommand = \"python3\"\nargs = [{}, {}]\n",
+            quoted(&fixture("held_start.py").display().to_string()),
+            quoted(&fifo.display().to_string())
+        ),
+    );
+    fifo
+}
+
 /// A server still starting when a turn begins does not hold up the first
 /// request: that goes out without its tools and the user is told which
 /// server is starting; its tools join from the next request, and a call
@@ -993,17 +1010,7 @@ fn a_server_still_starting_joins_at_the_next_request() {
     ];
     for (case, replies, pong_at) in cases {
         let dir = workspace(&[("a.txt", "a\n")]);
-        let fifo = dir.path().join("start.fifo");
-        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
-        assert!(made.success(), "mkfifo");
-        user_config(
-            dir.path(),
-            &format!(
-                "[mcp.servers.held]\ncommand = \"python3\"\nargs = [{}, {}]\n",
-                quoted(&fixture("held_start.py").display().to_string()),
-                quoted(&fifo.display().to_string())
-            ),
-        );
+        let fifo = held_server(dir.path());
         let count = replies.len();
         let server = script(replies);
         let agent = run_against_model(&mut bareagent(dir.path()), &server)
@@ -1058,17 +1065,7 @@ fn a_server_still_starting_joins_at_the_next_request() {
 #[test]
 fn a_call_cancelled_while_its_server_starts_is_answered() {
     let dir = workspace(&[]);
-    let fifo = dir.path().join("start.fifo");
-    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success(), "mkfifo");
-    user_config(
-        dir.path(),
-        &format!(
-            "[mcp.servers.held]\ncommand = \"python3\"\nargs = [{}, {}]\n",
-            quoted(&fixture("held_start.py").display().to_string()),
-            quoted(&fifo.display().to_string())
-        ),
-    );
+    held_server(dir.path());
     let server = script(vec![Reply::tool("mcp__held__ping", json!({}))]);
     let agent = run_against_model(&mut bareagent(dir.path()), &server)
         .args(["--idle-timeout", "5", "use the MCP tools"])
